@@ -1,0 +1,28 @@
+import { redirect } from "next/navigation";
+import type { ReactNode } from "react";
+import { ConsoleHeader, type NavLink } from "@/components/console-header";
+import { canReview, isOwner } from "@/components/roles";
+import type { UserView } from "@/lib/api-types";
+import { currentPageUser } from "@/server/auth/page";
+
+function linksFor(user: UserView): NavLink[] {
+  const owner = isOwner(user);
+  const reviewer = canReview(user);
+  const links: NavLink[] = [];
+  if (owner) links.push({ href: "/servers", label: "Servers" }, { href: "/tools", label: "Tools" });
+  if (reviewer) links.push({ href: "/approvals", label: "Approvals" });
+  if (owner) links.push({ href: "/settings", label: "Settings" });
+  return links;
+}
+
+export default async function ConsoleLayout({ children }: { children: ReactNode }) {
+  const user = await currentPageUser();
+  if (!user) redirect("/login");
+
+  return (
+    <div className="min-h-screen">
+      <ConsoleHeader links={linksFor(user)} userName={user.name} />
+      <main className="mx-auto max-w-7xl px-4 py-8 sm:px-6">{children}</main>
+    </div>
+  );
+}

@@ -1,0 +1,15 @@
+import type { Metadata } from "next";
+import { redirect } from "next/navigation";
+import { NotAllowed } from "@/components/not-allowed";
+import { isOwner } from "@/components/roles";
+import { ServersView } from "@/components/servers-view";
+import { currentPageUser } from "@/server/auth/page";
+
+export const metadata: Metadata = { title: "Servers" };
+
+export default async function ServersPage() {
+  const user = await currentPageUser();
+  if (!user) redirect("/login");
+  if (!isOwner(user)) return <NotAllowed audience="owners" />;
+  return <ServersView />;
+}

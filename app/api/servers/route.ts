@@ -1,0 +1,3 @@
+import { route } from "@/server/http/route";
+
+export const GET = route({ access: ["owner"] }, ({ runtime }) => ({ servers: runtime.servers() }));

@@ -1,0 +1,10 @@
+import { CreateTokenBody } from "@/lib/api-types";
+import { principalName } from "@/server/auth/access";
+import { createToken, listTokens } from "@/server/auth/tokens";
+import { json, route, who } from "@/server/http/route";
+
+export const GET = route({ access: ["owner"] }, ({ runtime }) => ({ tokens: listTokens(runtime.db) }));
+
+export const POST = route({ access: ["owner"], body: CreateTokenBody }, (ctx) =>
+  json(createToken(ctx.runtime.db, { name: ctx.body.name, actor: principalName(who(ctx)) }), 201),
+);

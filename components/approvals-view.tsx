@@ -1,0 +1,179 @@
+"use client";
+
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useCallback, useMemo, useState } from "react";
+import { Age } from "@/components/age";
+import { CallStatusBadge } from "@/components/call-status-badge";
+import { type DecisionError, PendingCallCard } from "@/components/pending-call-card";
+import { Button, EmptyState, ErrorAlert, Loading, PageHeader, Section } from "@/components/ui";
+import { api } from "@/lib/api-client";
+import type { CallView } from "@/lib/api-types";
+import { errorWithCode, formatDateTime } from "@/lib/format";
+import { queryKeys } from "@/lib/query-keys";
+
+const RECENT_LIMIT = 20;
+/** The API's largest page; far more calls than anyone can review waiting at once. */
+const PENDING_LIMIT = 500;
+
+type CallsData = { calls: CallView[] };
+
+function oldestFirst(a: CallView, b: CallView): number {
+  return a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id);
+}
+
+export function ApprovalsView() {
+  const client = useQueryClient();
+  // Failed decisions live here, not in the cards, so they stay visible after a call leaves the list.
+  const [errors, setErrors] = useState<Record<string, DecisionError>>({});
+
+  const pending = useQuery({
+    queryKey: queryKeys.calls.pending(),
+    queryFn: ({ signal }) => api<CallsData>(`/api/calls?status=pending&limit=${PENDING_LIMIT}`, { signal }),
+    select: (data) => data.calls.filter((call) => call.status === "pending").sort(oldestFirst),
+  });
+  const recent = useQuery({
+    queryKey: queryKeys.calls.recent(RECENT_LIMIT),
+    queryFn: ({ signal }) => api<CallsData>(`/api/calls?limit=${RECENT_LIMIT}`, { signal }),
+    select: (data) => data.calls.filter((call) => call.status !== "pending"),
+  });
+
+  const onDecided = useCallback(
+    (call: CallView) => {
+      setErrors(({ [call.id]: _dropped, ...rest }) => rest);
+      // The card leaves at once; the refetch confirms it.
+      client.setQueryData<CallsData>(queryKeys.calls.pending(), (old) =>
+        old ? { calls: old.calls.filter((c) => c.id !== call.id) } : old,
+      );
+      void client.invalidateQueries({ queryKey: queryKeys.calls.all });
+    },
+    [client],
+  );
+  const onDecisionError = useCallback(
+    (call: CallView, error: DecisionError) => {
+      setErrors((old) => ({ ...old, [call.id]: error }));
+      // Someone else may have decided first (already_decided): show the list as it now is.
+      void client.invalidateQueries({ queryKey: queryKeys.calls.all });
+    },
+    [client],
+  );
+  const clearError = useCallback((id: string) => setErrors(({ [id]: _dropped, ...rest }) => rest), []);
+
+  const pendingIds = useMemo(() => new Set((pending.data ?? []).map((call) => call.id)), [pending.data]);
+  const orphanErrors = Object.entries(errors).filter(([id]) => !pendingIds.has(id));
+
+  return (
+    <div className="space-y-10">
+      <div>
+        <PageHeader
+          title="Approvals"
+          subtitle="Calls waiting for a decision, oldest first (the newest is last). The list updates live."
+        />
+        {orphanErrors.length > 0 ? (
+          <ErrorAlert className="mb-4 flex items-start justify-between gap-3">
+            <ul className="space-y-1">
+              {orphanErrors.map(([id, error]) => (
+                <li key={id}>
+                  Could not {error.action} <span className="font-mono">{error.tool}</span>: {error.message}
+                </li>
+              ))}
+            </ul>
+            <Button
+              className="shrink-0 px-2 py-0.5 text-xs"
+              onClick={() =>
+                setErrors((old) =>
+                  Object.fromEntries(Object.entries(old).filter(([id]) => pendingIds.has(id))),
+                )
+              }
+            >
+              Dismiss
+            </Button>
+          </ErrorAlert>
+        ) : null}
+        {pending.isPending ? (
+          <Loading label="Loading pending calls…" />
+        ) : pending.isError ? (
+          <ErrorAlert>Could not load pending calls: {errorWithCode(pending.error)}</ErrorAlert>
+        ) : pending.data.length === 0 ? (
+          <EmptyState title="No calls are waiting for approval">
+            New requests from agents appear here as soon as they arrive.
+          </EmptyState>
+        ) : (
+          <ol aria-label="Pending calls" className="space-y-4">
+            {pending.data.map((call) => (
+              <li key={call.id}>
+                <PendingCallCard
+                  call={call}
+                  error={errors[call.id] ?? null}
+                  onDecided={onDecided}
+                  onError={onDecisionError}
+                  onClearError={clearError}
+                />
+              </li>
+            ))}
+          </ol>
+        )}
+      </div>
+
+      <Section title="Recently decided" description={`The last ${RECENT_LIMIT} calls, newest first.`}>
+        {recent.isPending ? (
+          <Loading label="Loading recent calls…" />
+        ) : recent.isError ? (
+          <ErrorAlert>Could not load recent calls: {errorWithCode(recent.error)}</ErrorAlert>
+        ) : recent.data.length === 0 ? (
+          <EmptyState title="No calls decided yet" />
+        ) : (
+          <ul
+            aria-label="Recently decided calls"
+            className="divide-y divide-zinc-100 rounded-lg border border-zinc-200 bg-white"
+          >
+            {recent.data.map((call) => (
+              <RecentCall key={call.id} call={call} />
+            ))}
+          </ul>
+        )}
+      </Section>
+    </div>
+  );
+}
+
+function decidedByText(call: CallView): string {
+  if (call.decidedBy) return `by ${call.decidedBy}`;
+  switch (call.status) {
+    case "expired":
+      return "expired without a decision";
+    case "refused":
+      return "refused by Gatehouse";
+    case "interrupted":
+      return "interrupted by a restart";
+    default:
+      return call.destructive ? "no decision recorded" : "read-only, ran without review";
+  }
+}
+
+function RecentCall({ call }: { call: CallView }) {
+  const when = call.decidedAt ?? call.finishedAt ?? call.createdAt;
+  return (
+    <li className="flex flex-wrap items-baseline gap-x-3 gap-y-1 px-4 py-2.5 text-sm">
+      <CallStatusBadge status={call.status} />
+      <span className="min-w-0 break-all font-mono text-zinc-900">{call.tool}</span>
+      <span className="text-zinc-500">
+        on <span className="font-mono">{call.server}</span>
+      </span>
+      <span className="text-zinc-700">{decidedByText(call)}</span>
+      <span className="text-zinc-500">
+        requested by {call.requester.kind} {call.requester.name}
+      </span>
+      <span className="ml-auto text-zinc-500" title={formatDateTime(when)}>
+        <Age at={when} />
+      </span>
+      {call.reason ? (
+        <p className="w-full whitespace-pre-wrap break-words text-zinc-600">Reason: {call.reason}</p>
+      ) : null}
+      {call.error ? (
+        <p className="w-full break-words text-rose-700">
+          {call.error.message} ({call.error.code})
+        </p>
+      ) : null}
+    </li>
+  );
+}

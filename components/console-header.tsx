@@ -1,0 +1,96 @@
+"use client";
+
+import Link from "next/link";
+import { usePathname } from "next/navigation";
+import { useState } from "react";
+import { Button, cx } from "@/components/ui";
+import { api } from "@/lib/api-client";
+import { GatehouseError } from "@/lib/errors";
+import { errorMessage } from "@/lib/format";
+import { useLiveEvents } from "@/lib/use-live-events";
+
+export interface NavLink {
+  href: string;
+  label: string;
+}
+
+/**
+ * The console's header: product name, the links this person may use, who is signed in, and
+ * "Sign out". It also holds the page's one live-event stream, since it stays mounted across
+ * navigation between console pages.
+ */
+export function ConsoleHeader({ links, userName }: { links: NavLink[]; userName: string }) {
+  useLiveEvents();
+  const pathname = usePathname();
+
+  return (
+    <header className="border-b border-zinc-200 bg-white">
+      <div className="mx-auto flex max-w-7xl flex-wrap items-center gap-x-6 gap-y-2 px-4 py-3 sm:px-6">
+        <Link href="/" className="text-base font-semibold tracking-tight text-zinc-900">
+          Gatehouse
+        </Link>
+        <nav aria-label="Main" className="flex flex-1 flex-wrap items-center gap-1">
+          {links.map((link) => {
+            const active = pathname === link.href || pathname.startsWith(`${link.href}/`);
+            return (
+              <Link
+                key={link.href}
+                href={link.href}
+                aria-current={active ? "page" : undefined}
+                className={cx(
+                  "rounded-md px-3 py-1.5 text-sm font-medium",
+                  active
+                    ? "bg-indigo-50 text-indigo-700"
+                    : "text-zinc-600 hover:bg-zinc-100 hover:text-zinc-900",
+                )}
+              >
+                {link.label}
+              </Link>
+            );
+          })}
+        </nav>
+        <div className="flex items-center gap-3">
+          <span className="max-w-48 truncate text-sm text-zinc-600" title={userName}>
+            Signed in as <span className="font-medium text-zinc-900">{userName}</span>
+          </span>
+          <SignOutButton />
+        </div>
+      </div>
+    </header>
+  );
+}
+
+function SignOutButton() {
+  const [pending, setPending] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+
+  async function signOut() {
+    setPending(true);
+    setError(null);
+    try {
+      await api<void>("/api/session", { method: "DELETE" });
+    } catch (err) {
+      // A session that has already expired is as signed out as it gets.
+      if (!(err instanceof GatehouseError && err.code === "unauthenticated")) {
+        setError(errorMessage(err));
+        setPending(false);
+        return;
+      }
+    }
+    // A full load drops every cached query of this user.
+    window.location.assign("/login");
+  }
+
+  return (
+    <div className="flex items-center gap-2">
+      <Button onClick={signOut} disabled={pending}>
+        Sign out
+      </Button>
+      {error ? (
+        <span role="alert" className="text-sm text-rose-700">
+          {error}
+        </span>
+      ) : null}
+    </div>
+  );
+}

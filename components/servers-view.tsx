@@ -1,0 +1,157 @@
+"use client";
+
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { ServerStateBadge } from "@/components/server-state-badge";
+import { Button, EmptyState, ErrorAlert, Loading, PageHeader } from "@/components/ui";
+import { useNow } from "@/components/use-now";
+import { api, seg } from "@/lib/api-client";
+import type { ServerView } from "@/lib/api-types";
+import { errorWithCode, formatAge, formatDateTime, formatUntil, plural } from "@/lib/format";
+import { queryKeys } from "@/lib/query-keys";
+
+export function ServersView() {
+  const query = useQuery({
+    queryKey: queryKeys.servers.list(),
+    queryFn: ({ signal }) => api<{ servers: ServerView[] }>("/api/servers", { signal }),
+    select: (data) => [...data.servers].sort((a, b) => a.name.localeCompare(b.name)),
+  });
+
+  return (
+    <div>
+      <PageHeader
+        title="Servers"
+        subtitle="MCP servers from gatehouse.json and the state of each connection."
+      />
+      {query.isPending ? (
+        <Loading label="Loading servers…" />
+      ) : query.isError ? (
+        <ErrorAlert>Could not load servers: {errorWithCode(query.error)}</ErrorAlert>
+      ) : query.data.length === 0 ? (
+        <EmptyState title="No MCP servers are configured">
+          Add servers to the <code className="font-mono">mcpServers</code> map in{" "}
+          <code className="font-mono">gatehouse.json</code> and restart Gatehouse.
+        </EmptyState>
+      ) : (
+        <ul className="grid gap-4 lg:grid-cols-2">
+          {query.data.map((server) => (
+            <li key={server.name} className="min-w-0">
+              <ServerCard server={server} />
+            </li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}
+
+function ServerCard({ server }: { server: ServerView }) {
+  const client = useQueryClient();
+  const now = useNow(1_000);
+  const reconnect = useMutation({
+    mutationFn: () =>
+      api<{ server: ServerView }>(`/api/servers/${seg(server.name)}/reconnect`, { method: "POST" }),
+    onSuccess: ({ server: updated }) => {
+      client.setQueryData<{ servers: ServerView[] }>(queryKeys.servers.list(), (old) =>
+        old ? { servers: old.servers.map((s) => (s.name === updated.name ? updated : s)) } : old,
+      );
+      void client.invalidateQueries({ queryKey: queryKeys.servers.all });
+    },
+  });
+  const { tools } = server;
+  const titleId = `server-${server.name}-title`;
+
+  return (
+    <article
+      data-testid={`server-${server.name}`}
+      aria-labelledby={titleId}
+      className="flex h-full flex-col gap-3 rounded-lg border border-zinc-200 bg-white p-4 shadow-xs"
+    >
+      <div className="flex items-start justify-between gap-3">
+        <div className="min-w-0">
+          <h2 id={titleId} className="break-all font-mono text-base font-semibold text-zinc-900">
+            {server.name}
+          </h2>
+          <p className="mt-0.5 break-all text-sm text-zinc-500">
+            <span className="font-medium text-zinc-700">{server.transport}</span>{" "}
+            <span className="font-mono">{server.target}</span>
+          </p>
+        </div>
+        <ServerStateBadge state={server.state} />
+      </div>
+
+      <dl className="grid grid-cols-[auto_1fr] gap-x-4 gap-y-1 text-sm">
+        {server.serverInfo ? (
+          <>
+            <dt className="text-zinc-500">Reports as</dt>
+            <dd className="break-all">
+              {server.serverInfo.name} {server.serverInfo.version}
+            </dd>
+          </>
+        ) : null}
+        {server.state === "ready" && server.readySince ? (
+          <>
+            <dt className="text-zinc-500">Ready since</dt>
+            <dd>
+              {formatDateTime(server.readySince)} ({formatAge(server.readySince, now)})
+            </dd>
+          </>
+        ) : null}
+        {server.nextRetryAt ? (
+          <>
+            <dt className="text-zinc-500">Next retry</dt>
+            <dd>
+              {formatUntil(server.nextRetryAt, now)} ({formatDateTime(server.nextRetryAt)})
+            </dd>
+          </>
+        ) : null}
+        <dt className="text-zinc-500">Tools</dt>
+        <dd>
+          {tools.listed} listed · {tools.enabled} enabled · {tools.proposed} proposed · {tools.disabled}{" "}
+          disabled
+          {tools.overCap > 0 ? ` · ${tools.overCap} over the cap` : ""}
+        </dd>
+      </dl>
+
+      {!server.enabled ? (
+        <p className="text-sm text-zinc-500">
+          Disabled in gatehouse.json (<code className="font-mono">enabled: false</code>).
+        </p>
+      ) : null}
+
+      {server.lastError ? (
+        <div className="rounded-md border border-rose-200 bg-rose-50 px-3 py-2 text-sm">
+          <p className="font-medium text-rose-800">Last error</p>
+          <p className="mt-0.5 whitespace-pre-wrap break-words text-rose-900">{server.lastError}</p>
+        </div>
+      ) : null}
+
+      {server.stderrTail.length > 0 ? (
+        <details className="group rounded-md border border-zinc-200 bg-zinc-50">
+          <summary className="cursor-pointer select-none px-3 py-1.5 text-sm font-medium text-zinc-700">
+            stderr ({plural(server.stderrTail.length, "line")})
+          </summary>
+          <pre className="max-h-64 overflow-auto whitespace-pre-wrap break-all border-t border-zinc-200 px-3 py-2 font-mono text-xs text-zinc-800">
+            {server.stderrTail.join("\n")}
+          </pre>
+        </details>
+      ) : null}
+
+      <div className="mt-auto flex flex-wrap items-center gap-3 pt-1">
+        <Button
+          onClick={() => reconnect.mutate()}
+          disabled={reconnect.isPending || !server.enabled}
+          title={
+            server.enabled
+              ? "Drop the connection and dial again now"
+              : "This server is disabled in gatehouse.json"
+          }
+        >
+          Reconnect
+        </Button>
+        {reconnect.isError ? (
+          <ErrorAlert className="flex-1">{errorWithCode(reconnect.error)}</ErrorAlert>
+        ) : null}
+      </div>
+    </article>
+  );
+}

@@ -1,0 +1,216 @@
+"use client";
+
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { type FormEvent, useId, useState } from "react";
+import {
+  Badge,
+  Button,
+  EmptyState,
+  ErrorAlert,
+  Loading,
+  Section,
+  TextField,
+  tableClass,
+  tdClass,
+  thClass,
+} from "@/components/ui";
+import { api, seg } from "@/lib/api-client";
+import { CreateTokenBody, type TokenView } from "@/lib/api-types";
+import { errorWithCode, formatDateTime } from "@/lib/format";
+import { queryKeys } from "@/lib/query-keys";
+
+type TokensData = { tokens: TokenView[] };
+
+function upsert(old: TokensData | undefined, token: TokenView): TokensData | undefined {
+  return old ? { tokens: [...old.tokens.filter((t) => t.name !== token.name), token] } : old;
+}
+
+export function TokensSection() {
+  const client = useQueryClient();
+  const query = useQuery({
+    queryKey: queryKeys.tokens.list(),
+    queryFn: ({ signal }) => api<TokensData>("/api/tokens", { signal }),
+    select: (data) => [...data.tokens].sort((a, b) => a.name.localeCompare(b.name)),
+  });
+  const revoke = useMutation({
+    mutationFn: (name: string) => api<{ token: TokenView }>(`/api/tokens/${seg(name)}`, { method: "DELETE" }),
+    onSuccess: ({ token }) => {
+      client.setQueryData<TokensData>(queryKeys.tokens.list(), (old) => upsert(old, token));
+      void client.invalidateQueries({ queryKey: queryKeys.tokens.all });
+    },
+  });
+
+  return (
+    <Section
+      title="Agent tokens"
+      description="Bearer tokens for agents. An agent may list and call enabled tools, never approve."
+    >
+      {query.isPending ? (
+        <Loading label="Loading tokens…" />
+      ) : query.isError ? (
+        <ErrorAlert>Could not load tokens: {errorWithCode(query.error)}</ErrorAlert>
+      ) : query.data.length === 0 ? (
+        <EmptyState title="No agent tokens yet">Create one below and give it to your agent.</EmptyState>
+      ) : (
+        <div className="overflow-x-auto rounded-lg border border-zinc-200 bg-white shadow-xs">
+          <table className={tableClass} aria-label="Agent tokens">
+            <thead className="bg-zinc-50">
+              <tr>
+                <th scope="col" className={thClass}>
+                  Name
+                </th>
+                <th scope="col" className={thClass}>
+                  Created
+                </th>
+                <th scope="col" className={thClass}>
+                  Last used
+                </th>
+                <th scope="col" className={thClass}>
+                  Revoked
+                </th>
+                <th scope="col" className={thClass}>
+                  <span className="sr-only">Action</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody className="divide-y divide-zinc-100">
+              {query.data.map((token) => (
+                <tr key={token.name} data-testid={`token-${token.name}`}>
+                  <td className={`${tdClass} break-all font-mono text-zinc-900`}>{token.name}</td>
+                  <td className={`${tdClass} text-zinc-600`}>
+                    <span className="whitespace-nowrap">{formatDateTime(token.createdAt)}</span>
+                    {token.createdBy ? (
+                      <span className="block text-xs text-zinc-500">by {token.createdBy}</span>
+                    ) : null}
+                  </td>
+                  <td className={`${tdClass} whitespace-nowrap text-zinc-600`}>
+                    {token.lastUsedAt ? formatDateTime(token.lastUsedAt) : "never"}
+                  </td>
+                  <td className={`${tdClass} whitespace-nowrap`}>
+                    {token.revokedAt ? (
+                      <Badge tone="red">{formatDateTime(token.revokedAt)}</Badge>
+                    ) : (
+                      <Badge tone="green">active</Badge>
+                    )}
+                  </td>
+                  <td className={`${tdClass} text-right`}>
+                    {token.revokedAt ? null : (
+                      <Button
+                        variant="danger"
+                        disabled={revoke.isPending && revoke.variables === token.name}
+                        onClick={() => revoke.mutate(token.name)}
+                      >
+                        Revoke
+                      </Button>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {revoke.isError ? (
+        <ErrorAlert>
+          Could not revoke {revoke.variables}: {errorWithCode(revoke.error)}
+        </ErrorAlert>
+      ) : null}
+      <CreateTokenForm />
+    </Section>
+  );
+}
+
+function CreateTokenForm() {
+  const id = useId();
+  const client = useQueryClient();
+  const [formError, setFormError] = useState<string | null>(null);
+  const [copied, setCopied] = useState(false);
+  // The secret lives only in this component's state: never in the query cache, gone on reload.
+  const [created, setCreated] = useState<{ name: string; secret: string } | null>(null);
+  const create = useMutation({
+    mutationFn: (name: string) =>
+      api<{ token: TokenView; secret: string }>("/api/tokens", { method: "POST", json: { name } }),
+    onSuccess: ({ token }) => {
+      client.setQueryData<TokensData>(queryKeys.tokens.list(), (old) => upsert(old, token));
+      void client.invalidateQueries({ queryKey: queryKeys.tokens.all });
+    },
+  });
+
+  function onSubmit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const form = event.currentTarget;
+    const parsed = CreateTokenBody.safeParse({ name: new FormData(form).get("name") });
+    if (!parsed.success) {
+      setFormError(`Token name: ${parsed.error.issues[0]?.message ?? "not valid"}`);
+      return;
+    }
+    setFormError(null);
+    setCreated(null);
+    setCopied(false);
+    create.mutate(parsed.data.name, {
+      onSuccess: ({ token, secret }) => {
+        form.reset();
+        setCreated({ name: token.name, secret });
+      },
+    });
+  }
+
+  async function copy(secret: string) {
+    try {
+      await navigator.clipboard.writeText(secret);
+      setCopied(true);
+    } catch {
+      // Clipboard access refused (insecure context, permissions): the text stays selectable.
+      setCopied(false);
+    }
+  }
+
+  const error = formError ?? (create.isError ? errorWithCode(create.error) : null);
+
+  return (
+    <div className="space-y-4">
+      {created ? (
+        <div className="space-y-2 rounded-lg border border-emerald-300 bg-emerald-50 p-4">
+          <p className="text-sm font-medium text-emerald-900">
+            Token <span className="font-mono">{created.name}</span> created. Copy the secret now: it will not
+            be shown again.
+          </p>
+          {/* The labelled element holds nothing but the secret, so its text is exactly the token. */}
+          <figure aria-label="New token secret">
+            <code className="block select-all break-all rounded-md bg-white px-3 py-2 font-mono text-sm text-zinc-900 ring-1 ring-emerald-300">
+              {created.secret}
+            </code>
+          </figure>
+          <div className="flex items-center gap-2">
+            <Button onClick={() => void copy(created.secret)}>{copied ? "Copied" : "Copy"}</Button>
+            <Button onClick={() => setCreated(null)}>Done</Button>
+          </div>
+        </div>
+      ) : null}
+      <form
+        onSubmit={onSubmit}
+        aria-labelledby={`${id}-title`}
+        noValidate
+        className="space-y-4 rounded-lg border border-zinc-200 bg-white p-4 shadow-xs"
+      >
+        <h3 id={`${id}-title`} className="font-medium text-zinc-900">
+          Create token
+        </h3>
+        <div className="max-w-sm">
+          <TextField
+            id={`${id}-name`}
+            name="name"
+            label="Token name"
+            autoComplete="off"
+            autoCapitalize="none"
+            required
+          />
+        </div>
+        {error ? <ErrorAlert>{error}</ErrorAlert> : null}
+        <Button type="submit" variant="primary" disabled={create.isPending}>
+          Create token
+        </Button>
+      </form>
+    </div>
+  );
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env node
+/**
+ * The bundled demo MCP server (stdio): a tiny notebook.
+ *
+ * - `list_notes` (annotated readOnlyHint: true) returns the notes.
+ * - `add_note` (no annotations, so Gatehouse treats it as destructive) appends a note.
+ *
+ * State lives in a JSON file (`DEMO_STATE_FILE`, default `data/demo-state.json` under the
+ * working directory) that also counts how many times `add_note` really ran, so tests can check
+ * that an approved call ran exactly once and a pending one not at all.
+ */
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+
+const stateFile = path.resolve(process.env.DEMO_STATE_FILE ?? path.join("data", "demo-state.json"));
+
+function load() {
+  try {
+    return JSON.parse(readFileSync(stateFile, "utf8"));
+  } catch {
+    return { notes: [], addNoteRuns: 0 };
+  }
+}
+
+function save(state) {
+  mkdirSync(path.dirname(stateFile), { recursive: true });
+  const tmp = `${stateFile}.${process.pid}.tmp`;
+  writeFileSync(tmp, JSON.stringify(state, null, 2));
+  renameSync(tmp, stateFile);
+}
+
+const tools = [
+  {
+    name: "list_notes",
+    description: "List the notes in the demo notebook.",
+    inputSchema: { type: "object", properties: {}, additionalProperties: false },
+    annotations: { readOnlyHint: true },
+  },
+  {
+    name: "add_note",
+    description: "Add a note to the demo notebook.",
+    inputSchema: {
+      type: "object",
+      properties: { text: { type: "string", minLength: 1, maxLength: 2000, description: "The note's text" } },
+      required: ["text"],
+      additionalProperties: false,
+    },
+  },
+];
+
+const server = new Server({ name: "gatehouse-demo", version: "1.0.0" }, { capabilities: { tools: {} } });
+
+server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+
+server.setRequestHandler(CallToolRequestSchema, async (req) => {
+  const { name, arguments: args = {} } = req.params;
+  if (name === "list_notes") {
+    const { notes } = load();
+    const text =
+      notes.length === 0 ? "The notebook is empty." : notes.map((n, i) => `${i + 1}. ${n}`).join("\n");
+    return { content: [{ type: "text", text }], structuredContent: { notes } };
+  }
+  if (name === "add_note") {
+    if (typeof args.text !== "string" || args.text.length === 0) {
+      return { isError: true, content: [{ type: "text", text: "text must be a non-empty string" }] };
+    }
+    const state = load();
+    state.notes.push(args.text);
+    state.addNoteRuns += 1;
+    save(state);
+    return { content: [{ type: "text", text: `Added note ${state.notes.length}: ${args.text}` }] };
+  }
+  return { isError: true, content: [{ type: "text", text: `unknown tool ${name}` }] };
+});
+
+await server.connect(new StdioServerTransport());

@@ -1,0 +1,169 @@
+import type { APIRequestContext } from "@playwright/test";
+import { people, readState } from "./support/env";
+import { demoRuns, expect, snap, test } from "./support/fixtures";
+
+/**
+ * The whole path from PRODUCT.md §9: the owner sets up, enables a read-only and a destructive
+ * tool, adds a reviewer and an agent token; the agent reads freely; its mutation waits for the
+ * reviewer, who sees it arrive live and approves; the agent's long-poll gets the result, and
+ * the demo server ran the mutation exactly once. Then a denial, with its reason.
+ */
+test.describe
+  .serial("owner enables, agent calls, reviewer approves", () => {
+    let agentSecret = "";
+
+    async function agentApi(playwright: {
+      request: { newContext: (o: object) => Promise<APIRequestContext> };
+    }) {
+      return playwright.request.newContext({
+        baseURL: readState().baseURL,
+        extraHTTPHeaders: { Authorization: `Bearer ${agentSecret}` },
+      });
+    }
+
+    test("the owner creates their account from the printed setup link", async ({ page, setupLink }) => {
+      await page.goto(setupLink);
+      await expect(page.getByRole("heading", { name: "Create the first owner" })).toBeVisible();
+      await snap(page, "setup");
+      await page.getByLabel("Name").fill(people.owner.name);
+      await page.getByLabel("Password", { exact: true }).fill(people.owner.password);
+      await page.getByLabel("Confirm password").fill(people.owner.password);
+      await page.getByRole("button", { name: "Create owner" }).click();
+      await expect(page).toHaveURL(/\/servers$/);
+      const demo = page.getByTestId("server-demo");
+      await expect(demo).toContainText("ready");
+      await snap(page, "servers");
+
+      // The link is one-time: opening it again cannot create another owner.
+      await page.context().clearCookies();
+      const again = await page.request.post("/api/setup", {
+        headers: { Origin: readState().baseURL },
+        data: {
+          code: new URL(setupLink).searchParams.get("code"),
+          name: "mallory",
+          password: "mallory-pass-123",
+        },
+      });
+      expect(again.status()).toBe(409);
+    });
+
+    test("the owner sees discovered tools as proposed and enables two of them", async ({ page }) => {
+      await signIn(page, people.owner);
+      await page.goto("/tools");
+      const readRow = page.getByRole("row").filter({ hasText: "demo_list_notes" });
+      const writeRow = page.getByRole("row").filter({ hasText: "demo_add_note" });
+      await expect(readRow).toContainText("proposed");
+      await expect(writeRow).toContainText("proposed");
+      await expect(readRow).toContainText(/read-only/i);
+      await expect(writeRow).toContainText(/destructive/i);
+      await snap(page, "tools-proposed");
+      await readRow.getByRole("button", { name: "Enable" }).click();
+      await expect(readRow.getByRole("button", { name: "Disable" })).toBeVisible();
+      await writeRow.getByRole("button", { name: "Enable" }).click();
+      await expect(writeRow.getByRole("button", { name: "Disable" })).toBeVisible();
+      await expect(writeRow).toContainText("enabled");
+      await snap(page, "tools-enabled");
+    });
+
+    test("the owner adds a reviewer and creates an agent token", async ({ page }) => {
+      await signIn(page, people.owner);
+      await page.goto("/settings");
+      await page.getByLabel("Name", { exact: true }).fill(people.reviewer.name);
+      await page.getByLabel("Password", { exact: true }).fill(people.reviewer.password);
+      await page.getByLabel("Reviewer").check();
+      await page.getByRole("button", { name: "Add user" }).click();
+      await expect(page.getByRole("row").filter({ hasText: people.reviewer.name })).toBeVisible();
+
+      await page.getByLabel("Token name").fill(people.agentToken);
+      await page.getByRole("button", { name: "Create token" }).click();
+      const secret = page.getByLabel("New token secret");
+      await expect(secret).toContainText("gh_");
+      agentSecret = ((await secret.textContent()) ?? "").trim();
+      expect(agentSecret).toMatch(/^gh_[A-Za-z0-9_-]{40,}$/);
+      await snap(page, "settings");
+    });
+
+    test("the agent reads at once; its mutation waits for a reviewer who approves it live", async ({
+      browser,
+      playwright,
+    }) => {
+      const agent = await agentApi(playwright);
+      const tools = await agent.get("/api/tools");
+      expect(tools.status()).toBe(200);
+      const names = ((await tools.json()) as { tools: { name: string }[] }).tools.map((t) => t.name).sort();
+      expect(names).toEqual(["demo_add_note", "demo_list_notes"]);
+
+      const read = await agent.post("/api/calls", { data: { tool: "demo_list_notes", arguments: {} } });
+      expect(read.status()).toBe(200);
+      expect(JSON.stringify(await read.json())).toContain("The notebook is empty.");
+
+      // The reviewer is already looking at the queue when the call arrives.
+      const reviewerContext = await browser.newContext();
+      const reviewer = await reviewerContext.newPage();
+      await signIn(reviewer, people.reviewer);
+      await expect(reviewer).toHaveURL(/\/approvals$/);
+      await expect(reviewer.getByText("No calls are waiting for approval")).toBeVisible();
+      await snap(reviewer, "approvals-empty");
+
+      const write = await agent.post("/api/calls", {
+        data: { tool: "demo_add_note", arguments: { text: "ship it" } },
+      });
+      expect(write.status()).toBe(202);
+      const pending = (await write.json()) as { id: string; status: string };
+      expect(pending.status).toBe("pending");
+      expect(demoRuns()).toBe(0);
+
+      const card = reviewer.getByTestId(`call-${pending.id}`);
+      await expect(card).toBeVisible();
+      await expect(card).toContainText("demo_add_note");
+      await expect(card).toContainText("demo");
+      await expect(card).toContainText(people.agentToken);
+      await expect(card).toContainText('"text": "ship it"');
+      await snap(reviewer, "approvals-pending");
+      expect(demoRuns()).toBe(0);
+
+      const waited = agent.get(`/api/calls/${pending.id}?wait=30`);
+      await card.getByRole("button", { name: "Approve" }).click();
+      const outcome = await waited;
+      expect(outcome.status()).toBe(200);
+      const done = (await outcome.json()) as { status: string; decidedBy: string; result: unknown };
+      expect(done.status).toBe("succeeded");
+      expect(done.decidedBy).toBe(people.reviewer.name);
+      expect(JSON.stringify(done.result)).toContain("ship it");
+      expect(demoRuns()).toBe(1);
+      await expect(card).toBeHidden();
+      await snap(reviewer, "approvals-decided");
+      await reviewerContext.close();
+      await agent.dispose();
+    });
+
+    test("a denied call never runs and the agent learns the reason", async ({ page, playwright }) => {
+      const agent = await agentApi(playwright);
+      await signIn(page, people.reviewer);
+      const write = await agent.post("/api/calls", {
+        data: { tool: "demo_add_note", arguments: { text: "rm -rf" } },
+      });
+      expect(write.status()).toBe(202);
+      const { id } = (await write.json()) as { id: string };
+      const card = page.getByTestId(`call-${id}`);
+      await expect(card).toBeVisible();
+      const waited = agent.get(`/api/calls/${id}?wait=30`);
+      await card.getByRole("button", { name: "Deny" }).click();
+      await card.getByLabel("Reason").fill("not on a Friday");
+      await snap(page, "approvals-deny");
+      await card.getByRole("button", { name: "Confirm deny" }).click();
+      const done = (await (await waited).json()) as { status: string; reason: string };
+      expect(done.status).toBe("denied");
+      expect(done.reason).toBe("not on a Friday");
+      expect(demoRuns()).toBe(1);
+      await agent.dispose();
+    });
+  });
+
+async function signIn(page: import("@playwright/test").Page, who: { name: string; password: string }) {
+  await page.goto("/login");
+  await page.getByLabel("Name").fill(who.name);
+  await page.getByLabel("Password").fill(who.password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page).not.toHaveURL(/\/login/);
+}

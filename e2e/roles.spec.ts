@@ -1,0 +1,59 @@
+import { people, readState } from "./support/env";
+import { expect, snap, test } from "./support/fixtures";
+
+/** Roles hold in the browser and at the API, whoever asks. Runs after the journey (its people). */
+test.describe("roles", () => {
+  test("a reviewer cannot enable tools", async ({ page }) => {
+    await page.goto("/login");
+    await page.getByLabel("Name").fill(people.reviewer.name);
+    await page.getByLabel("Password").fill(people.reviewer.password);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await expect(page).toHaveURL(/\/approvals$/);
+    await expect(page.getByRole("link", { name: "Tools" })).toHaveCount(0);
+
+    await page.goto("/tools");
+    await expect(page.getByText(/not allowed/i)).toBeVisible();
+    await expect(page.getByRole("button", { name: "Enable" })).toHaveCount(0);
+    await snap(page, "tools-as-reviewer");
+
+    const res = await page.request.patch("/api/catalogue/demo_list_notes", {
+      headers: { Origin: readState().baseURL },
+      data: { status: "disabled" },
+    });
+    expect(res.status()).toBe(403);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("forbidden");
+  });
+
+  test("an agent token cannot approve", async ({ playwright }) => {
+    const owner = await playwright.request.newContext({ baseURL: readState().baseURL });
+    const origin = { Origin: readState().baseURL };
+    expect((await owner.post("/api/session", { headers: origin, data: people.owner })).status()).toBe(200);
+    const created = await owner.post("/api/tokens", { headers: origin, data: { name: "sneaky-bot" } });
+    expect(created.status()).toBe(201);
+    const { secret } = (await created.json()) as { secret: string };
+
+    const agent = await playwright.request.newContext({
+      baseURL: readState().baseURL,
+      extraHTTPHeaders: { Authorization: `Bearer ${secret}` },
+    });
+    const call = await agent.post("/api/calls", {
+      data: { tool: "demo_add_note", arguments: { text: "self-serve" } },
+    });
+    expect(call.status()).toBe(202);
+    const { id } = (await call.json()) as { id: string };
+
+    const approve = await agent.post(`/api/calls/${id}/approve`);
+    expect(approve.status()).toBe(403);
+    const after = (await (await agent.get(`/api/calls/${id}`)).json()) as { status: string };
+    expect(after.status).toBe("pending");
+    await agent.dispose();
+    await owner.dispose();
+  });
+
+  test("a signed-out visitor is sent to the sign-in page", async ({ page }) => {
+    await page.goto("/approvals");
+    await expect(page).toHaveURL(/\/login$/);
+    await expect(page.getByRole("button", { name: "Sign in" })).toBeVisible();
+    await snap(page, "login");
+  });
+});

@@ -1,0 +1,26 @@
+import { readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+/** Where global-setup leaves what the specs need to know about the running Gatehouse. */
+export const STATE_FILE = path.join(os.tmpdir(), "gatehouse-e2e-state.json");
+
+export interface E2EState {
+  baseURL: string;
+  setupLink: string;
+  dir: string;
+  pid: number;
+  demoStateFile: string;
+  logFile: string;
+}
+
+export function readState(): E2EState {
+  return JSON.parse(readFileSync(STATE_FILE, "utf8")) as E2EState;
+}
+
+/** People the journey creates and later specs reuse. */
+export const people = {
+  owner: { name: "olive", password: "olive-owner-pass-1" },
+  reviewer: { name: "rita", password: "rita-reviewer-pass-1" },
+  agentToken: "build-bot",
+} as const;

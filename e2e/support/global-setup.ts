@@ -1,0 +1,93 @@
+import { spawn } from "node:child_process";
+import { createWriteStream, mkdtempSync, writeFileSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { type E2EState, STATE_FILE } from "./env";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() => (addr && typeof addr === "object" ? resolve(addr.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+/**
+ * Starts `next start` on a fresh temporary store and config (the demo server only) and waits
+ * for the setup link Gatehouse prints on its console.
+ */
+export default async function globalSetup(): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "gatehouse-e2e-"));
+  const dbFile = path.join(dir, "gatehouse.db");
+  // The suite creates users and runs mutations: it must never touch a real store.
+  if (!path.resolve(dbFile).startsWith(os.tmpdir())) throw new Error(`refusing to run against ${dbFile}`);
+  const demoStateFile = path.join(dir, "demo-state.json");
+  const configFile = path.join(dir, "gatehouse.json");
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      mcpServers: {
+        demo: {
+          command: process.execPath,
+          args: [path.join(root, "demo", "server.mjs")],
+          cwd: root,
+          env: { DEMO_STATE_FILE: demoStateFile },
+          enabled: true,
+        },
+      },
+      approvals: { expireAfterSeconds: 900, waitSeconds: 60, selfApproval: false },
+    }),
+  );
+  const port = await freePort();
+  const baseURL = `http://127.0.0.1:${port}`;
+  const logFile = path.join(dir, "server.log");
+  const log = createWriteStream(logFile);
+  const child = spawn(
+    process.execPath,
+    [
+      path.join(root, "node_modules", "next", "dist", "bin", "next"),
+      "start",
+      "-H",
+      "127.0.0.1",
+      "-p",
+      String(port),
+    ],
+    {
+      cwd: root,
+      env: {
+        ...process.env,
+        GATEHOUSE_CONFIG: configFile,
+        GATEHOUSE_DB: dbFile,
+        HOST: "127.0.0.1",
+        PORT: String(port),
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    },
+  );
+  child.stderr.pipe(log);
+  const setupLink = await new Promise<string>((resolve, reject) => {
+    let seen = "";
+    const timer = setTimeout(() => reject(new Error(`no setup link within 60 s; see ${logFile}`)), 60_000);
+    child.stdout.on("data", (chunk: Buffer) => {
+      log.write(chunk);
+      seen += chunk.toString("utf8");
+      const m = /(http:\/\/\S+\/setup\?code=\S+)/.exec(seen);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`Gatehouse exited with ${code}; see ${logFile}`)));
+  });
+  child.unref();
+  const state: E2EState = { baseURL, setupLink, dir, pid: child.pid ?? 0, demoStateFile, logFile };
+  writeFileSync(STATE_FILE, JSON.stringify(state));
+}

@@ -1,0 +1,31 @@
+import { existsSync, rmSync } from "node:fs";
+import { readState, STATE_FILE } from "./env";
+
+/** Stops Gatehouse (SIGTERM to its process group, so tool servers go too). */
+export default async function globalTeardown(): Promise<void> {
+  if (!existsSync(STATE_FILE)) return;
+  const state = readState();
+  try {
+    process.kill(-state.pid, "SIGTERM");
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + 10_000;
+  await new Promise<void>((resolve) => {
+    const check = () => {
+      try {
+        process.kill(-state.pid, 0);
+      } catch {
+        return resolve();
+      }
+      if (Date.now() > deadline) {
+        process.kill(-state.pid, "SIGKILL");
+        return resolve();
+      }
+      setTimeout(check, 100);
+    };
+    check();
+  });
+  if (!process.env.E2E_KEEP) rmSync(state.dir, { recursive: true, force: true });
+  rmSync(STATE_FILE, { force: true });
+}

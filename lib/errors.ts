@@ -1,0 +1,67 @@
+/**
+ * One error vocabulary for the whole product. Server code throws `GatehouseError` with a
+ * stable string code; the route wrapper maps the code to an HTTP status with `statusFor`, and
+ * the browser's API client rebuilds the same error from `{error: {code, message}}`.
+ */
+export const errorStatus = {
+  bad_request: 400,
+  invalid_body: 400,
+  invalid_arguments: 422,
+  unauthenticated: 401,
+  invalid_credentials: 401,
+  forbidden: 403,
+  bad_origin: 403,
+  self_approval: 403,
+  not_found: 404,
+  tool_not_found: 404,
+  call_not_found: 404,
+  conflict: 409,
+  already_exists: 409,
+  already_decided: 409,
+  tool_not_enabled: 409,
+  tool_changed: 409,
+  tool_gone: 409,
+  tool_unusable: 409,
+  setup_done: 409,
+  invalid_setup_code: 403,
+  too_many_attempts: 429,
+  server_unavailable: 502,
+  upstream_error: 502,
+  upstream_timeout: 504,
+  internal: 500,
+} as const;
+
+export type ErrorCode = keyof typeof errorStatus;
+
+/**
+ * Next.js bundles server modules more than once (instrumentation and each route get their own
+ * copy), so a plain `instanceof` would fail across copies; a registry-wide symbol brands them.
+ */
+const BRAND = Symbol.for("gatehouse.error");
+
+export class GatehouseError extends Error {
+  readonly code: ErrorCode;
+  readonly [BRAND] = true;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "GatehouseError";
+    this.code = code;
+  }
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
+  }
+
+  get status(): number {
+    return errorStatus[this.code];
+  }
+}
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === "string" && Object.hasOwn(errorStatus, value);
+}
+
+/** The JSON body of every API error response. */
+export interface ErrorBody {
+  error: { code: string; message: string };
+}

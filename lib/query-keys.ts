@@ -1,0 +1,28 @@
+/**
+ * The one factory of react-query keys. Each family starts with its own root so that a live
+ * event can invalidate a whole family (`queryKeys.calls.all`) at once.
+ */
+export const queryKeys = {
+  me: () => ["me"] as const,
+  servers: {
+    all: ["servers"] as const,
+    list: () => [...queryKeys.servers.all, "list"] as const,
+  },
+  catalogue: {
+    all: ["catalogue"] as const,
+    list: () => [...queryKeys.catalogue.all, "list"] as const,
+  },
+  calls: {
+    all: ["calls"] as const,
+    pending: () => [...queryKeys.calls.all, "pending"] as const,
+    recent: (limit: number) => [...queryKeys.calls.all, "recent", limit] as const,
+  },
+  users: {
+    all: ["users"] as const,
+    list: () => [...queryKeys.users.all, "list"] as const,
+  },
+  tokens: {
+    all: ["tokens"] as const,
+    list: () => [...queryKeys.tokens.all, "list"] as const,
+  },
+};

@@ -1,0 +1,101 @@
+import { type QueryClient, type QueryKey, useQueryClient } from "@tanstack/react-query";
+import { useEffect } from "react";
+import type { LiveEvent } from "@/lib/api-types";
+import { queryKeys } from "@/lib/query-keys";
+
+const EVENTS_PATH = "/api/events";
+const EVENT_TYPES = ["call", "catalogue", "server"] as const satisfies readonly LiveEvent["type"][];
+/** Used only when the browser gave up on the stream (HTTP error, wrong content type). */
+const REOPEN_MIN_MS = 1_000;
+const REOPEN_MAX_MS = 30_000;
+
+/** Which cached queries an event makes stale. A catalogue change also changes a server's tool counts. */
+function keysFor(type: LiveEvent["type"]): QueryKey[] {
+  switch (type) {
+    case "call":
+      return [queryKeys.calls.all];
+    case "catalogue":
+      return [queryKeys.catalogue.all, queryKeys.servers.all];
+    case "server":
+      return [queryKeys.servers.all];
+  }
+}
+
+function invalidate(client: QueryClient, keys: QueryKey[]): void {
+  for (const queryKey of keys) void client.invalidateQueries({ queryKey });
+}
+
+/**
+ * Opens one EventSource on `/api/events` for as long as the calling component is mounted and
+ * turns each event into react-query invalidations; nothing polls. The browser reconnects a
+ * dropped stream by itself; when it gives up for good (readyState CLOSED, e.g. a 5xx answer),
+ * the stream is reopened with capped exponential backoff. After any reconnect every family is
+ * invalidated, because events sent while disconnected are lost.
+ */
+export function useLiveEvents(): void {
+  const client = useQueryClient();
+
+  useEffect(() => {
+    let source: EventSource | null = null;
+    let reopenTimer: ReturnType<typeof setTimeout> | null = null;
+    let reopenDelay = REOPEN_MIN_MS;
+    let hadError = false;
+    let stopped = false;
+
+    const onEvent = (type: LiveEvent["type"]) => () => invalidate(client, keysFor(type));
+    const handlers = EVENT_TYPES.map((type) => [type, onEvent(type)] as const);
+    // A message without an `event:` line still carries its type in the JSON.
+    const onMessage = (message: MessageEvent<string>) => {
+      try {
+        const event = JSON.parse(message.data) as Partial<LiveEvent>;
+        if (event.type && (EVENT_TYPES as readonly string[]).includes(event.type)) {
+          invalidate(client, keysFor(event.type));
+        }
+      } catch {
+        // Not JSON (a comment or keep-alive): nothing to invalidate.
+      }
+    };
+    const onOpen = () => {
+      reopenDelay = REOPEN_MIN_MS;
+      if (hadError) {
+        hadError = false;
+        invalidate(client, [queryKeys.calls.all, queryKeys.catalogue.all, queryKeys.servers.all]);
+      }
+    };
+    const onError = () => {
+      hadError = true;
+      if (source?.readyState === EventSource.CLOSED && !stopped) {
+        close();
+        reopenTimer = setTimeout(open, reopenDelay);
+        reopenDelay = Math.min(reopenDelay * 2, REOPEN_MAX_MS);
+      }
+    };
+
+    function open(): void {
+      reopenTimer = null;
+      if (stopped) return;
+      source = new EventSource(EVENTS_PATH);
+      for (const [type, handler] of handlers) source.addEventListener(type, handler);
+      source.addEventListener("message", onMessage);
+      source.addEventListener("open", onOpen);
+      source.addEventListener("error", onError);
+    }
+
+    function close(): void {
+      if (!source) return;
+      for (const [type, handler] of handlers) source.removeEventListener(type, handler);
+      source.removeEventListener("message", onMessage);
+      source.removeEventListener("open", onOpen);
+      source.removeEventListener("error", onError);
+      source.close();
+      source = null;
+    }
+
+    open();
+    return () => {
+      stopped = true;
+      if (reopenTimer) clearTimeout(reopenTimer);
+      close();
+    };
+  }, [client]);
+}

@@ -1,0 +1,41 @@
+import { defineConfig } from "@playwright/test";
+
+/**
+ * End-to-end tests in Debian's Chromium against a production build (`next build` first).
+ * global-setup starts Gatehouse on a free loopback port with a temporary store and config;
+ * specs get its address through the `baseURL` fixture (e2e/support/fixtures.ts).
+ */
+export default defineConfig({
+  testDir: "e2e",
+  globalSetup: "./e2e/support/global-setup.ts",
+  globalTeardown: "./e2e/support/global-teardown.ts",
+  fullyParallel: false,
+  workers: 1,
+  forbidOnly: true,
+  retries: 0,
+  timeout: 60_000,
+  expect: { timeout: 10_000 },
+  outputDir: "test-results/e2e",
+  use: {
+    browserName: "chromium",
+    headless: true,
+    screenshot: "only-on-failure",
+    trace: "retain-on-failure",
+    launchOptions: {
+      executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-quic",
+      ],
+    },
+  },
+  projects: [
+    { name: "journey", testMatch: /journey\.spec\.ts/ },
+    { name: "roles", testMatch: /roles\.spec\.ts/, dependencies: ["journey"] },
+  ],
+});

@@ -1,0 +1,35 @@
+#!/usr/bin/env node
+/**
+ * `npm start`: validates the config (stopping with every error before anything listens),
+ * builds the app when no build exists yet, then runs `next start` on HOST (default 127.0.0.1)
+ * and PORT (default 3000), forwarding SIGINT/SIGTERM so tool servers are stopped cleanly.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import path from "node:path";
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
+const host = process.env.HOST ?? "127.0.0.1";
+const port = process.env.PORT ?? "3000";
+const nextBin = path.join(root, "node_modules", "next", "dist", "bin", "next");
+
+const check = spawnSync(
+  process.execPath,
+  ["--conditions=react-server", "--import", "tsx", path.join(root, "server/cli/main.ts"), "config", "check"],
+  { stdio: "inherit", cwd: process.cwd() },
+);
+if (check.status !== 0) process.exit(check.status ?? 1);
+
+if (!existsSync(path.join(root, ".next", "BUILD_ID"))) {
+  console.log("No build yet: running next build (about a minute)…");
+  const build = spawnSync(process.execPath, [nextBin, "build"], { stdio: "inherit", cwd: root });
+  if (build.status !== 0) process.exit(build.status ?? 1);
+}
+
+const child = spawn(process.execPath, [nextBin, "start", "-H", host, "-p", port], {
+  stdio: "inherit",
+  cwd: root,
+  env: { ...process.env, HOST: host, PORT: port },
+});
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
+child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

@@ -1,0 +1,83 @@
+#!/usr/bin/env node
+/**
+ * `npm test`: the whole suite, as CI runs it. Installs Debian's Chromium when it is missing
+ * (as root with apt-get; Playwright cannot download its own browser here), then runs
+ * typecheck + lint, the unit and integration tests (Vitest), a production build and the
+ * Playwright end-to-end tests, and prints one closing line: "Tests: N passed, N failed".
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import path from "node:path";
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
+const out = path.join(root, "test-results", "summary");
+rmSync(out, { recursive: true, force: true });
+mkdirSync(out, { recursive: true });
+const chromium = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+
+function run(label, cmd, args, env = {}) {
+  console.log(`\n=== ${label}: ${cmd} ${args.join(" ")}`);
+  const r = spawnSync(cmd, args, { stdio: "inherit", cwd: root, env: { ...process.env, ...env } });
+  return r.status === 0;
+}
+
+if (!existsSync(chromium)) {
+  const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
+  if (!isRoot || !existsSync("/usr/bin/apt-get")) {
+    console.error(
+      `Chromium not found at ${chromium}. Install Debian's chromium package, or set CHROMIUM_PATH.`,
+    );
+    process.exit(1);
+  }
+  if (
+    !run("install chromium", "apt-get", ["update", "-qq"]) ||
+    !run("install chromium", "apt-get", ["install", "-y", "-qq", "chromium"])
+  ) {
+    process.exit(1);
+  }
+}
+
+const npx = "npx";
+if (!run("check", "npm", ["run", "check"])) {
+  console.log("\nTests: 0 passed, 1 failed (npm run check failed)");
+  process.exit(1);
+}
+const vitestJson = path.join(out, "vitest.json");
+const unitOk = run("unit + integration", npx, [
+  "vitest",
+  "run",
+  "--reporter=default",
+  "--reporter=json",
+  `--outputFile.json=${vitestJson}`,
+]);
+const buildOk = run("build", npx, ["next", "build"]);
+const e2eJson = path.join(out, "playwright.json");
+const e2eOk =
+  buildOk &&
+  run("end-to-end", npx, ["playwright", "test", "--reporter=list,json"], {
+    PLAYWRIGHT_JSON_OUTPUT_NAME: e2eJson,
+  });
+
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+try {
+  const v = JSON.parse(readFileSync(vitestJson, "utf8"));
+  passed += v.numPassedTests;
+  failed += v.numFailedTests;
+  skipped += v.numPendingTests + (v.numTodoTests ?? 0);
+} catch {
+  failed += 1;
+}
+try {
+  const p = JSON.parse(readFileSync(e2eJson, "utf8"));
+  passed += p.stats.expected + p.stats.flaky;
+  failed += p.stats.unexpected;
+  skipped += p.stats.skipped;
+} catch {
+  failed += 1;
+}
+if (!buildOk) failed += 1;
+const ok = unitOk && buildOk && e2eOk && failed === 0;
+console.log(`\nTests: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
+process.exit(ok ? 0 : 1);

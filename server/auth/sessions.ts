@@ -1,0 +1,58 @@
+import "server-only";
+import { and, eq, gt, lt } from "drizzle-orm";
+import type { UserView } from "@/lib/api-types";
+import type { Db } from "../store/db";
+import { sessions, users } from "../store/schema";
+import { newSecret, sha256 } from "./crypto";
+import { toUserView } from "./users";
+
+export const SESSION_COOKIE = "gh_session";
+/** Sessions last 12 hours from sign-in. */
+export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
+
+/** Starts a session; returns the cookie value (stored only as its hash). */
+export function createSession(db: Db, userId: number, now = Date.now()): { id: string; expiresAt: Date } {
+  const id = newSecret();
+  const expiresAt = new Date(now + SESSION_TTL_MS);
+  db.delete(sessions)
+    .where(lt(sessions.expiresAt, new Date(now).toISOString()))
+    .run();
+  db.insert(sessions)
+    .values({ idHash: sha256(id), userId, expiresAt: expiresAt.toISOString() })
+    .run();
+  return { id, expiresAt };
+}
+
+export function sessionUser(db: Db, id: string, now = Date.now()): UserView | null {
+  const row = db
+    .select({ user: users })
+    .from(sessions)
+    .innerJoin(users, eq(users.id, sessions.userId))
+    .where(and(eq(sessions.idHash, sha256(id)), gt(sessions.expiresAt, new Date(now).toISOString())))
+    .get();
+  return row ? toUserView(row.user) : null;
+}
+
+export function endSession(db: Db, id: string): void {
+  db.delete(sessions)
+    .where(eq(sessions.idHash, sha256(id)))
+    .run();
+}
+
+/** `Set-Cookie` value: HttpOnly, SameSite=Strict, Path=/, Secure when served over https. */
+export function sessionCookie(value: string, expiresAt: Date | null, secure: boolean): string {
+  const parts = [`${SESSION_COOKIE}=${value}`, "Path=/", "HttpOnly", "SameSite=Strict"];
+  parts.push(expiresAt ? `Expires=${expiresAt.toUTCString()}` : "Max-Age=0");
+  if (secure) parts.push("Secure");
+  return parts.join("; ");
+}
+
+/** Reads one cookie from a `Cookie` header. */
+export function readCookie(header: string | null, name: string): string | null {
+  if (!header) return null;
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=");
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return null;
+}

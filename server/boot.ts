@@ -1,0 +1,54 @@
+import "server-only";
+import { configPathFromEnv, formatIssues, loadConfigFile } from "./config";
+import { logger } from "./log";
+import { announceSetup, createRuntime, getRuntime, setRuntime } from "./runtime";
+import { dbPathFromEnv } from "./store/db";
+
+const log = logger("boot");
+
+/** `http://HOST:PORT` as the console link should show it, or `GATEHOUSE_PUBLIC_ORIGIN`. */
+export function baseUrlFromEnv(env = process.env): string {
+  if (env.GATEHOUSE_PUBLIC_ORIGIN) return env.GATEHOUSE_PUBLIC_ORIGIN.replace(/\/$/, "");
+  const host = env.HOST ?? "127.0.0.1";
+  return `http://${host.includes(":") ? `[${host}]` : host}:${env.PORT ?? "3000"}`;
+}
+
+/**
+ * Starts the process-wide runtime once: validates the config (exiting non-zero on any error),
+ * opens the store, applies migrations, starts the MCP manager in the background and prints the
+ * setup link while no user exists.
+ */
+export function boot(): void {
+  try {
+    getRuntime();
+    return;
+  } catch {
+    // Not started yet.
+  }
+  const path = configPathFromEnv();
+  const result = loadConfigFile(path);
+  if (!result.config || result.errors.length > 0) {
+    process.stderr.write(`Gatehouse cannot start: ${path} has errors\n${formatIssues(result)}\n`);
+    process.exit(1);
+  }
+  if (result.warnings.length > 0)
+    log.warn(`config warnings\n${formatIssues({ config: null, errors: [], warnings: result.warnings })}`);
+  const runtime = createRuntime({
+    config: result.config,
+    dbFile: dbPathFromEnv(),
+    publicOrigin: process.env.GATEHOUSE_PUBLIC_ORIGIN,
+  });
+  setRuntime(runtime);
+  log.info(`config ${path}; store ${dbPathFromEnv()}; ${result.config.servers.length} server(s)`);
+  announceSetup(runtime, baseUrlFromEnv());
+
+  let stopping = false;
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`${signal}: stopping tool servers`);
+    void runtime.stop().finally(() => process.exit(0));
+  };
+  process.once("SIGTERM", shutdown);
+  process.once("SIGINT", shutdown);
+}

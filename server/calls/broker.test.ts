@@ -1,0 +1,453 @@
+/**
+ * The call state machine (PRODUCT.md §6) against a real runtime: a real SQLite file, the real
+ * demo MCP server as a child process, and the real route modules.
+ */
+import { rmSync } from "node:fs";
+import Database from "better-sqlite3";
+import { and, asc, eq } from "drizzle-orm";
+import { afterEach, describe, expect, it } from "vitest";
+import type { CallView } from "@/lib/api-types";
+import {
+  ADD_NOTE,
+  bodyOf,
+  callStatus,
+  createAgentToken,
+  createTestUser,
+  enableTool,
+  LIST_NOTES,
+  request,
+  startTestRuntime,
+  type TestRuntime,
+  waitForCallStatus,
+  waitForEvent,
+} from "@/test/support/runtime";
+import { getToolRow, setToolStatus, syncServerTools } from "../catalogue/catalogue";
+import { auditEvents, calls } from "../store/schema";
+
+type ErrorBody = { error: { code: string; message: string } };
+
+let t: TestRuntime | undefined;
+const extra: TestRuntime[] = [];
+
+afterEach(async () => {
+  await t?.stop();
+  t = undefined;
+  for (const r of extra.splice(0)) {
+    await r.stop();
+    // A runtime stopped with keepDir hands its dir to the next one; remove it if that never started.
+    rmSync(r.dir, { recursive: true, force: true });
+  }
+});
+
+async function start(opts: Parameters<typeof startTestRuntime>[0] = {}): Promise<TestRuntime> {
+  t = await startTestRuntime(opts);
+  return t;
+}
+
+/** An agent token and two reviewers, with both demo tools enabled. */
+async function people(rt: TestRuntime) {
+  enableTool(rt.runtime, LIST_NOTES);
+  enableTool(rt.runtime, ADD_NOTE);
+  return {
+    agent: createAgentToken(rt.runtime, "agent-a"),
+    alice: await createTestUser(rt.runtime, "alice", ["reviewer"]),
+    bob: await createTestUser(rt.runtime, "bob", ["reviewer"]),
+  };
+}
+
+async function addNote(bearer: string, text = "hello"): Promise<CallView> {
+  const res = await request("POST", "/api/calls", { bearer, body: { tool: ADD_NOTE, arguments: { text } } });
+  expect(res.status).toBe(202);
+  const call = await bodyOf<CallView>(res);
+  expect(call.status).toBe("pending");
+  return call;
+}
+
+function approve(id: string, cookie: string): Promise<Response> {
+  return request("POST", `/api/calls/${id}/approve`, { cookie });
+}
+
+function deny(id: string, cookie: string, reason: string): Promise<Response> {
+  return request("POST", `/api/calls/${id}/deny`, { cookie, body: { reason } });
+}
+
+async function getCall(
+  id: string,
+  auth: { bearer?: string; cookie?: string },
+  wait?: number,
+): Promise<Response> {
+  return request("GET", `/api/calls/${id}${wait === undefined ? "" : `?wait=${wait}`}`, auth);
+}
+
+function auditActions(rt: TestRuntime, callId: string): string[] {
+  return rt.runtime.db
+    .select({ action: auditEvents.action })
+    .from(auditEvents)
+    .where(eq(auditEvents.callId, callId))
+    .orderBy(asc(auditEvents.id))
+    .all()
+    .map((r) => r.action);
+}
+
+function callRow(rt: TestRuntime, id: string) {
+  return rt.runtime.db.select().from(calls).where(eq(calls.id, id)).get();
+}
+
+describe("the confirm flow", () => {
+  it("a read-only tool runs at once and answers 200 with its result", async () => {
+    const rt = await start();
+    const { agent } = await people(rt);
+    const res = await request("POST", "/api/calls", {
+      bearer: agent,
+      body: { tool: LIST_NOTES, arguments: {} },
+    });
+    expect(res.status).toBe(200);
+    const call = await bodyOf<CallView>(res);
+    expect(call.status).toBe("succeeded");
+    expect(call.destructive).toBe(false);
+    expect(call.result).toMatchObject({ content: [{ type: "text", text: "The notebook is empty." }] });
+    expect(auditActions(rt, call.id)).toEqual(["call.started", "call.succeeded"]);
+  });
+
+  it("a destructive tool becomes pending (202) and the server runs nothing", async () => {
+    const rt = await start();
+    const { agent } = await people(rt);
+    const call = await addNote(agent);
+    expect(call.destructive).toBe(true);
+    expect(call.arguments).toEqual({ text: "hello" });
+    expect(call.requester).toEqual({ kind: "agent", name: "agent-a" });
+    expect(callStatus(rt.runtime, call.id)).toBe("pending");
+    expect(rt.demoRuns()).toBe(0);
+  });
+
+  it("approval moves pending → running → succeeded and the tool runs once", async () => {
+    const rt = await start();
+    const { agent, alice } = await people(rt);
+    const call = await addNote(agent, "approved note");
+    const res = await approve(call.id, alice.cookie);
+    expect(res.status).toBe(200);
+    const { call: approved } = await bodyOf<{ call: CallView }>(res);
+    expect(approved.status).toBe("running");
+    expect(approved.decidedBy).toBe("alice");
+    await waitForCallStatus(rt.runtime, call.id, "succeeded");
+    const done = await bodyOf<CallView>(await getCall(call.id, { bearer: agent }));
+    expect(done.status).toBe("succeeded");
+    expect(done.result).toMatchObject({ content: [{ type: "text", text: "Added note 1: approved note" }] });
+    expect(rt.demoRuns()).toBe(1);
+    expect(auditActions(rt, call.id)).toEqual(["call.pending", "call.approved", "call.succeeded"]);
+  });
+
+  it("two reviewers approving at once run the call once: one wins, the other gets already_decided", async () => {
+    const rt = await start();
+    const { agent, alice, bob } = await people(rt);
+    const call = await addNote(agent);
+    const [a, b] = await Promise.all([approve(call.id, alice.cookie), approve(call.id, bob.cookie)]);
+    const statuses = [a.status, b.status].sort();
+    expect(statuses).toEqual([200, 409]);
+    const loser = a.status === 409 ? a : b;
+    expect((await bodyOf<ErrorBody>(loser)).error.code).toBe("already_decided");
+    await waitForCallStatus(rt.runtime, call.id, "succeeded");
+    expect(rt.demoRuns()).toBe(1);
+    expect(auditActions(rt, call.id).filter((x) => x === "call.approved")).toHaveLength(1);
+  });
+
+  it("approve racing deny: exactly one decision wins and the outcome matches it", async () => {
+    const rt = await start();
+    const { agent, alice, bob } = await people(rt);
+    const call = await addNote(agent);
+    const [a, d] = await Promise.all([approve(call.id, alice.cookie), deny(call.id, bob.cookie, "no")]);
+    expect([a.status, d.status].sort()).toEqual([200, 409]);
+    const loser = a.status === 409 ? a : d;
+    expect((await bodyOf<ErrorBody>(loser)).error.code).toBe("already_decided");
+    if (a.status === 200) {
+      await waitForCallStatus(rt.runtime, call.id, "succeeded");
+      expect(rt.demoRuns()).toBe(1);
+    } else {
+      expect(callStatus(rt.runtime, call.id)).toBe("denied");
+      expect(rt.demoRuns()).toBe(0);
+    }
+  });
+
+  it("denial with a reason is final, stores the reason and runs nothing", async () => {
+    const rt = await start();
+    const { agent, alice, bob } = await people(rt);
+    const call = await addNote(agent);
+    const res = await deny(call.id, alice.cookie, "not today");
+    expect(res.status).toBe(200);
+    const { call: denied } = await bodyOf<{ call: CallView }>(res);
+    expect(denied).toMatchObject({ status: "denied", reason: "not today", decidedBy: "alice" });
+    expect(callRow(rt, call.id)).toMatchObject({ status: "denied", reason: "not today" });
+    const again = await approve(call.id, bob.cookie);
+    expect(again.status).toBe(409);
+    expect((await bodyOf<ErrorBody>(again)).error.code).toBe("already_decided");
+    expect(rt.demoRuns()).toBe(0);
+    expect(auditActions(rt, call.id)).toEqual(["call.pending", "call.denied"]);
+  });
+
+  it("a denial without a reason is refused and the call stays pending", async () => {
+    const rt = await start();
+    const { agent, alice } = await people(rt);
+    const call = await addNote(agent);
+    const res = await deny(call.id, alice.cookie, "   ");
+    expect(res.status).toBe(400);
+    expect((await bodyOf<ErrorBody>(res)).error.code).toBe("invalid_body");
+    expect(callStatus(rt.runtime, call.id)).toBe("pending");
+  });
+
+  it("a pending call expires after expireAfterSeconds, and approving it afterwards is already_decided", async () => {
+    const rt = await start({ approvals: { expireAfterSeconds: 1 } });
+    const { agent, alice } = await people(rt);
+    const call = await addNote(agent);
+    await waitForCallStatus(rt.runtime, call.id, "expired");
+    const res = await approve(call.id, alice.cookie);
+    expect(res.status).toBe(409);
+    expect((await bodyOf<ErrorBody>(res)).error.code).toBe("already_decided");
+    expect(callStatus(rt.runtime, call.id)).toBe("expired");
+    expect(rt.demoRuns()).toBe(0);
+    expect(auditActions(rt, call.id)).toEqual(["call.pending", "call.expired"]);
+  });
+});
+
+describe("approval binds to the tool as it was requested", () => {
+  it("approval is refused when the tool's definition changed since the request, and nothing runs", async () => {
+    const rt = await start();
+    const { agent, alice } = await people(rt);
+    const call = await addNote(agent);
+    // The server re-lists add_note with a different description (as a refresh would record it).
+    const demo = rt.runtime.config.servers.find((s) => s.name === "demo");
+    if (!demo) throw new Error("no demo server in the config");
+    const row = getToolRow(rt.runtime.db, ADD_NOTE);
+    const def = JSON.parse(row?.definition ?? "{}");
+    const listRow = getToolRow(rt.runtime.db, LIST_NOTES);
+    syncServerTools(
+      rt.runtime.db,
+      demo,
+      [
+        { ...def, description: "Add a note, and also mail it to everyone." },
+        JSON.parse(listRow?.definition ?? "{}"),
+      ],
+      { descriptionMaxChars: 1024 },
+    );
+    const res = await approve(call.id, alice.cookie);
+    expect(res.status).toBe(409);
+    expect((await bodyOf<ErrorBody>(res)).error.code).toBe("tool_changed");
+    expect(callRow(rt, call.id)).toMatchObject({ status: "refused", errorCode: "tool_changed" });
+    expect(rt.demoRuns()).toBe(0);
+  });
+
+  it("approval is refused when the tool was disabled since the request, and nothing runs", async () => {
+    const rt = await start();
+    const { agent, alice } = await people(rt);
+    const call = await addNote(agent);
+    setToolStatus(rt.runtime.db, { localName: ADD_NOTE, status: "disabled", actor: "owner" });
+    const res = await approve(call.id, alice.cookie);
+    expect(res.status).toBe(409);
+    expect(callStatus(rt.runtime, call.id)).toBe("refused");
+    expect(rt.demoRuns()).toBe(0);
+  });
+});
+
+describe("self-approval", () => {
+  it("an owner who requested a call cannot approve it (403 self_approval)", async () => {
+    const rt = await start();
+    enableTool(rt.runtime, ADD_NOTE);
+    const owner = await createTestUser(rt.runtime, "olga", ["owner"]);
+    const res = await request("POST", "/api/calls", {
+      cookie: owner.cookie,
+      body: { tool: ADD_NOTE, arguments: { text: "mine" } },
+    });
+    expect(res.status).toBe(202);
+    const call = await bodyOf<CallView>(res);
+    expect(call.requester).toEqual({ kind: "user", name: "olga" });
+    const self = await approve(call.id, owner.cookie);
+    expect(self.status).toBe(403);
+    expect((await bodyOf<ErrorBody>(self)).error.code).toBe("self_approval");
+    expect(callStatus(rt.runtime, call.id)).toBe("pending");
+    expect(rt.demoRuns()).toBe(0);
+  });
+
+  it("with approvals.selfApproval true an owner may approve their own call", async () => {
+    const rt = await start({ approvals: { selfApproval: true } });
+    enableTool(rt.runtime, ADD_NOTE);
+    const owner = await createTestUser(rt.runtime, "olga", ["owner"]);
+    const res = await request("POST", "/api/calls", {
+      cookie: owner.cookie,
+      body: { tool: ADD_NOTE, arguments: { text: "mine" } },
+    });
+    const call = await bodyOf<CallView>(res);
+    const self = await approve(call.id, owner.cookie);
+    expect(self.status).toBe(200);
+    await waitForCallStatus(rt.runtime, call.id, "succeeded");
+    expect(rt.demoRuns()).toBe(1);
+  });
+});
+
+describe("refusals are recorded and nothing is sent", () => {
+  async function expectRefused(
+    rt: TestRuntime,
+    res: Response,
+    status: number,
+    code: string,
+  ): Promise<string> {
+    expect(res.status).toBe(status);
+    const body = await bodyOf<ErrorBody>(res);
+    expect(body.error.code).toBe(code);
+    const rows = rt.runtime.db.select().from(calls).where(eq(calls.status, "refused")).all();
+    expect(rows).toHaveLength(1);
+    const row = rows[0];
+    expect(row).toMatchObject({ errorCode: code, requesterName: "agent-a" });
+    const audit = rt.runtime.db
+      .select()
+      .from(auditEvents)
+      .where(and(eq(auditEvents.action, "call.refused"), eq(auditEvents.callId, row?.id ?? "")))
+      .all();
+    expect(audit).toHaveLength(1);
+    expect(rt.demoRuns()).toBe(0);
+    return body.error.message;
+  }
+
+  it("a tool that is not enabled is refused (409 tool_not_enabled)", async () => {
+    const rt = await start();
+    const agent = createAgentToken(rt.runtime, "agent-a");
+    const res = await request("POST", "/api/calls", {
+      bearer: agent,
+      body: { tool: ADD_NOTE, arguments: { text: "x" } },
+    });
+    await expectRefused(rt, res, 409, "tool_not_enabled");
+  });
+
+  it("an unknown tool is refused (404 tool_not_found)", async () => {
+    const rt = await start();
+    const agent = createAgentToken(rt.runtime, "agent-a");
+    const res = await request("POST", "/api/calls", {
+      bearer: agent,
+      body: { tool: "demo_rm_rf", arguments: {} },
+    });
+    const message = await expectRefused(rt, res, 404, "tool_not_found");
+    expect(message).toContain("demo_rm_rf");
+  });
+
+  it("arguments of the wrong type are refused with 422 invalid_arguments naming the field", async () => {
+    const rt = await start();
+    const { agent } = await people(rt);
+    const res = await request("POST", "/api/calls", {
+      bearer: agent,
+      body: { tool: ADD_NOTE, arguments: { text: 5 } },
+    });
+    const message = await expectRefused(rt, res, 422, "invalid_arguments");
+    expect(message).toContain("arguments.text");
+  });
+
+  it("a missing required argument is refused with 422 invalid_arguments naming the field", async () => {
+    const rt = await start();
+    const { agent } = await people(rt);
+    const res = await request("POST", "/api/calls", {
+      bearer: agent,
+      body: { tool: ADD_NOTE, arguments: {} },
+    });
+    const message = await expectRefused(rt, res, 422, "invalid_arguments");
+    expect(message).toContain("text");
+  });
+});
+
+describe("waiting for the outcome", () => {
+  it("a long-poll GET /api/calls/:id?wait=10 is woken by the approval and returns succeeded", async () => {
+    const rt = await start();
+    const { agent, alice } = await people(rt);
+    const call = await addNote(agent);
+    const started = Date.now();
+    const poll = getCall(call.id, { bearer: agent }, 10);
+    const approved = await approve(call.id, alice.cookie);
+    expect(approved.status).toBe(200);
+    const res = await poll;
+    const elapsed = Date.now() - started;
+    expect(res.status).toBe(200);
+    expect((await bodyOf<CallView>(res)).status).toBe("succeeded");
+    // Woken by the decision, not by the 10 s deadline.
+    expect(elapsed).toBeLessThan(5000);
+    expect(rt.demoRuns()).toBe(1);
+  });
+
+  it("a long-poll on a call nobody decides returns it still pending when the wait is over", async () => {
+    const rt = await start();
+    const { agent } = await people(rt);
+    const call = await addNote(agent);
+    const res = await getCall(call.id, { bearer: agent }, 1);
+    expect(res.status).toBe(200);
+    expect((await bodyOf<CallView>(res)).status).toBe("pending");
+  });
+});
+
+describe("restarts", () => {
+  it("a pending call survives a restart and approving it afterwards runs it once", async () => {
+    const first = await startTestRuntime();
+    extra.push(first);
+    const { agent, alice } = await people(first);
+    const call = await addNote(agent);
+    await first.stop({ keepDir: true });
+
+    const second = await start({ dir: first.dir });
+    expect(callStatus(second.runtime, call.id)).toBe("pending");
+    const seen = await getCall(call.id, { bearer: agent });
+    expect((await bodyOf<CallView>(seen)).status).toBe("pending");
+    const res = await approve(call.id, alice.cookie);
+    expect(res.status).toBe(200);
+    await waitForCallStatus(second.runtime, call.id, "succeeded");
+    expect(second.demoRuns()).toBe(1);
+  });
+
+  it("a call left running by a crash becomes interrupted on start and is never run", async () => {
+    const first = await startTestRuntime();
+    extra.push(first);
+    const { agent, alice } = await people(first);
+    const call = await addNote(agent);
+    await first.stop({ keepDir: true });
+    // Simulate a crash in the middle of the run: the row says running, nothing finished it.
+    const sqlite = new Database(first.dbFile);
+    sqlite
+      .prepare("UPDATE calls SET status = 'running', started_at = ? WHERE id = ?")
+      .run(new Date().toISOString(), call.id);
+    sqlite.close();
+
+    const second = await start({ dir: first.dir });
+    expect(callRow(second, call.id)).toMatchObject({ status: "interrupted", errorCode: "interrupted" });
+    expect(auditActions(second, call.id)).toContain("call.interrupted");
+    const res = await approve(call.id, alice.cookie);
+    expect(res.status).toBe(409);
+    expect((await bodyOf<ErrorBody>(res)).error.code).toBe("already_decided");
+    expect(second.demoRuns()).toBe(0);
+  });
+});
+
+describe("who sees which call", () => {
+  it("an agent sees its own calls, and another token's call answers 404", async () => {
+    const rt = await start();
+    const { agent, alice } = await people(rt);
+    const other = createAgentToken(rt.runtime, "agent-b");
+    const call = await addNote(agent);
+
+    const foreign = await getCall(call.id, { bearer: other });
+    expect(foreign.status).toBe(404);
+    expect((await bodyOf<ErrorBody>(foreign)).error.code).toBe("call_not_found");
+    const list = await bodyOf<{ calls: CallView[] }>(await request("GET", "/api/calls", { bearer: other }));
+    expect(list.calls.map((c) => c.id)).not.toContain(call.id);
+
+    expect((await getCall(call.id, { bearer: agent })).status).toBe(200);
+    const own = await bodyOf<{ calls: CallView[] }>(await request("GET", "/api/calls", { bearer: agent }));
+    expect(own.calls.map((c) => c.id)).toEqual([call.id]);
+    expect((await getCall(call.id, { cookie: alice.cookie })).status).toBe(200);
+  });
+
+  it("the approval publishes running and then the final status on the bus", async () => {
+    const rt = await start();
+    const { agent, alice } = await people(rt);
+    const call = await addNote(agent);
+    const running = waitForEvent(
+      rt.runtime.bus,
+      (e) => e.type === "call" && e.id === call.id && e.status === "running",
+    );
+    await approve(call.id, alice.cookie);
+    await expect(running).resolves.toEqual({ type: "call", id: call.id, status: "running" });
+    await waitForCallStatus(rt.runtime, call.id, "succeeded");
+  });
+});

@@ -1,0 +1,90 @@
+/**
+ * `npm run gatehouse -- <command>`: config check, user add, token create/revoke. Uses the same
+ * environment variables as the server (GATEHOUSE_CONFIG, GATEHOUSE_DB).
+ */
+import { CreateTokenBody, CreateUserBody, roles } from "@/lib/api-types";
+import { GatehouseError } from "@/lib/errors";
+import { createToken, revokeToken } from "../auth/tokens";
+import { createUser } from "../auth/users";
+import { configPathFromEnv, formatIssues, loadConfigFile } from "../config";
+import { dbPathFromEnv, openDb } from "../store/db";
+
+const USAGE = `usage: npm run gatehouse -- <command>
+  config check [FILE]                     validate a config file (default: GATEHOUSE_CONFIG or gatehouse.json)
+  user add NAME --role owner|reviewer     add a user; the password is read from stdin
+  token create NAME                       create an agent token; prints it once, on the last line
+  token revoke NAME                       revoke an agent token`;
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks)
+    .toString("utf8")
+    .replace(/\r?\n$/, "");
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [group, verb, ...rest] = argv;
+  if (group === "config" && verb === "check") {
+    const path = rest[0] ?? configPathFromEnv();
+    const result = loadConfigFile(path);
+    const text = formatIssues(result);
+    if (text) process.stderr.write(`${text}\n`);
+    if (!result.config || result.errors.length > 0) {
+      process.stderr.write(`${path}: ${result.errors.length} error(s)\n`);
+      return 1;
+    }
+    const n = result.config.servers.length;
+    process.stdout.write(
+      `${path}: OK (${n} server${n === 1 ? "" : "s"}, ${result.warnings.length} warning(s))\n`,
+    );
+    return 0;
+  }
+  if (group === "user" && verb === "add") {
+    const name = rest[0];
+    const roleIdx = rest.indexOf("--role");
+    const roleArg = roleIdx >= 0 ? rest[roleIdx + 1] : undefined;
+    if (!name || !roleArg)
+      throw new GatehouseError("bad_request", `user add needs NAME and --role\n${USAGE}`);
+    const wanted = roleArg.split(",");
+    const password = await readStdin();
+    const parsed = CreateUserBody.safeParse({ name, password, roles: wanted });
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const field = String(issue?.path[0] ?? "input");
+      const hint = field === "roles" ? ` (one of ${roles.join(", ")})` : "";
+      throw new GatehouseError("bad_request", `${field}: ${issue?.message ?? "invalid"}${hint}`);
+    }
+    const db = openDb(dbPathFromEnv());
+    const user = await createUser(db, { ...parsed.data, actor: "cli" });
+    process.stdout.write(`added user ${user.name} (${user.roles.join(", ")})\n`);
+    return 0;
+  }
+  if (group === "token" && (verb === "create" || verb === "revoke")) {
+    const name = rest[0];
+    if (!name) throw new GatehouseError("bad_request", `token ${verb} needs NAME\n${USAGE}`);
+    const parsedName = CreateTokenBody.safeParse({ name });
+    if (verb === "create" && !parsedName.success) {
+      throw new GatehouseError("bad_request", `name: ${parsedName.error.issues[0]?.message ?? "invalid"}`);
+    }
+    const db = openDb(dbPathFromEnv());
+    if (verb === "create") {
+      const { secret } = createToken(db, { name, actor: "cli" });
+      process.stdout.write(`created agent token ${name}; it is shown once, keep it now:\n${secret}\n`);
+    } else {
+      revokeToken(db, { name, actor: "cli" });
+      process.stdout.write(`revoked agent token ${name}\n`);
+    }
+    return 0;
+  }
+  process.stderr.write(`${USAGE}\n`);
+  return 2;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`error: ${err instanceof GatehouseError ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,118 @@
+import "server-only";
+import type { z } from "zod";
+import type { ErrorBody } from "@/lib/errors";
+import { GatehouseError } from "@/lib/errors";
+import { type Access, allows, authenticate, checkOrigin, type Principal } from "../auth/access";
+import { logger } from "../log";
+import { getRuntime, type Runtime } from "../runtime";
+
+const log = logger("http");
+
+type Schema = z.ZodType;
+
+export interface RouteContext<B extends Schema | undefined, Q extends Schema | undefined> {
+  req: Request;
+  runtime: Runtime;
+  /** Null only on `public` routes. */
+  principal: Principal | null;
+  params: Record<string, string>;
+  body: B extends Schema ? z.infer<B> : undefined;
+  query: Q extends Schema ? z.infer<Q> : undefined;
+}
+
+export interface RouteOptions<B extends Schema | undefined, Q extends Schema | undefined> {
+  /** Who may call this route; `public` routes still check Origin on state changes. */
+  access: readonly Access[];
+  body?: B;
+  query?: Q;
+}
+
+/** JSON response helper; `undefined` body means 204. */
+export function json(data: unknown, status = 200, headers?: HeadersInit): Response {
+  if (data === undefined) return new Response(null, { status: 204, headers });
+  return Response.json(data, { status, headers: { "Cache-Control": "no-store", ...headers } });
+}
+
+export function errorResponse(err: unknown): Response {
+  if (err instanceof GatehouseError) {
+    const headers: Record<string, string> = {};
+    if (err.code === "unauthenticated") headers["WWW-Authenticate"] = 'Bearer realm="gatehouse"';
+    return json({ error: { code: err.code, message: err.message } } satisfies ErrorBody, err.status, headers);
+  }
+  // Unknown errors may carry internals (paths, SQL, secrets): log them, answer generically.
+  log.error("unhandled error in route", {
+    error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+  });
+  return json({ error: { code: "internal", message: "internal error" } } satisfies ErrorBody, 500);
+}
+
+function zodMessage(prefix: string, error: z.ZodError): string {
+  const issue = error.issues[0];
+  const where = issue && issue.path.length > 0 ? `${prefix}.${issue.path.join(".")}` : prefix;
+  return `${where}: ${issue?.message ?? "invalid"}`;
+}
+
+type NextContext = { params: Promise<Record<string, string | string[] | undefined>> };
+
+/**
+ * The one wrapper every API route goes through: authenticates (bearer token or session
+ * cookie), checks the role and the Origin of state-changing requests, validates query and body
+ * with zod, and turns errors into `{error: {code, message}}` with the code's status.
+ */
+export function route<B extends Schema | undefined = undefined, Q extends Schema | undefined = undefined>(
+  opts: RouteOptions<B, Q>,
+  handler: (ctx: RouteContext<B, Q>) => Promise<unknown> | unknown,
+): (req: Request, ctx: NextContext) => Promise<Response> {
+  return async (req, nextCtx) => {
+    try {
+      const runtime = getRuntime();
+      const principal = authenticate(runtime.db, req.headers);
+      const isPublic = opts.access.includes("public");
+      if (!isPublic) {
+        if (!principal) {
+          throw new GatehouseError(
+            "unauthenticated",
+            req.headers.has("authorization") ? "the bearer token is not valid" : "sign in first",
+          );
+        }
+        if (!allows(principal, opts.access)) {
+          throw new GatehouseError("forbidden", `this needs the ${opts.access.join(" or ")} role`);
+        }
+      }
+      checkOrigin(req.method, req.headers, req.url, principal?.via === "bearer", runtime.publicOrigin);
+
+      const rawParams = (await nextCtx?.params) ?? {};
+      const params: Record<string, string> = {};
+      for (const [k, v] of Object.entries(rawParams)) if (typeof v === "string") params[k] = v;
+
+      let query: unknown;
+      if (opts.query) {
+        const parsed = opts.query.safeParse(Object.fromEntries(new URL(req.url).searchParams));
+        if (!parsed.success) throw new GatehouseError("bad_request", zodMessage("query", parsed.error));
+        query = parsed.data;
+      }
+      let body: unknown;
+      if (opts.body) {
+        let raw: unknown;
+        try {
+          raw = await req.json();
+        } catch {
+          throw new GatehouseError("invalid_body", "the request body must be JSON");
+        }
+        const parsed = opts.body.safeParse(raw);
+        if (!parsed.success) throw new GatehouseError("invalid_body", zodMessage("body", parsed.error));
+        body = parsed.data;
+      }
+      const out = await handler({ req, runtime, principal, params, body, query } as RouteContext<B, Q>);
+      return out instanceof Response ? out : json(out);
+    } catch (err) {
+      return errorResponse(err);
+    }
+  };
+}
+
+/** The principal of a non-public route (the wrapper guarantees it). */
+export function who(ctx: { principal: Principal | null }): Principal {
+  if (!ctx.principal) throw new GatehouseError("unauthenticated", "sign in first");
+  return ctx.principal;
+}

@@ -1,0 +1,66 @@
+import "server-only";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import { GatehouseError } from "@/lib/errors";
+import type { GatehouseConfig, ServerConfig } from "../config";
+import type { Logger } from "../log";
+import { ServerSupervisor, type SupervisorSnapshot } from "./supervisor";
+
+export interface ManagerDeps {
+  log: Logger;
+  onState(snapshot: SupervisorSnapshot): void;
+  onTools(server: ServerConfig, tools: Tool[]): void;
+}
+
+/** One supervisor per configured server. Starting never waits on any server. */
+export class McpManager {
+  private readonly supervisors = new Map<string, ServerSupervisor>();
+
+  constructor(
+    private readonly config: GatehouseConfig,
+    deps: ManagerDeps,
+  ) {
+    for (const server of config.servers) {
+      this.supervisors.set(
+        server.name,
+        new ServerSupervisor(server, {
+          log: deps.log,
+          refreshSeconds: config.catalogue.refreshSeconds,
+          onState: deps.onState,
+          onTools: deps.onTools,
+        }),
+      );
+    }
+  }
+
+  start(): void {
+    for (const s of this.supervisors.values()) s.start();
+  }
+
+  /** Snapshots of every server, in config order; never awaits a connection. */
+  list(): { config: ServerConfig; status: SupervisorSnapshot }[] {
+    return [...this.supervisors.values()].map((s) => ({ config: s.config, status: s.snapshot() }));
+  }
+
+  get(name: string): ServerSupervisor {
+    const s = this.supervisors.get(name);
+    if (!s) throw new GatehouseError("not_found", `no server named "${name}" is configured`);
+    return s;
+  }
+
+  callTool(
+    server: string,
+    tool: string,
+    args: Record<string, unknown>,
+    signal?: AbortSignal,
+  ): Promise<CallToolResult> {
+    return this.get(server).callTool(tool, args, signal);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.supervisors.values()].map((s) => s.stop()));
+  }
+
+  get servers(): readonly ServerConfig[] {
+    return this.config.servers;
+  }
+}

@@ -1,0 +1,135 @@
+import "server-only";
+import type { ServerView } from "@/lib/api-types";
+import { GatehouseError } from "@/lib/errors";
+import { LoginThrottle } from "./auth/access";
+import { issueSetupCode } from "./auth/users";
+import { CallBroker } from "./calls/broker";
+import { hasChanges, syncServerTools, toolCounts } from "./catalogue/catalogue";
+import { describeTarget, type GatehouseConfig } from "./config";
+import { EventBus } from "./events";
+import { logger, registerSecrets } from "./log";
+import { McpManager } from "./mcp/manager";
+import { type Db, openDb } from "./store/db";
+
+const log = logger("gatehouse");
+
+/** Everything that lives for the whole process. One instance, kept on `globalThis`. */
+export interface Runtime {
+  config: GatehouseConfig;
+  db: Db;
+  bus: EventBus;
+  manager: McpManager;
+  broker: CallBroker;
+  throttle: LoginThrottle;
+  /** `GATEHOUSE_PUBLIC_ORIGIN`, when Gatehouse is reached through a proxy. */
+  publicOrigin: string | undefined;
+  servers(): ServerView[];
+  stop(): Promise<void>;
+}
+
+export interface RuntimeOptions {
+  config: GatehouseConfig;
+  /** SQLite file, or ":memory:". */
+  dbFile: string;
+  publicOrigin?: string;
+}
+
+/** Wires store, manager, catalogue and broker together and starts dialing servers (no waiting). */
+export function createRuntime(opts: RuntimeOptions): Runtime {
+  const { config } = opts;
+  registerSecrets(config.servers.flatMap((s) => [...Object.values(s.headers), ...Object.values(s.env)]));
+  const db = openDb(opts.dbFile);
+  const bus = new EventBus();
+  const manager = new McpManager(config, {
+    log: logger("mcp"),
+    onState: (s) => bus.publish({ type: "server", name: s.name, state: s.state }),
+    onTools: (server, tools) => {
+      try {
+        const summary = syncServerTools(db, server, tools, {
+          descriptionMaxChars: config.catalogue.descriptionMaxChars,
+        });
+        if (hasChanges(summary) || summary.overCap.length > 0) {
+          log.info(`catalogue of ${server.name} updated`, {
+            added: summary.added.length,
+            changed: summary.changed.length,
+            gone: summary.gone.length,
+            returned: summary.returned.length,
+            overCap: summary.overCap.length,
+          });
+        }
+        bus.publish({ type: "catalogue", server: server.name });
+      } catch (err) {
+        log.error(`catalogue of ${server.name} could not be stored`, { error: String(err) });
+      }
+    },
+  });
+  const broker = new CallBroker({
+    db,
+    bus,
+    log: logger("calls"),
+    approvals: config.approvals,
+    callTool: (server, tool, args) => manager.callTool(server, tool, args),
+  });
+
+  const runtime: Runtime = {
+    config,
+    db,
+    bus,
+    manager,
+    broker,
+    throttle: new LoginThrottle(),
+    publicOrigin: opts.publicOrigin,
+    servers() {
+      const counts = toolCounts(db);
+      return manager.list().map(({ config: c, status }) => {
+        const n = counts.get(c.name) ?? { proposed: 0, enabled: 0, disabled: 0, overCap: 0 };
+        return {
+          name: c.name,
+          transport: c.transport,
+          target: describeTarget(c),
+          enabled: c.enabled,
+          state: status.state,
+          lastError: status.lastError,
+          nextRetryAt: status.nextRetryAt,
+          readySince: status.readySince,
+          serverInfo: status.serverInfo,
+          tools: { listed: status.listedTools, ...n },
+          stderrTail: status.stderrTail,
+        };
+      });
+    },
+    async stop() {
+      await broker.stop();
+      await manager.stop();
+      db.$client.close();
+    },
+  };
+  broker.start();
+  manager.start();
+  return runtime;
+}
+
+const KEY = Symbol.for("gatehouse.runtime");
+type Holder = { [KEY]?: Runtime };
+
+/** Next.js evaluates server modules more than once; the runtime lives on `globalThis`. */
+export function setRuntime(runtime: Runtime | undefined): void {
+  (globalThis as Holder)[KEY] = runtime;
+}
+
+export function getRuntime(): Runtime {
+  const r = (globalThis as Holder)[KEY];
+  if (!r) throw new GatehouseError("internal", "Gatehouse is not started");
+  return r;
+}
+
+/** Prints the one-time setup link while no user exists. */
+export function announceSetup(runtime: Runtime, baseUrl: string): string | null {
+  const code = issueSetupCode(runtime.db);
+  if (!code) return null;
+  const link = `${baseUrl}/setup?code=${code}`;
+  process.stdout.write(
+    `\n  No users yet. Create the first owner here (this link works once):\n\n    ${link}\n\n`,
+  );
+  return link;
+}

@@ -1,0 +1,123 @@
+import { sql } from "drizzle-orm";
+import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+const now = sql`(strftime('%Y-%m-%dT%H:%M:%fZ','now'))`;
+
+export const users = sqliteTable("users", {
+  id: integer("id").primaryKey({ autoIncrement: true }),
+  name: text("name").notNull().unique(),
+  passwordHash: text("password_hash").notNull(),
+  /** Comma-separated subset of owner,reviewer. */
+  roles: text("roles").notNull(),
+  createdAt: text("created_at").notNull().default(now),
+});
+
+export const sessions = sqliteTable(
+  "sessions",
+  {
+    /** sha256 of the cookie value; the value itself is never stored. */
+    idHash: text("id_hash").primaryKey(),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    createdAt: text("created_at").notNull().default(now),
+    expiresAt: text("expires_at").notNull(),
+  },
+  (t) => [index("sessions_user_idx").on(t.userId)],
+);
+
+export const setupCodes = sqliteTable("setup_codes", {
+  /** sha256 of the one-time code printed on the console. */
+  codeHash: text("code_hash").primaryKey(),
+  createdAt: text("created_at").notNull().default(now),
+});
+
+export const agentTokens = sqliteTable("agent_tokens", {
+  id: integer("id").primaryKey({ autoIncrement: true }),
+  name: text("name").notNull().unique(),
+  tokenHash: text("token_hash").notNull().unique(),
+  createdBy: text("created_by"),
+  createdAt: text("created_at").notNull().default(now),
+  lastUsedAt: text("last_used_at"),
+  revokedAt: text("revoked_at"),
+});
+
+export const tools = sqliteTable(
+  "tools",
+  {
+    localName: text("local_name").primaryKey(),
+    server: text("server").notNull(),
+    remoteName: text("remote_name").notNull(),
+    /** proposed | enabled | disabled: the owner's decision, never set by discovery alone. */
+    status: text("status").notNull(),
+    /** Whether the server listed the tool at the last refresh. */
+    present: integer("present", { mode: "boolean" }).notNull(),
+    /** The definition as last listed (name, description, inputSchema, outputSchema, annotations). */
+    definition: text("definition").notNull(),
+    definitionHash: text("definition_hash").notNull(),
+    /** Hash of the definition the owner enabled; a mismatch means "changed". */
+    pinnedHash: text("pinned_hash"),
+    description: text("description").notNull(),
+    readOnly: integer("read_only", { mode: "boolean" }).notNull(),
+    unusableReason: text("unusable_reason"),
+    firstSeenAt: text("first_seen_at").notNull().default(now),
+    updatedAt: text("updated_at").notNull().default(now),
+  },
+  (t) => [uniqueIndex("tools_server_remote_idx").on(t.server, t.remoteName)],
+);
+
+/** Tools a server listed beyond its maxTools: recorded, never proposed. */
+export const overCapTools = sqliteTable(
+  "over_cap_tools",
+  {
+    server: text("server").notNull(),
+    remoteName: text("remote_name").notNull(),
+    seenAt: text("seen_at").notNull().default(now),
+  },
+  (t) => [uniqueIndex("over_cap_server_remote_idx").on(t.server, t.remoteName)],
+);
+
+export const calls = sqliteTable(
+  "calls",
+  {
+    id: text("id").primaryKey(),
+    tool: text("tool").notNull(),
+    server: text("server").notNull(),
+    remoteName: text("remote_name").notNull(),
+    arguments: text("arguments").notNull(),
+    argumentsDigest: text("arguments_digest").notNull(),
+    definitionHash: text("definition_hash"),
+    destructive: integer("destructive", { mode: "boolean" }).notNull(),
+    requesterKind: text("requester_kind").notNull(),
+    requesterName: text("requester_name").notNull(),
+    status: text("status").notNull(),
+    createdAt: text("created_at").notNull(),
+    expiresAt: text("expires_at"),
+    decidedAt: text("decided_at"),
+    decidedBy: text("decided_by"),
+    reason: text("reason"),
+    startedAt: text("started_at"),
+    finishedAt: text("finished_at"),
+    result: text("result"),
+    resultTruncated: integer("result_truncated", { mode: "boolean" }).notNull().default(false),
+    errorCode: text("error_code"),
+    errorMessage: text("error_message"),
+  },
+  (t) => [index("calls_status_idx").on(t.status), index("calls_created_idx").on(t.createdAt)],
+);
+
+/** Append-only record of every call transition and every owner action. */
+export const auditEvents = sqliteTable(
+  "audit_events",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    at: text("at").notNull().default(now),
+    actor: text("actor").notNull(),
+    action: text("action").notNull(),
+    subject: text("subject").notNull(),
+    callId: text("call_id"),
+    detail: text("detail"),
+    durationMs: integer("duration_ms"),
+  },
+  (t) => [index("audit_call_idx").on(t.callId), index("audit_at_idx").on(t.at)],
+);
