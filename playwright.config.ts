@@ -37,5 +37,6 @@ export default defineConfig({
   projects: [
     { name: "journey", testMatch: /journey\.spec\.ts/ },
     { name: "roles", testMatch: /roles\.spec\.ts/, dependencies: ["journey"] },
+    { name: "looks", testMatch: /looks\.spec\.ts/, dependencies: ["journey"] },
   ],
 });

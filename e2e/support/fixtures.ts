@@ -14,8 +14,8 @@ export function demoRuns(): number {
 }
 
 /** Saves a full-page screenshot under test-results/screenshots/ for people to look at. */
-export async function snap(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: path.join("test-results", "screenshots", `${name}.png`), fullPage: true });
+export async function snap(page: Page, name: string, fullPage = true): Promise<void> {
+  await page.screenshot({ path: path.join("test-results", "screenshots", `${name}.png`), fullPage });
 }
 
 export const test = base.extend<{ setupLink: string }>({

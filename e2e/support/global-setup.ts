@@ -41,6 +41,15 @@ export default async function globalSetup(): Promise<void> {
           env: { DEMO_STATE_FILE: demoStateFile },
           enabled: true,
         },
+        // What users see with a crowded server, a broken one and a dark one.
+        crowd: {
+          command: process.execPath,
+          args: [path.join(root, "test", "fixtures", "servers", "many-tools.mjs")],
+          maxTools: 200,
+          enabled: true,
+        },
+        broken: { command: path.join(dir, "no-such-program"), enabled: true },
+        dark: { url: "https://tools.example.com/mcp", enabled: false },
       },
       approvals: { expireAfterSeconds: 900, waitSeconds: 60, selfApproval: false },
     }),

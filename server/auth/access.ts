@@ -22,10 +22,11 @@ export function principalName(p: Principal): string {
  * that presents a bearer token is judged by that token alone, never by a cookie beside it.
  */
 export function authenticate(db: Db, headers: Headers): Principal | null {
-  const authz = headers.get("authorization");
-  if (authz !== null) {
-    const match = /^Bearer\s+(\S+)$/i.exec(authz.trim());
-    const token = match?.[1] ? tokenFromSecret(db, match[1]) : null;
+  const authz = headers.get("authorization")?.trim() ?? "";
+  // Only the Bearer scheme is ours: a proxy's Basic credentials must not hide the session cookie.
+  const bearer = /^Bearer\s+(\S+)$/i.exec(authz);
+  if (bearer || /^Bearer\b/i.test(authz)) {
+    const token = bearer?.[1] ? tokenFromSecret(db, bearer[1]) : null;
     return token ? { kind: "agent", token, via: "bearer" } : null;
   }
   const sid = readCookie(headers.get("cookie"), SESSION_COOKIE);
@@ -87,14 +88,18 @@ export function checkOrigin(
   }
 }
 
-/** Fixed-window count of failed sign-ins per name and per client address. */
+/** Fixed-window count of failed sign-ins per key (the account name). */
 export class LoginThrottle {
   private readonly failures = new Map<string, { count: number; since: number }>();
 
-  /** @param max failures allowed per key in `windowMs` (default 10 in 15 minutes). */
+  /**
+   * @param max failures allowed per key in `windowMs` (default 10 in 15 minutes).
+   * @param maxKeys most keys tracked at once (default 10,000); expired ones are pruned first.
+   */
   constructor(
     private readonly max = 10,
     private readonly windowMs = 15 * 60 * 1000,
+    private readonly maxKeys = 10_000,
   ) {}
 
   check(keys: string[], now = Date.now()): void {
@@ -110,6 +115,8 @@ export class LoginThrottle {
   }
 
   fail(keys: string[], now = Date.now()): void {
+    // Sign-in attempts with made-up names must not grow the map without bound.
+    if (this.failures.size >= this.maxKeys) this.prune(now);
     for (const key of keys) {
       const f = this.failures.get(key);
       if (!f || now - f.since >= this.windowMs) this.failures.set(key, { count: 1, since: now });
@@ -119,5 +126,19 @@ export class LoginThrottle {
 
   succeed(keys: string[]): void {
     for (const key of keys) this.failures.delete(key);
+  }
+
+  /** Number of keys currently tracked (for tests). */
+  get size(): number {
+    return this.failures.size;
+  }
+
+  private prune(now: number): void {
+    for (const [key, f] of this.failures) if (now - f.since >= this.windowMs) this.failures.delete(key);
+    // Still full: drop the oldest windows first; they are the closest to expiring anyway.
+    if (this.failures.size >= this.maxKeys) {
+      const oldest = [...this.failures].sort((a, b) => a[1].since - b[1].since);
+      for (const [key] of oldest.slice(0, Math.ceil(this.maxKeys / 10))) this.failures.delete(key);
+    }
   }
 }

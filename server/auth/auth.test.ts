@@ -27,7 +27,7 @@ import {
 import { listEnabledTools } from "../catalogue/catalogue";
 import { route } from "../http/route";
 import { agentTokens, sessions, tools, users } from "../store/schema";
-import type { Access } from "./access";
+import { type Access, LoginThrottle } from "./access";
 import { hashPassword, sha256, verifyPassword } from "./crypto";
 import { createSession, SESSION_COOKIE, SESSION_TTL_MS } from "./sessions";
 import { issueSetupCode } from "./users";
@@ -225,6 +225,25 @@ describe("agent tokens", () => {
   });
 });
 
+describe("credentials of other schemes", () => {
+  it("a proxy's Basic Authorization header does not hide the session cookie", async () => {
+    const rt = await start();
+    const owner = await createTestUser(rt.runtime, "olga", ["owner"]);
+    const res = await request("GET", "/api/servers", {
+      cookie: owner.cookie,
+      headers: { Authorization: "Basic b2xnYTpwcm94eS1wYXNz" },
+    });
+    expect(res.status).toBe(200);
+  });
+
+  it("a malformed Bearer header is refused, not treated as a session", async () => {
+    const rt = await start();
+    const owner = await createTestUser(rt.runtime, "olga", ["owner"]);
+    const res = await request("GET", "/api/servers", { cookie: owner.cookie, headers: { Authorization: "Bearer" } });
+    await expectError(res, 401, "unauthenticated");
+  });
+});
+
 describe("the one-time setup code", () => {
   it("creates the first owner and signs them in; a second use is refused", async () => {
     const rt = await start();
@@ -310,6 +329,16 @@ describe("login throttling", () => {
     expect(
       (await request("POST", "/api/session", { body: { name: "bob", password: bob.password } })).status,
     ).toBe(200);
+  });
+
+  it("the throttle forgets expired windows instead of growing without bound", () => {
+    const throttle = new LoginThrottle(10, 1000, 100);
+    for (let i = 0; i < 100; i++) throttle.fail([`name:user-${i}`], 0);
+    expect(throttle.size).toBe(100);
+    throttle.fail(["name:late"], 5000);
+    expect(throttle.size).toBe(1);
+    for (let i = 0; i < 500; i++) throttle.fail([`name:burst-${i}`], 6000);
+    expect(throttle.size).toBeLessThanOrEqual(100);
   });
 
   it("nine failures do not lock out the right password", async () => {

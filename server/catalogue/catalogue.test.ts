@@ -368,6 +368,13 @@ describe("syncServerTools (discovery → rows)", () => {
     expect(rows(d, "srv").filter((r) => r.status === "enabled")).toEqual([]);
   });
 
+  it("a tool with an empty name is unusable and cannot be enabled", () => {
+    const d = memoryDb();
+    syncServerTools(d, serverConfig("srv"), [tool("")], OPTS);
+    expect(getToolRow(d, "srv_")?.unusableReason).toBe("the tool has an empty name");
+    expect(() => enable(d, "srv_")).toThrow(expect.objectContaining({ code: "tool_unusable" }));
+  });
+
   const ANNOTATIONS: [string, Record<string, unknown> | undefined, boolean][] = [
     ["no annotations", undefined, true],
     ["readOnlyHint: true", { readOnlyHint: true }, false],

@@ -80,7 +80,7 @@ export function syncServerTools(
         definitionHash: hash,
         description: cleanDescription(def.description, opts.descriptionMaxChars),
         readOnly: isReadOnly(def),
-        unusableReason: localNameProblem(localName),
+        unusableReason: localNameProblem(server.name, name),
       };
       const row = existing.get(name);
       if (!row) {

@@ -52,7 +52,9 @@ export function cleanDescription(text: string, maxChars: number): string {
 export const LOCAL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** Why `<server>_<tool>` cannot be used as a local name, or null when it can. */
-export function localNameProblem(localName: string): string | null {
+export function localNameProblem(server: string, tool: string): string | null {
+  if (tool === "") return "the tool has an empty name";
+  const localName = `${server}_${tool}`;
   if (localName.length > 64) return `the local name is ${localName.length} characters long (at most 64)`;
   if (!LOCAL_NAME.test(localName)) return "the tool name has characters outside A-Z, a-z, 0-9, '_' and '-'";
   return null;
