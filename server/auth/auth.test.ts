@@ -239,7 +239,10 @@ describe("credentials of other schemes", () => {
   it("a malformed Bearer header is refused, not treated as a session", async () => {
     const rt = await start();
     const owner = await createTestUser(rt.runtime, "olga", ["owner"]);
-    const res = await request("GET", "/api/servers", { cookie: owner.cookie, headers: { Authorization: "Bearer" } });
+    const res = await request("GET", "/api/servers", {
+      cookie: owner.cookie,
+      headers: { Authorization: "Bearer" },
+    });
     await expectError(res, 401, "unauthenticated");
   });
 });
