@@ -7,6 +7,7 @@ const tones: Record<ServerState, BadgeTone> = {
   connecting: "blue",
   ready: "green",
   backoff: "amber",
+  failed: "red",
   closed: "red",
 };
 

@@ -1,6 +1,7 @@
 "use client";
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { ServerInspector } from "@/components/server-inspector";
 import { ServerStateBadge } from "@/components/server-state-badge";
 import { Button, EmptyState, ErrorAlert, Loading, PageHeader } from "@/components/ui";
 import { useNow } from "@/components/use-now";
@@ -124,6 +125,32 @@ function ServerCard({ server }: { server: ServerView }) {
           <p className="mt-0.5 whitespace-pre-wrap break-words text-rose-900">{server.lastError}</p>
         </div>
       ) : null}
+
+      {server.state === "failed" ? (
+        <p className="text-sm text-rose-800">
+          Gatehouse stopped retrying after repeated crashes. Fix the cause, then press Reconnect.
+        </p>
+      ) : null}
+
+      {server.history.length > 0 ? (
+        <details className="rounded-md border border-zinc-200 bg-zinc-50">
+          <summary className="cursor-pointer select-none px-3 py-1.5 text-sm font-medium text-zinc-700">
+            History ({plural(server.history.length, "change")})
+          </summary>
+          <ol className="max-h-64 overflow-auto border-t border-zinc-200 px-3 py-2 text-xs">
+            {[...server.history].reverse().map((h, i) => (
+              // biome-ignore lint/suspicious/noArrayIndexKey: an append-only log; equal entries can share a millisecond.
+              <li key={`${h.at}-${i}`} className="flex gap-2 py-0.5">
+                <span className="shrink-0 tabular-nums text-zinc-500">{formatDateTime(h.at)}</span>
+                <span className="shrink-0 font-medium text-zinc-800">{h.state}</span>
+                {h.detail ? <span className="min-w-0 break-words text-zinc-600">{h.detail}</span> : null}
+              </li>
+            ))}
+          </ol>
+        </details>
+      ) : null}
+
+      {server.state === "ready" ? <ServerInspector name={server.name} /> : null}
 
       {server.stderrTail.length > 0 ? (
         <details className="group rounded-md border border-zinc-200 bg-zinc-50">

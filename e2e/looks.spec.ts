@@ -1,4 +1,5 @@
-import { people } from "./support/env";
+import { readFileSync } from "node:fs";
+import { E2E_SECRET, people, readState } from "./support/env";
 import { expect, snap, test } from "./support/fixtures";
 
 /**
@@ -15,11 +16,17 @@ test.describe("pages under stress", () => {
   });
 
   test("the servers page shows a failing server's error and a dark server as dark", async ({ page }) => {
-    await expect(page.getByTestId("server-broken")).toContainText("backoff");
+    // Its process never starts: backoff, then failed once the crash loop limit is reached.
+    await expect(page.getByTestId("server-broken")).toContainText(/backoff|failed/);
     await expect(page.getByTestId("server-broken")).toContainText(/could not start|ENOENT/);
     await expect(page.getByTestId("server-dark")).toContainText("dark");
     await expect(page.getByTestId("server-crowd")).toContainText("ready");
     await expect(page.getByTestId("server-crowd")).toContainText("2 over the cap");
+    // A server at a loopback address without allowPrivate: refused at dial time, and said so.
+    await expect(page.getByTestId("server-private")).toContainText("backoff");
+    await expect(page.getByTestId("server-private")).toContainText(
+      /refused: localhost resolves to (127\.0\.0\.1|::1), a loopback address; set allowPrivate to allow/,
+    );
     await snap(page, "servers-stress");
   });
 
@@ -42,5 +49,29 @@ test.describe("pages under stress", () => {
     await page.getByLabel("Filter tools").fill("tool_19");
     await expect(page.getByRole("row").filter({ hasText: "crowd_tool_19" })).toHaveCount(8);
     await expect(page.getByRole("row").filter({ hasText: "crowd_tool_198" })).toHaveCount(0);
+  });
+
+  test("secrets from the config never reach pages, API responses or the log", async ({ page }) => {
+    for (const path of ["/servers", "/tools", "/approvals", "/settings"]) {
+      await page.goto(path);
+      await expect(page.getByRole("heading", { level: 1 })).toBeVisible();
+      expect(await page.content()).not.toContain(E2E_SECRET);
+    }
+    const reads = [
+      "/api/me",
+      "/api/servers",
+      "/api/catalogue",
+      "/api/calls?limit=500",
+      "/api/users",
+      "/api/tokens",
+    ];
+    for (const path of reads) {
+      const res = await page.request.get(path);
+      expect(res.status(), path).toBe(200);
+      expect(await res.text(), path).not.toContain(E2E_SECRET);
+    }
+    const log = readFileSync(readState().logFile, "utf8");
+    expect(log).toContain("server private failed");
+    expect(log).not.toContain(E2E_SECRET);
   });
 });

@@ -47,7 +47,8 @@ export interface TokenView {
   revokedAt: string | null;
 }
 
-export type ServerState = "dark" | "connecting" | "ready" | "backoff" | "closed";
+/** `failed`: a crash loop stopped the retries until an owner presses Reconnect. */
+export type ServerState = "dark" | "connecting" | "ready" | "backoff" | "failed" | "closed";
 
 export interface ServerView {
   name: string;
@@ -62,6 +63,8 @@ export interface ServerView {
   serverInfo: { name: string; version: string } | null;
   tools: { listed: number; proposed: number; enabled: number; disabled: number; overCap: number };
   stderrTail: string[];
+  /** Newest last. */
+  history: { at: string; state: ServerState; detail: string | null }[];
 }
 
 export type ToolStatus = "proposed" | "enabled" | "disabled";
@@ -135,3 +138,29 @@ export type LiveEvent =
   | { type: "call"; id: string; status: CallStatus }
   | { type: "catalogue"; server: string }
   | { type: "server"; name: string; state: ServerState };
+
+/** A server's resource, as the owner sees it (text cleaned and capped). */
+export interface ResourceView {
+  uri: string;
+  name: string;
+  description: string | null;
+  mimeType: string | null;
+}
+
+export interface ResourceContentView {
+  uri: string;
+  contents: {
+    mimeType: string | null;
+    text: string | null;
+    truncated: boolean;
+    binaryBytes: number | null;
+  }[];
+}
+
+export interface PromptView {
+  name: string;
+  description: string | null;
+  arguments: { name: string; description: string | null; required: boolean }[];
+}
+
+export const ResourceReadQuery = z.object({ uri: z.string().min(1).max(2048) });

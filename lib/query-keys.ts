@@ -7,6 +7,9 @@ export const queryKeys = {
   servers: {
     all: ["servers"] as const,
     list: () => [...queryKeys.servers.all, "list"] as const,
+    resources: (name: string) => [...queryKeys.servers.all, "resources", name] as const,
+    resource: (name: string, uri: string) => [...queryKeys.servers.all, "resource", name, uri] as const,
+    prompts: (name: string) => [...queryKeys.servers.all, "prompts", name] as const,
   },
   catalogue: {
     all: ["catalogue"] as const,

@@ -95,6 +95,7 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
           serverInfo: status.serverInfo,
           tools: { listed: status.listedTools, ...n },
           stderrTail: status.stderrTail,
+          history: status.history,
         };
       });
     },

@@ -24,3 +24,6 @@ export const people = {
   reviewer: { name: "rita", password: "rita-reviewer-pass-1" },
   agentToken: "build-bot",
 } as const;
+
+/** A credential in the e2e config (a header and an env value): it must never be shown anywhere. */
+export const E2E_SECRET = "e2e-secret-7f3a9c1d5b";

@@ -4,7 +4,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { type E2EState, STATE_FILE } from "./env";
+import { E2E_SECRET, type E2EState, STATE_FILE } from "./env";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -48,7 +48,17 @@ export default async function globalSetup(): Promise<void> {
           maxTools: 200,
           enabled: true,
         },
-        broken: { command: path.join(dir, "no-such-program"), enabled: true },
+        broken: {
+          command: path.join(dir, "no-such-program"),
+          enabled: true,
+          env: { API_KEY: "${E2E_SECRET}" },
+        },
+        // Refused at dial time (loopback without allowPrivate): no packet is sent.
+        private: {
+          url: "http://localhost:65500/mcp",
+          headers: { Authorization: "Bearer ${E2E_SECRET}" },
+          enabled: true,
+        },
         dark: { url: "https://tools.example.com/mcp", enabled: false },
       },
       approvals: { expireAfterSeconds: 900, waitSeconds: 60, selfApproval: false },
@@ -74,6 +84,7 @@ export default async function globalSetup(): Promise<void> {
         ...process.env,
         GATEHOUSE_CONFIG: configFile,
         GATEHOUSE_DB: dbFile,
+        E2E_SECRET: E2E_SECRET,
         HOST: "127.0.0.1",
         PORT: String(port),
       },

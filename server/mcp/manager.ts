@@ -3,12 +3,14 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { GatehouseError } from "@/lib/errors";
 import type { GatehouseConfig, ServerConfig } from "../config";
 import type { Logger } from "../log";
-import { ServerSupervisor, type SupervisorSnapshot } from "./supervisor";
+import { ServerSupervisor, type SupervisorDeps, type SupervisorSnapshot } from "./supervisor";
 
 export interface ManagerDeps {
   log: Logger;
   onState(snapshot: SupervisorSnapshot): void;
   onTools(server: ServerConfig, tools: Tool[]): void;
+  /** Passed to every supervisor; default `BACKOFF` (1 s doubling to 60 s). */
+  backoff?: SupervisorDeps["backoff"];
 }
 
 /** One supervisor per configured server. Starting never waits on any server. */
@@ -27,6 +29,7 @@ export class McpManager {
           refreshSeconds: config.catalogue.refreshSeconds,
           onState: deps.onState,
           onTools: deps.onTools,
+          backoff: deps.backoff,
         }),
       );
     }

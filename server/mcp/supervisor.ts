@@ -1,7 +1,6 @@
 import "server-only";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
   type CallToolResult,
@@ -17,6 +16,7 @@ import { GatehouseError } from "@/lib/errors";
 import type { ServerConfig } from "../config";
 import type { Logger } from "../log";
 import { createGuardedAgent, guardedFetch } from "../net/guarded-fetch";
+import { GuardedHttpTransport } from "./http-transport";
 import { BoundedStdioTransport, LineRing } from "./stdio-transport";
 
 /** Most pages of `tools/list` followed in one refresh. */
@@ -25,6 +25,15 @@ export const MAX_TOOL_PAGES = 20;
 export const BACKOFF = { baseMs: 1000, capMs: 60_000 } as const;
 /** A connection must stay ready this long before the backoff exponent resets. */
 export const STABLE_AFTER_MS = 60_000;
+/**
+ * A crash loop: this many crashes within `windowMs` stop the retries until the owner presses
+ * Reconnect. Every failure of a stdio server counts (its process died or never started); an
+ * HTTP server's failures count only after it was ready, so an endpoint that is merely down
+ * keeps being retried at the backoff cap.
+ */
+export const CRASH_LOOP = { crashes: 5, windowMs: 3 * 60_000 } as const;
+/** Transitions kept for the owner's view of a server's history. */
+export const HISTORY_LENGTH = 50;
 /** Coalesces bursts of `notifications/tools/list_changed`. */
 export const REFRESH_DEBOUNCE_MS = 300;
 
@@ -37,6 +46,8 @@ export interface SupervisorSnapshot {
   serverInfo: { name: string; version: string } | null;
   listedTools: number;
   stderrTail: string[];
+  /** Newest last: state changes with their time and, for failures, the reason. */
+  history: { at: string; state: ServerState; detail: string | null }[];
 }
 
 export interface SupervisorDeps {
@@ -46,11 +57,17 @@ export interface SupervisorDeps {
   onState(snapshot: SupervisorSnapshot): void;
   /** Receives every complete tool list; must not throw. */
   onTools(server: ServerConfig, tools: Tool[]): void;
+  /** Backoff steps; default {@link BACKOFF}. Tests pass smaller ones to run a crash loop quickly. */
+  backoff?: { baseMs: number; capMs: number };
 }
 
 /** Delay before retry number `attempt` (1-based), with jitter from `random` in [0, 1). */
-export function backoffDelay(attempt: number, random: number = Math.random()): number {
-  const exp = Math.min(BACKOFF.capMs, BACKOFF.baseMs * 2 ** Math.max(0, attempt - 1));
+export function backoffDelay(
+  attempt: number,
+  random: number = Math.random(),
+  steps: { baseMs: number; capMs: number } = BACKOFF,
+): number {
+  const exp = Math.min(steps.capMs, steps.baseMs * 2 ** Math.max(0, attempt - 1));
   return Math.round(exp * (0.5 + random / 2));
 }
 
@@ -59,6 +76,8 @@ function messageOf(err: unknown): string {
   // undici reports every network failure as "fetch failed" with the reason (the outbound guard's
   // refusal, ECONNREFUSED, ...) only in `cause`; without it lastError would not say what happened.
   const cause = err.cause instanceof Error ? err.cause.message : "";
+  // The guard's own refusals say everything the owner needs ("refused: localhost resolves to …").
+  if (cause.startsWith("refused: ")) return cause;
   return cause && !err.message.includes(cause) ? `${err.message}: ${cause}` : err.message;
 }
 
@@ -115,11 +134,17 @@ export class ServerSupervisor {
       serverInfo: this.serverInfo,
       listedTools: this.listedTools,
       stderrTail: this.stderr.snapshot(),
+      history: [...this.history],
     };
   }
 
-  private setState(state: ServerState): void {
+  private readonly history: SupervisorSnapshot["history"] = [];
+  private crashTimes: number[] = [];
+
+  private setState(state: ServerState, detail: string | null = null): void {
     this.state = state;
+    this.history.push({ at: new Date().toISOString(), state, detail });
+    if (this.history.length > HISTORY_LENGTH) this.history.shift();
     this.deps.onState(this.snapshot());
   }
 
@@ -140,12 +165,20 @@ export class ServerSupervisor {
       allowPrivate: c.allowPrivate,
       connectTimeoutMs: c.timeoutMs,
     });
-    const fetch = guardedFetch(this.agent, { allowPrivate: c.allowPrivate, server: c.name });
-    const url = new URL(c.url ?? "");
-    const requestInit = { headers: c.headers };
-    return c.transport === "sse"
-      ? new SSEClientTransport(url, { fetch, requestInit })
-      : new StreamableHTTPClientTransport(url, { fetch, requestInit });
+    const gen = this.generation;
+    return new GuardedHttpTransport({
+      url: new URL(c.url ?? ""),
+      kind: c.transport === "sse" ? "sse" : "http",
+      headers: c.headers,
+      fetch: guardedFetch(this.agent, {
+        allowPrivate: c.allowPrivate,
+        server: c.name,
+        credentialHeaders: Object.keys(c.headers),
+        minIntervalMs: c.minIntervalMs,
+      }),
+      maxFrameBytes: c.maxFrameBytes,
+      onFatal: (error) => this.fail(gen, error.message),
+    });
   }
 
   private async connect(): Promise<void> {
@@ -210,17 +243,30 @@ export class ServerSupervisor {
   /** The connection of generation `gen` failed: tear it down and schedule the next try. */
   private fail(gen: number, reason: string): void {
     if (gen !== this.generation || this.state === "closed" || this.state === "backoff") return;
+    const wasReady = this.state === "ready";
     this.generation++;
     this.lastError = reason;
     this.pendingError = null;
     this.readySince = null;
     this.clearTimer("stableTimer");
     void this.teardown();
+    const now = Date.now();
+    if (this.config.transport === "stdio" || wasReady) {
+      this.crashTimes = [...this.crashTimes.filter((t) => now - t < CRASH_LOOP.windowMs), now];
+      if (this.crashTimes.length >= CRASH_LOOP.crashes) {
+        this.nextRetryAt = null;
+        this.deps.log.error(
+          `server ${this.config.name} failed ${this.crashTimes.length} times in ${CRASH_LOOP.windowMs / 60_000} minutes: not retrying until an owner reconnects it; last error: ${reason}`,
+        );
+        this.setState("failed", reason);
+        return;
+      }
+    }
     this.attempt++;
-    const delay = backoffDelay(this.attempt);
-    this.nextRetryAt = Date.now() + delay;
+    const delay = backoffDelay(this.attempt, Math.random(), this.deps.backoff);
+    this.nextRetryAt = now + delay;
     this.deps.log.warn(`server ${this.config.name} failed: ${reason}; retry in ${delay} ms`);
-    this.setState("backoff");
+    this.setState("backoff", reason);
     this.retryTimer = setTimeout(() => void this.connect(), delay);
     this.retryTimer.unref();
   }
@@ -303,12 +349,59 @@ export class ServerSupervisor {
       const why = this.lastError ? `: ${this.lastError}` : "";
       throw new GatehouseError("server_unavailable", `server ${this.config.name} is ${this.state}${why}`);
     }
+    const gen = this.generation;
+    let result: CallToolResult;
     try {
-      return (await client.callTool({ name, arguments: args }, undefined, {
+      result = (await client.callTool({ name, arguments: args }, undefined, {
         timeout: this.config.timeoutMs,
         signal,
       })) as CallToolResult;
     } catch (err) {
+      if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
+        throw new GatehouseError(
+          "upstream_timeout",
+          `server ${this.config.name} did not answer within ${this.config.timeoutMs} ms`,
+          { cause: err },
+        );
+      }
+      // When the connection failed under the call (oversized frame, process exit), the SDK only
+      // says "Connection closed"; the reason is the failure the supervisor recorded.
+      const failure = this.failureSince(gen);
+      const why = failure ? ` (${failure})` : "";
+      throw new GatehouseError("upstream_error", `server ${this.config.name}: ${messageOf(err)}${why}`, {
+        cause: err,
+      });
+    }
+    // The SDK fills in `content: []` when a result has none: that is no answer, not an empty success.
+    if (result.content.length === 0 && result.structuredContent === undefined) {
+      throw new GatehouseError(
+        "upstream_error",
+        `server ${this.config.name}: the server returned an empty result`,
+      );
+    }
+    return result;
+  }
+
+  /** The reason the connection of generation `gen` failed, if it has failed since. */
+  private failureSince(gen: number): string | null {
+    if (gen === this.generation || (this.state !== "backoff" && this.state !== "failed")) return null;
+    return this.lastError;
+  }
+
+  /**
+   * Runs an owner's read (resources, prompts) on the live connection with the server's deadline.
+   * `server_unavailable` when not ready; protocol errors become `upstream_error`.
+   */
+  async read<T>(fn: (client: Client, options: RequestOptions) => Promise<T>): Promise<T> {
+    const client = this.client;
+    if (this.state !== "ready" || !client) {
+      const why = this.lastError ? `: ${this.lastError}` : "";
+      throw new GatehouseError("server_unavailable", `server ${this.config.name} is ${this.state}${why}`);
+    }
+    try {
+      return await fn(client, { timeout: this.config.timeoutMs });
+    } catch (err) {
+      if (err instanceof GatehouseError) throw err;
       if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
         throw new GatehouseError(
           "upstream_timeout",
@@ -327,6 +420,7 @@ export class ServerSupervisor {
     if (!this.config.enabled || this.state === "closed") return;
     this.generation++;
     this.attempt = 0;
+    this.crashTimes = [];
     this.clearTimer("retryTimer");
     this.clearTimer("stableTimer");
     void this.teardown().then(() => this.connect());

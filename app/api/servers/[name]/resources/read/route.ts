@@ -1,0 +1,7 @@
+import { ResourceReadQuery } from "@/lib/api-types";
+import { route } from "@/server/http/route";
+import { readServerResource } from "@/server/mcp/inspect";
+
+export const GET = route({ access: ["owner"], query: ResourceReadQuery }, (ctx) =>
+  readServerResource(ctx.runtime, ctx.params.name ?? "", ctx.query.uri),
+);

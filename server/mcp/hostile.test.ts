@@ -1,0 +1,535 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { GatehouseError } from "@/lib/errors";
+import type { GatehouseConfig, ServerConfig } from "../config";
+import type { Logger } from "../log";
+import { McpManager } from "./manager";
+import type { SupervisorSnapshot } from "./supervisor";
+
+/**
+ * The MCP manager against hostile servers (PRODUCT.md §3): each test starts a real fixture
+ * program from test/fixtures/servers with one misbehaviour, whose header comment says what a
+ * correct host must do. Nothing of ours is mocked; waits are bounded waits on events, or short
+ * polls with a deadline where no event exists (a stdio server's stderr lines).
+ */
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const FIXTURES = join(ROOT, "test/fixtures/servers");
+const DEMO = join(ROOT, "demo/server.mjs");
+const EVERYTHING = join(ROOT, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+const NODE = process.execPath;
+const MiB = 1024 * 1024;
+/** Per-test timeout: the machine has 2 cores and every test starts real processes. */
+const SLOW = 30_000;
+
+const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+const tempDirs: string[] = [];
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "gatehouse-hostile-test-"));
+  tempDirs.push(dir);
+  return dir;
+}
+
+function stdioServer(name: string, script: string, over: Partial<ServerConfig> = {}): ServerConfig {
+  return {
+    name,
+    transport: "stdio",
+    command: NODE,
+    args: [script],
+    env: {},
+    cwd: tempDir(),
+    url: null,
+    headers: {},
+    allowPrivate: false,
+    allowTools: null,
+    maxTools: 12,
+    timeoutMs: 10_000,
+    minIntervalMs: 0,
+    maxFrameBytes: 4 * MiB,
+    enabled: true,
+    ...over,
+  };
+}
+
+function httpServer(
+  name: string,
+  url: string,
+  over: Partial<ServerConfig> & Pick<ServerConfig, "transport">,
+): ServerConfig {
+  return {
+    ...stdioServer(name, ""),
+    command: null,
+    args: [],
+    cwd: null,
+    url,
+    allowPrivate: true,
+    ...over,
+  };
+}
+
+function gatehouse(servers: ServerConfig[]): GatehouseConfig {
+  return {
+    path: "",
+    servers,
+    approvals: { expireAfterSeconds: 900, waitSeconds: 60, selfApproval: false },
+    catalogue: { descriptionMaxChars: 1024, refreshSeconds: 0 },
+  };
+}
+
+/** A manager whose onState/onTools events are recorded, with bounded waits on them. */
+class Harness {
+  readonly events: SupervisorSnapshot[] = [];
+  readonly tools = new Map<string, Tool[]>();
+  readonly manager: McpManager;
+  private readonly listeners = new Set<() => void>();
+
+  constructor(config: GatehouseConfig) {
+    this.manager = new McpManager(config, {
+      log: quiet,
+      onState: (snapshot) => {
+        this.events.push(snapshot);
+        this.notify();
+      },
+      onTools: (server, tools) => {
+        this.tools.set(server.name, tools);
+        this.notify();
+      },
+    });
+    harnesses.push(this);
+  }
+
+  private notify(): void {
+    for (const listener of [...this.listeners]) listener();
+  }
+
+  /** Resolves with the first defined value of `probe`, checked now and after every event. */
+  waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 15_000): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.listeners.delete(check);
+      };
+      const check = () => {
+        const value = probe();
+        if (value !== undefined) {
+          done();
+          resolve(value);
+        }
+      };
+      const timer = setTimeout(() => {
+        done();
+        const seen = this.events.map((e) => `${e.name}:${e.state}${e.lastError ? ` (${e.lastError})` : ""}`);
+        reject(new Error(`no ${what} within ${timeoutMs} ms; states seen: ${seen.join(", ") || "none"}`));
+      }, timeoutMs);
+      this.listeners.add(check);
+      check();
+    });
+  }
+
+  /** The first event at or after `from` in which `server` is in `state`, and its index. */
+  waitForState(
+    server: string,
+    state: SupervisorSnapshot["state"],
+    from = 0,
+  ): Promise<{ snapshot: SupervisorSnapshot; index: number }> {
+    return this.waitFor(`"${state}" state of ${server}`, () => {
+      for (let i = from; i < this.events.length; i++) {
+        const snapshot = this.events[i];
+        if (snapshot?.name === server && snapshot.state === state) return { snapshot, index: i };
+      }
+      return undefined;
+    });
+  }
+
+  /** States `server` went through in events after index `from`. */
+  statesAfter(server: string, from: number): string[] {
+    return this.events
+      .slice(from + 1)
+      .filter((e) => e.name === server)
+      .map((e) => e.state);
+  }
+}
+
+const harnesses: Harness[] = [];
+
+/** A fixture program started by a test (not by Gatehouse), with its output kept. */
+class Fixture {
+  stdout = "";
+  stderr = "";
+  private readonly listeners = new Set<() => void>();
+
+  constructor(readonly child: ChildProcess) {
+    child.stdout?.setEncoding("utf8");
+    child.stderr?.setEncoding("utf8");
+    child.stdout?.on("data", (chunk: string) => {
+      this.stdout += chunk;
+      this.notify();
+    });
+    child.stderr?.on("data", (chunk: string) => {
+      this.stderr += chunk;
+      this.notify();
+    });
+    child.once("exit", () => this.notify());
+    fixtures.push(this);
+  }
+
+  private notify(): void {
+    for (const listener of [...this.listeners]) listener();
+  }
+
+  get exited(): boolean {
+    return this.child.exitCode !== null || this.child.signalCode !== null;
+  }
+
+  /** Resolves with the first match of `pattern` in the process's `stream` output. */
+  waitForOutput(stream: "stdout" | "stderr", pattern: RegExp, timeoutMs = 15_000): Promise<RegExpExecArray> {
+    return new Promise((resolve, reject) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.listeners.delete(check);
+      };
+      const check = () => {
+        const match = pattern.exec(this[stream]);
+        if (match) {
+          done();
+          resolve(match);
+        } else if (this.exited) {
+          done();
+          reject(new Error(`fixture exited before ${pattern} on ${stream}; stderr: ${this.stderr}`));
+        }
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error(`no ${pattern} on ${stream} within ${timeoutMs} ms; stderr: ${this.stderr}`));
+      }, timeoutMs);
+      this.listeners.add(check);
+      check();
+    });
+  }
+
+  async kill(): Promise<void> {
+    if (this.exited) return;
+    const exited = new Promise((resolve) => this.child.once("exit", resolve));
+    this.child.kill("SIGKILL");
+    await exited;
+  }
+}
+
+const fixtures: Fixture[] = [];
+
+afterEach(async () => {
+  await Promise.all(harnesses.splice(0).map((h) => h.manager.stop()));
+  await Promise.all(fixtures.splice(0).map((f) => f.kill()));
+  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function text(result: CallToolResult): string {
+  const first = result.content[0];
+  if (first?.type !== "text") throw new Error(`expected text content, got ${JSON.stringify(result.content)}`);
+  return first.text;
+}
+
+/** Awaits `promise`, which must reject; returns the error and how long it took from `start`. */
+async function rejection(promise: Promise<unknown>, start: number): Promise<{ error: unknown; ms: number }> {
+  try {
+    await promise;
+  } catch (error) {
+    return { error, ms: performance.now() - start };
+  }
+  throw new Error("expected the promise to reject, but it resolved");
+}
+
+function expectGatehouseError(error: unknown, code: string): GatehouseError {
+  expect(error).toBeInstanceOf(GatehouseError);
+  const e = error as GatehouseError;
+  expect(e.code).toBe(code);
+  return e;
+}
+
+/** Polls `probe` every 10 ms until it yields a value; for conditions that emit no event. */
+async function poll<T>(what: string, probe: () => T | undefined, timeoutMs = 5_000): Promise<T> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (performance.now() > deadline) throw new Error(`no ${what} within ${timeoutMs} ms`);
+    await delay(10);
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const address = srv.address();
+      if (address === null || typeof address === "string") {
+        reject(new Error("no port"));
+        return;
+      }
+      srv.close(() => resolve(address.port));
+    });
+  });
+}
+
+const mib = (bytes: number) => (bytes / MiB).toFixed(1);
+
+describe("impostor answers", () => {
+  it(
+    "server requests and stray frames carrying the call's id never answer it: ping and roots/list are answered, sampling and elicitation refused, the real answer resolves the call",
+    async () => {
+      const harness = new Harness(gatehouse([stdioServer("impostor", join(FIXTURES, "impostor.mjs"))]));
+      harness.manager.start();
+      const ready = await harness.waitForState("impostor", "ready");
+
+      const result = await harness.manager.callTool("impostor", "answer", {});
+      expect(result.isError).toBeFalsy();
+      // The call resolved with the fixture's real answer (only it carries this JSON), not with
+      // the empty frame, the unknown-id response or any of the server's own requests.
+      const { callId, answers } = JSON.parse(text(result)) as {
+        callId: number | string;
+        answers: Record<
+          string,
+          { id: unknown; result?: unknown; error?: { code: unknown; message: unknown } }
+        >;
+      };
+      // Every server request carried the pending call's id, and so did Gatehouse's answers to them.
+      for (const answer of Object.values(answers)) expect(answer.id).toBe(callId);
+      expect(Object.keys(answers).sort()).toEqual([
+        "elicitation/create",
+        "ping",
+        "roots/list",
+        "sampling/createMessage",
+      ]);
+      expect(answers.ping).toEqual({ jsonrpc: "2.0", id: callId, result: {} });
+      expect(answers["roots/list"]).toEqual({ jsonrpc: "2.0", id: callId, result: { roots: [] } });
+      for (const refused of ["sampling/createMessage", "elicitation/create"]) {
+        const answer = answers[refused];
+        expect(answer).not.toHaveProperty("result");
+        expect(answer?.error).toEqual({ code: expect.any(Number), message: expect.any(String) });
+      }
+
+      // None of it cost the connection: no state change since ready, and it still serves calls.
+      expect(harness.manager.get("impostor").snapshot().state).toBe("ready");
+      expect(harness.statesAfter("impostor", ready.index)).toEqual([]);
+      const again = await harness.manager.callTool("impostor", "answer", {});
+      expect(JSON.parse(text(again)).answers.ping.result).toEqual({});
+      expect(harness.statesAfter("impostor", ready.index)).toEqual([]);
+    },
+    SLOW,
+  );
+
+  it(
+    "a tool call answered with an empty result is an upstream error, never an empty success",
+    async () => {
+      const harness = new Harness(gatehouse([stdioServer("hollow", join(FIXTURES, "empty-result.mjs"))]));
+      harness.manager.start();
+      await harness.waitForState("hollow", "ready");
+
+      const { error } = await rejection(harness.manager.callTool("hollow", "nothing", {}), performance.now());
+      const e = expectGatehouseError(error, "upstream_error");
+      expect(e.message).toContain("hollow");
+      expect(e.message).toContain("empty result");
+    },
+    SLOW,
+  );
+});
+
+/** Starts test/fixtures/servers/http-flood.mjs in `mode`; resolves once it listens. */
+async function httpFlood(mode: string): Promise<{ fixture: Fixture; url: string }> {
+  const fixture = new Fixture(
+    spawn(NODE, [join(FIXTURES, "http-flood.mjs")], {
+      env: { ...process.env, PORT: "0", MODE: mode },
+      stdio: ["ignore", "pipe", "pipe"],
+    }),
+  );
+  const match = await fixture.waitForOutput("stdout", /listening (\d+)\n/);
+  return { fixture, url: `http://127.0.0.1:${match[1]}/mcp` };
+}
+
+describe("HTTP flood", () => {
+  const maxFrameBytes = 4 * MiB;
+  /**
+   * RSS allowed on top of two frames, independent of the frame size. Reading megabytes at
+   * full speed makes V8 grow its young generation to its Node 20 maximum, two 16 MiB
+   * semi-spaces whose pages stay resident after a scavenge: up to 32 MiB. On top come 64 KiB
+   * network chunks that are already garbage but not yet collected, and malloc'd memory
+   * (llhttp, TextDecoder) that glibc keeps: seen up to ~16 MiB. Measured with the cap at
+   * 4 MiB: growth 5-49 MiB (8-22 MiB with --max-semi-space-size=1); without an effective cap
+   * (maxFrameBytes 512 MiB) the same floods grow RSS by 665 MiB (SSE) and 1166 MiB (JSON).
+   */
+  const allowance = 48 * MiB;
+
+  for (const [mode, what] of [
+    ["sse-event", "one SSE event"],
+    ["json-body", "a JSON response body"],
+  ] as const) {
+    it(
+      `${what} of ~300 MB is refused past maxFrameBytes: the call fails at once, RSS stays within two frames, the server backs off`,
+      async () => {
+        const { fixture, url } = await httpFlood(mode);
+        const harness = new Harness(
+          gatehouse([httpServer("flood", url, { transport: "http", maxFrameBytes, timeoutMs: 30_000 })]),
+        );
+        harness.manager.start();
+        const ready = await harness.waitForState("flood", "ready");
+
+        const before = process.memoryUsage().rss;
+        let peak = before;
+        const sample = () => {
+          peak = Math.max(peak, process.memoryUsage().rss);
+        };
+        const sampler = setInterval(sample, 5);
+        const t0 = performance.now();
+        let outcome: { error: unknown; ms: number };
+        try {
+          outcome = await rejection(harness.manager.callTool("flood", "flood", {}), t0);
+        } finally {
+          clearInterval(sampler);
+          sample();
+        }
+        const { error, ms } = outcome;
+        const growth = peak - before;
+        const sent = await fixture.waitForOutput(
+          "stderr",
+          /flood (stopped by the client|complete) after (\d+) bytes/,
+        );
+        console.log(
+          `[figures] http flood (${mode}): call rejected after ${ms.toFixed(0)} ms (timeoutMs 30000); ` +
+            `RSS before ${mib(before)} MiB, peak ${mib(peak)} MiB, growth ${mib(growth)} MiB ` +
+            `(limit ${mib(2 * maxFrameBytes + allowance)} MiB); fixture ${sent[1]} after ${mib(Number(sent[2]))} MiB`,
+        );
+
+        const e = expectGatehouseError(error, "upstream_error");
+        expect(e.message).toContain("maxFrameBytes");
+        expect(ms).toBeLessThan(5_000);
+        expect(growth).toBeLessThanOrEqual(2 * maxFrameBytes + allowance);
+        // The client hung up long before the 300 MB were sent.
+        expect(sent[1]).toBe("stopped by the client");
+
+        const { snapshot } = await harness.waitForState("flood", "backoff", ready.index + 1);
+        expect(snapshot.lastError).toContain("maxFrameBytes");
+        expect(snapshot.nextRetryAt).not.toBeNull();
+      },
+      SLOW,
+    );
+  }
+});
+
+describe("broken streams", () => {
+  for (const [mode, what, pattern] of [
+    ["sse-end", "ends", /stream ended/],
+    ["sse-reset", "breaks", /stream broke/],
+  ] as const) {
+    it(
+      `an SSE response that ${what} before the answer fails the call at once, not at its timeout`,
+      async () => {
+        const { url } = await httpFlood(mode);
+        const harness = new Harness(
+          gatehouse([httpServer("broken", url, { transport: "http", timeoutMs: 30_000 })]),
+        );
+        harness.manager.start();
+        await harness.waitForState("broken", "ready");
+
+        const t0 = performance.now();
+        const { error, ms } = await rejection(harness.manager.callTool("broken", "flood", {}), t0);
+        console.log(
+          `[figures] broken stream (${mode}): call rejected after ${ms.toFixed(0)} ms (timeoutMs 30000)`,
+        );
+        const e = expectGatehouseError(error, "upstream_error");
+        expect(e.message).toMatch(pattern);
+        expect(ms).toBeLessThan(2_000);
+      },
+      SLOW,
+    );
+  }
+});
+
+describe("legacy HTTP+SSE transport", () => {
+  it(
+    "server-everything in sse mode becomes ready, lists echo and echoes",
+    async () => {
+      const port = await freePort();
+      const fixture = new Fixture(
+        spawn(NODE, [EVERYTHING, "sse"], {
+          env: { ...process.env, PORT: String(port) },
+          stdio: ["ignore", "pipe", "pipe"],
+        }),
+      );
+      await fixture.waitForOutput("stderr", new RegExp(`running on port ${port}`));
+      const harness = new Harness(
+        gatehouse([httpServer("legacy", `http://127.0.0.1:${port}/sse`, { transport: "sse" })]),
+      );
+      harness.manager.start();
+      const { snapshot } = await harness.waitForState("legacy", "ready");
+      expect(snapshot.serverInfo?.name).toBeTruthy();
+      expect(harness.tools.get("legacy")?.map((t) => t.name)).toContain("echo");
+      const result = await harness.manager.callTool("legacy", "echo", { message: "hello over legacy sse" });
+      expect(text(result)).toBe("Echo: hello over legacy sse");
+    },
+    SLOW,
+  );
+});
+
+describe("silent server", () => {
+  it(
+    "a call to a silent server times out at timeoutMs with notifications/cancelled, while listing and calling another server stay prompt",
+    async () => {
+      const timeoutMs = 800;
+      const harness = new Harness(
+        gatehouse([
+          stdioServer("silent", join(FIXTURES, "silent-cancel.mjs"), { timeoutMs }),
+          stdioServer("demo", DEMO, { env: { DEMO_STATE_FILE: join(tempDir(), "demo-state.json") } }),
+        ]),
+      );
+      harness.manager.start();
+      await Promise.all([harness.waitForState("silent", "ready"), harness.waitForState("demo", "ready")]);
+
+      const t0 = performance.now();
+      let settled = false;
+      const call = rejection(harness.manager.callTool("silent", "hang", {}), t0).finally(() => {
+        settled = true;
+      });
+
+      const t1 = performance.now();
+      const listed = harness.manager.list();
+      const listMs = performance.now() - t1;
+      const t2 = performance.now();
+      const other = await harness.manager.callTool("demo", "list_notes", {});
+      const otherMs = performance.now() - t2;
+      // Both were measured while the silent call was still in flight.
+      expect(settled).toBe(false);
+      expect(listed.map((s) => [s.config.name, s.status.state])).toEqual([
+        ["silent", "ready"],
+        ["demo", "ready"],
+      ]);
+      expect(text(other)).toBe("The notebook is empty.");
+
+      const { error, ms } = await call;
+      console.log(
+        `[figures] silent: upstream_timeout after ${ms.toFixed(0)} ms (timeoutMs ${timeoutMs}); ` +
+          `meanwhile list() took ${listMs.toFixed(1)} ms, a demo call ${otherMs.toFixed(1)} ms`,
+      );
+      expect(listMs).toBeLessThan(200);
+      expect(otherMs).toBeLessThan(200);
+      expect(expectGatehouseError(error, "upstream_timeout").message).toContain(`${timeoutMs} ms`);
+      expect(ms).toBeGreaterThanOrEqual(timeoutMs * 0.9);
+      expect(ms).toBeLessThanOrEqual(timeoutMs * 1.1);
+
+      const silent = harness.manager.get("silent");
+      const line = await poll("cancellation on the silent server's stderr", () =>
+        silent.snapshot().stderrTail.find((l) => l.startsWith("cancelled ")),
+      );
+      expect(line).toMatch(/^cancelled \S+$/);
+    },
+    SLOW,
+  );
+});

@@ -1,0 +1,224 @@
+import "server-only";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type {
+  FetchLike,
+  Transport,
+  TransportSendOptions,
+} from "@modelcontextprotocol/sdk/shared/transport.js";
+import { ErrorCode, type JSONRPCMessage, type RequestId } from "@modelcontextprotocol/sdk/types.js";
+
+/**
+ * JSON-RPC error code of the answers Gatehouse synthesises when a server's stream breaks: the
+ * SDK's "connection closed". (Not -32001, the SDK's RequestTimeout, which would report a broken
+ * stream as a timeout.)
+ */
+export const STREAM_ENDED_CODE: number = ErrorCode.ConnectionClosed;
+/**
+ * How long after a response body ends the SDK gets to deliver what it already read, before a
+ * request still unanswered is failed. The SDK parses the body through a stream pipeline, so its
+ * last messages arrive a few ticks after the body closes.
+ */
+const SETTLE_MS = 25;
+
+export class FrameTooLargeError extends Error {
+  readonly code = "GATEHOUSE_FRAME_TOO_LARGE";
+}
+
+/** Request ids (not notifications or responses) in a JSON-RPC POST body. */
+function requestIds(body: unknown): RequestId[] {
+  if (typeof body !== "string") return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return [];
+  }
+  const messages = Array.isArray(parsed) ? parsed : [parsed];
+  const ids: RequestId[] = [];
+  for (const m of messages) {
+    if (m && typeof m === "object" && "method" in m && "id" in m) {
+      const id = (m as { id: unknown }).id;
+      if (typeof id === "string" || typeof id === "number") ids.push(id);
+    }
+  }
+  return ids;
+}
+
+/**
+ * Counts a response body as it flows and errors it once it passes `max` bytes: for an event
+ * stream, bytes since the last event boundary (a blank line); otherwise the whole body. The
+ * over-long message is never held whole. `onEnd` runs once, when the body ends or breaks.
+ */
+function limitBody(
+  body: ReadableStream<Uint8Array>,
+  max: number,
+  eventStream: boolean,
+  onEnd: (error: Error | null) => void,
+): ReadableStream<Uint8Array> {
+  let count = 0;
+  let lineEmpty = true;
+  let ended = false;
+  const end = (error: Error | null) => {
+    if (ended) return;
+    ended = true;
+    onEnd(error);
+  };
+  const limiter = new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      if (!eventStream) {
+        count += chunk.byteLength;
+      } else {
+        let pos = 0;
+        for (;;) {
+          const nl = chunk.indexOf(10, pos);
+          if (nl === -1) {
+            const rest = chunk.byteLength - pos;
+            if (rest > 1 || (rest === 1 && chunk[pos] !== 13)) lineEmpty = false;
+            count += rest;
+            break;
+          }
+          const len = nl - pos;
+          const content = len > 0 && chunk[nl - 1] === 13 ? len - 1 : len;
+          count = lineEmpty && content === 0 ? 0 : count + len + 1;
+          lineEmpty = true;
+          pos = nl + 1;
+        }
+      }
+      if (count > max) {
+        const what = eventStream ? "an event" : "a response";
+        const error = new FrameTooLargeError(`server sent ${what} larger than maxFrameBytes (${max} bytes)`);
+        end(error);
+        controller.error(error);
+        return;
+      }
+      controller.enqueue(chunk);
+    },
+    flush() {
+      end(null);
+    },
+  });
+  const piped = body.pipeThrough(limiter);
+  // A body that breaks (network error, server reset) never reaches flush.
+  const reader = piped.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { value, done } = await reader.read();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      } catch (err) {
+        const error = err instanceof Error ? err : new Error(String(err));
+        end(error);
+        controller.error(error);
+      }
+    },
+    cancel(reason) {
+      end(null);
+      return reader.cancel(reason);
+    },
+  });
+}
+
+export interface HttpTransportOptions {
+  url: URL;
+  kind: "http" | "sse";
+  headers: Record<string, string>;
+  fetch: FetchLike;
+  maxFrameBytes: number;
+  /** A message over the cap: the connection is no longer trustworthy. */
+  onFatal(error: Error): void;
+}
+
+/**
+ * The SDK's HTTP transports (streamable HTTP, or legacy HTTP+SSE) behind two guards the SDK
+ * lacks for untrusted servers: every response body and every SSE event is capped at
+ * `maxFrameBytes` as it streams, and a request whose response stream ends or breaks before
+ * its answer is failed at once instead of waiting for its timeout.
+ */
+export class GuardedHttpTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+
+  private readonly inner: Transport;
+  private readonly outstanding = new Set<RequestId>();
+  private closed = false;
+
+  constructor(opts: HttpTransportOptions) {
+    const guardedFetch: FetchLike = async (url, init) => {
+      const ids = init?.method === "POST" ? requestIds(init.body) : [];
+      const res = await opts.fetch(url, init);
+      if (!res.body || res.status === 204 || res.status === 304) return res;
+      const type = res.headers.get("content-type") ?? "";
+      const body = limitBody(res.body, opts.maxFrameBytes, type.includes("text/event-stream"), (error) => {
+        if (error instanceof FrameTooLargeError) opts.onFatal(error);
+        if (ids.length > 0) this.settle(ids, error);
+      });
+      return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+    };
+    const requestInit = { headers: opts.headers };
+    this.inner =
+      opts.kind === "sse"
+        ? new SSEClientTransport(opts.url, { fetch: guardedFetch, requestInit })
+        : new StreamableHTTPClientTransport(opts.url, { fetch: guardedFetch, requestInit });
+    this.inner.onmessage = (message) => {
+      if ("id" in message && message.id !== undefined && ("result" in message || "error" in message)) {
+        this.outstanding.delete(message.id);
+      }
+      this.onmessage?.(message);
+    };
+    this.inner.onerror = (error) => this.onerror?.(error);
+    this.inner.onclose = () => {
+      this.closed = true;
+      this.onclose?.();
+    };
+  }
+
+  /** After a response body for `ids` ended, fail those the server left unanswered. */
+  private settle(ids: RequestId[], error: Error | null): void {
+    const timer = setTimeout(() => {
+      for (const id of ids) {
+        if (!this.outstanding.delete(id) || this.closed) continue;
+        const why = error ? `broke (${error.message})` : "ended";
+        this.onmessage?.({
+          jsonrpc: "2.0",
+          id,
+          error: {
+            code: STREAM_ENDED_CODE,
+            message: `the server's response stream ${why} before it answered`,
+          },
+        });
+      }
+    }, SETTLE_MS);
+    timer.unref();
+  }
+
+  get sessionId(): string | undefined {
+    return this.inner.sessionId;
+  }
+
+  setProtocolVersion(version: string): void {
+    this.inner.setProtocolVersion?.(version);
+  }
+
+  start(): Promise<void> {
+    return this.inner.start();
+  }
+
+  async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    const isRequest = "method" in message && "id" in message;
+    if (isRequest) this.outstanding.add(message.id);
+    try {
+      await this.inner.send(message, options);
+    } catch (err) {
+      if (isRequest) this.outstanding.delete(message.id);
+      throw err;
+    }
+  }
+
+  close(): Promise<void> {
+    this.closed = true;
+    return this.inner.close();
+  }
+}

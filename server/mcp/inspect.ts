@@ -1,0 +1,100 @@
+import "server-only";
+import type { PromptView, ResourceContentView, ResourceView } from "@/lib/api-types";
+import { GatehouseError } from "@/lib/errors";
+import { cleanDescription } from "../catalogue/definition";
+import type { Runtime } from "../runtime";
+
+/** Pages of resources/prompts followed for the owner's view. */
+const MAX_PAGES = 10;
+/** Most text of one resource shown to the owner. */
+export const RESOURCE_TEXT_MAX_CHARS = 256 * 1024;
+const TEXT_MAX = 1024;
+
+const clean = (v: unknown, max = TEXT_MAX): string | null =>
+  typeof v === "string" ? cleanDescription(v, max) : null;
+
+/** The server's resources, for the owner's server page; empty when it offers none. */
+export async function listServerResources(
+  runtime: Runtime,
+  name: string,
+): Promise<{ supported: boolean; resources: ResourceView[] }> {
+  return runtime.manager.get(name).read(async (client, options) => {
+    if (!client.getServerCapabilities()?.resources) return { supported: false, resources: [] };
+    const resources: ResourceView[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const res = await client.listResources(cursor ? { cursor } : undefined, options);
+      for (const r of res.resources) {
+        resources.push({
+          uri: clean(r.uri, 2048) ?? "",
+          name: clean(r.name) ?? "",
+          description: clean(r.description),
+          mimeType: clean(r.mimeType, 200),
+        });
+      }
+      cursor = res.nextCursor;
+      if (!cursor) break;
+    }
+    return { supported: true, resources };
+  });
+}
+
+/** One resource's contents: text (capped), binary parts only described. */
+export async function readServerResource(
+  runtime: Runtime,
+  name: string,
+  uri: string,
+): Promise<ResourceContentView> {
+  return runtime.manager.get(name).read(async (client, options) => {
+    if (!client.getServerCapabilities()?.resources) {
+      throw new GatehouseError("not_found", `server ${name} offers no resources`);
+    }
+    const res = await client.readResource({ uri }, options);
+    return {
+      uri,
+      contents: res.contents.map((c) => {
+        const mimeType = clean(c.mimeType, 200);
+        if ("text" in c && typeof c.text === "string") {
+          const truncated = c.text.length > RESOURCE_TEXT_MAX_CHARS;
+          return {
+            mimeType,
+            text: cleanDescription(c.text, RESOURCE_TEXT_MAX_CHARS),
+            truncated,
+            binaryBytes: null,
+          };
+        }
+        const blob = "blob" in c && typeof c.blob === "string" ? c.blob : "";
+        return { mimeType, text: null, truncated: false, binaryBytes: Math.floor((blob.length * 3) / 4) };
+      }),
+    };
+  });
+}
+
+/** The server's prompts (names, descriptions, arguments), for the owner's server page. */
+export async function listServerPrompts(
+  runtime: Runtime,
+  name: string,
+): Promise<{ supported: boolean; prompts: PromptView[] }> {
+  return runtime.manager.get(name).read(async (client, options) => {
+    if (!client.getServerCapabilities()?.prompts) return { supported: false, prompts: [] };
+    const prompts: PromptView[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const res = await client.listPrompts(cursor ? { cursor } : undefined, options);
+      for (const p of res.prompts) {
+        prompts.push({
+          name: clean(p.name) ?? "",
+          description: clean(p.description),
+          arguments: (p.arguments ?? []).map((a) => ({
+            name: clean(a.name) ?? "",
+            description: clean(a.description),
+            required: a.required === true,
+          })),
+        });
+      }
+      cursor = res.nextCursor;
+      if (!cursor) break;
+    }
+    return { supported: true, prompts };
+  });
+}
