@@ -27,6 +27,9 @@ const securityHeaders = [
 
 /** @type {import('next').NextConfig} */
 const nextConfig = {
+  // NEXT_DIST_DIR lets two builds of one checkout live side by side (parallel work, CI); the
+  // default is Next's own.
+  distDir: process.env.NEXT_DIST_DIR ?? ".next",
   poweredByHeader: false,
   serverExternalPackages: ["better-sqlite3"],
   async headers() {

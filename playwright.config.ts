@@ -15,7 +15,8 @@ export default defineConfig({
   retries: 0,
   timeout: 60_000,
   expect: { timeout: 10_000 },
-  outputDir: "test-results/e2e",
+  // Separate per build dir (NEXT_DIST_DIR), so two runs in one checkout do not mix results.
+  outputDir: `test-results/e2e${process.env.NEXT_DIST_DIR ? `-${process.env.NEXT_DIST_DIR.replace(/[^A-Za-z0-9_-]/g, "_")}` : ""}`,
   use: {
     browserName: "chromium",
     headless: true,
@@ -38,5 +39,8 @@ export default defineConfig({
     { name: "journey", testMatch: /journey\.spec\.ts/ },
     { name: "roles", testMatch: /roles\.spec\.ts/, dependencies: ["journey"] },
     { name: "looks", testMatch: /looks\.spec\.ts/, dependencies: ["journey"] },
+    { name: "governance", testMatch: /governance\.spec\.ts/, dependencies: ["journey"] },
+    { name: "confirm", testMatch: /confirm\.spec\.ts/, dependencies: ["journey"] },
+    { name: "agent-mcp", testMatch: /mcp\.spec\.ts/, dependencies: ["journey"] },
   ],
 });

@@ -9,8 +9,14 @@ function linksFor(user: UserView): NavLink[] {
   const owner = isOwner(user);
   const reviewer = canReview(user);
   const links: NavLink[] = [];
-  if (owner) links.push({ href: "/servers", label: "Servers" }, { href: "/tools", label: "Tools" });
-  if (reviewer) links.push({ href: "/approvals", label: "Approvals" });
+  if (owner) {
+    links.push(
+      { href: "/servers", label: "Servers" },
+      { href: "/tools", label: "Tools" },
+      { href: "/changes", label: "Changes" },
+    );
+  }
+  if (reviewer) links.push({ href: "/approvals", label: "Approvals" }, { href: "/activity", label: "Activity" });
   if (owner) links.push({ href: "/settings", label: "Settings" });
   return links;
 }

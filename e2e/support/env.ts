@@ -3,7 +3,10 @@ import os from "node:os";
 import path from "node:path";
 
 /** Where global-setup leaves what the specs need to know about the running Gatehouse. */
-export const STATE_FILE = path.join(os.tmpdir(), "gatehouse-e2e-state.json");
+export const STATE_FILE = path.join(
+  os.tmpdir(),
+  `gatehouse-e2e-state-${(process.env.NEXT_DIST_DIR ?? ".next").replace(/[^A-Za-z0-9_-]/g, "_")}.json`,
+);
 
 export interface E2EState {
   baseURL: string;

@@ -15,7 +15,10 @@ export function demoRuns(): number {
 
 /** Saves a full-page screenshot under test-results/screenshots/ for people to look at. */
 export async function snap(page: Page, name: string, fullPage = true): Promise<void> {
-  await page.screenshot({ path: path.join("test-results", "screenshots", `${name}.png`), fullPage });
+  const dir = process.env.NEXT_DIST_DIR
+    ? `screenshots-${process.env.NEXT_DIST_DIR.replace(/[^A-Za-z0-9_-]/g, "_")}`
+    : "screenshots";
+  await page.screenshot({ path: path.join("test-results", dir, `${name}.png`), fullPage });
 }
 
 export const test = base.extend<{ setupLink: string }>({

@@ -343,6 +343,56 @@ describe("impostor answers", () => {
   );
 });
 
+describe("stdio flood", () => {
+  const maxFrameBytes = 4 * MiB;
+  /** The same allowance as for HTTP floods below (young generation and allocator slack). */
+  const allowance = 48 * MiB;
+
+  it(
+    "a stdio line of ~300 MB without a newline is refused past maxFrameBytes: the call fails at once, RSS stays within two frames",
+    async () => {
+      const harness = new Harness(
+        gatehouse([
+          stdioServer("flood", join(FIXTURES, "flood.mjs"), {
+            maxFrameBytes,
+            timeoutMs: 30_000,
+            env: { FLOOD_BYTES: String(300 * MiB) },
+          }),
+        ]),
+      );
+      harness.manager.start();
+      const ready = await harness.waitForState("flood", "ready");
+      const before = process.memoryUsage().rss;
+      let peak = before;
+      const sample = () => {
+        peak = Math.max(peak, process.memoryUsage().rss);
+      };
+      const sampler = setInterval(sample, 5);
+      const t0 = performance.now();
+      let outcome: { error: unknown; ms: number };
+      try {
+        outcome = await rejection(harness.manager.callTool("flood", "flood", {}), t0);
+      } finally {
+        clearInterval(sampler);
+        sample();
+      }
+      const growth = peak - before;
+      console.log(
+        `[figures] stdio flood: call rejected after ${outcome.ms.toFixed(0)} ms (timeoutMs 30000); ` +
+          `RSS before ${mib(before)} MiB, peak ${mib(peak)} MiB, growth ${mib(growth)} MiB ` +
+          `(limit ${mib(2 * maxFrameBytes + allowance)} MiB)`,
+      );
+      const e = expectGatehouseError(outcome.error, "upstream_error");
+      expect(e.message).toContain("maxFrameBytes");
+      expect(outcome.ms).toBeLessThan(5_000);
+      expect(growth).toBeLessThanOrEqual(2 * maxFrameBytes + allowance);
+      await harness.waitForState("flood", "backoff", ready.index + 1);
+      await harness.manager.stop();
+    },
+    SLOW,
+  );
+});
+
 /** Starts test/fixtures/servers/http-flood.mjs in `mode`; resolves once it listens. */
 async function httpFlood(mode: string): Promise<{ fixture: Fixture; url: string }> {
   const fixture = new Fixture(

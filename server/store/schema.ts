@@ -57,6 +57,17 @@ export const tools = sqliteTable(
     definitionHash: text("definition_hash").notNull(),
     /** Hash of the definition the owner enabled; a mismatch means "changed". */
     pinnedHash: text("pinned_hash"),
+    /** The definition (JSON) the owner enabled, kept for the before/after diff of a change. */
+    pinnedDefinition: text("pinned_definition"),
+    /**
+     * Hash of the definition an owner vouched for as read-only (tools without annotations). A
+     * vouch holds only while the definition hash still equals it.
+     */
+    vouchedHash: text("vouched_hash"),
+    vouchedBy: text("vouched_by"),
+    vouchedAt: text("vouched_at"),
+    /** The owner wants every call confirmed, even if the tool is read-only. */
+    alwaysConfirm: integer("always_confirm", { mode: "boolean" }).notNull().default(false),
     description: text("description").notNull(),
     readOnly: integer("read_only", { mode: "boolean" }).notNull(),
     unusableReason: text("unusable_reason"),
@@ -65,6 +76,35 @@ export const tools = sqliteTable(
   },
   (t) => [uniqueIndex("tools_server_remote_idx").on(t.server, t.remoteName)],
 );
+
+/**
+ * The catalogue change feed: one row per tool event of a refresh (added, over_cap, changed,
+ * gone, returned, excluded), newest by id.
+ */
+export const catalogueChanges = sqliteTable(
+  "catalogue_changes",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    at: text("at").notNull().default(now),
+    server: text("server").notNull(),
+    kind: text("kind").notNull(),
+    /** Remote tool name as the server lists it. */
+    tool: text("tool").notNull(),
+    /** Local name, when the tool has a row. */
+    localName: text("local_name"),
+    /** JSON with what the kind needs (e.g. hashes before and after). */
+    detail: text("detail"),
+  },
+  (t) => [index("changes_server_idx").on(t.server), index("changes_local_idx").on(t.localName)],
+);
+
+/** How far each owner has read the change feed (the newest change id seen). */
+export const changeReads = sqliteTable("change_reads", {
+  userId: integer("user_id")
+    .primaryKey()
+    .references(() => users.id, { onDelete: "cascade" }),
+  lastSeenId: integer("last_seen_id").notNull(),
+});
 
 /** Tools a server listed beyond its maxTools: recorded, never proposed. */
 export const overCapTools = sqliteTable(
@@ -88,6 +128,8 @@ export const calls = sqliteTable(
     argumentsDigest: text("arguments_digest").notNull(),
     definitionHash: text("definition_hash"),
     destructive: integer("destructive", { mode: "boolean" }).notNull(),
+    /** Why the call needs approval, as shown to reviewers (e.g. "no readOnlyHint"). */
+    approvalReason: text("approval_reason"),
     requesterKind: text("requester_kind").notNull(),
     requesterName: text("requester_name").notNull(),
     status: text("status").notNull(),
@@ -103,7 +145,12 @@ export const calls = sqliteTable(
     errorCode: text("error_code"),
     errorMessage: text("error_message"),
   },
-  (t) => [index("calls_status_idx").on(t.status), index("calls_created_idx").on(t.createdAt)],
+  (t) => [
+    index("calls_status_idx").on(t.status),
+    index("calls_created_idx").on(t.createdAt),
+    index("calls_requester_idx").on(t.requesterName),
+    index("calls_tool_idx").on(t.tool),
+  ],
 );
 
 /** Append-only record of every call transition and every owner action. */
