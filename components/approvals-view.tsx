@@ -1,6 +1,7 @@
 "use client";
 
 import { useQuery, useQueryClient } from "@tanstack/react-query";
+import Link from "next/link";
 import { useCallback, useMemo, useState } from "react";
 import { Age } from "@/components/age";
 import { CallStatusBadge } from "@/components/call-status-badge";
@@ -21,7 +22,8 @@ function oldestFirst(a: CallView, b: CallView): number {
   return a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id);
 }
 
-export function ApprovalsView() {
+/** @param userName the signed-in person, to mark the calls they requested themselves. */
+export function ApprovalsView({ userName }: { userName: string }) {
   const client = useQueryClient();
   // Failed decisions live here, not in the cards, so they stay visible after a call leaves the list.
   const [errors, setErrors] = useState<Record<string, DecisionError>>({});
@@ -104,6 +106,7 @@ export function ApprovalsView() {
                 <PendingCallCard
                   call={call}
                   error={errors[call.id] ?? null}
+                  mine={call.requester.kind === "user" && call.requester.name === userName}
                   onDecided={onDecided}
                   onError={onDecisionError}
                   onClearError={clearError}
@@ -145,6 +148,8 @@ function decidedByText(call: CallView): string {
       return "refused by Gatehouse";
     case "interrupted":
       return "interrupted by a restart";
+    case "withdrawn":
+      return "withdrawn by the requester";
     default:
       return call.destructive ? "no decision recorded" : "read-only, ran without review";
   }
@@ -166,6 +171,13 @@ function RecentCall({ call }: { call: CallView }) {
       <span className="ml-auto text-zinc-500" title={formatDateTime(when)}>
         <Age at={when} />
       </span>
+      <Link
+        href={`/activity/${encodeURIComponent(call.id)}`}
+        className="text-sm font-medium text-indigo-700 hover:underline"
+        aria-label={`Story of ${call.tool} call ${call.id}`}
+      >
+        Story
+      </Link>
       {call.reason ? (
         <p className="w-full whitespace-pre-wrap break-words text-zinc-600">Reason: {call.reason}</p>
       ) : null}

@@ -10,6 +10,7 @@ const tones: Record<CallStatus, BadgeTone> = {
   refused: "grey",
   expired: "grey",
   interrupted: "amber",
+  withdrawn: "grey",
 };
 
 export function CallStatusBadge({ status }: { status: CallStatus }) {

@@ -1,12 +1,15 @@
 "use client";
 
+import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { usePathname } from "next/navigation";
 import { useState } from "react";
 import { Button, cx } from "@/components/ui";
 import { api } from "@/lib/api-client";
+import type { ChangesPage } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import { errorMessage } from "@/lib/format";
+import { queryKeys } from "@/lib/query-keys";
 import { useLiveEvents } from "@/lib/use-live-events";
 
 export interface NavLink {
@@ -22,6 +25,7 @@ export interface NavLink {
 export function ConsoleHeader({ links, userName }: { links: NavLink[]; userName: string }) {
   useLiveEvents();
   const pathname = usePathname();
+  const unread = useUnreadChanges(links.some((link) => link.href === CHANGES_HREF));
 
   return (
     <header className="border-b border-zinc-200 bg-white">
@@ -45,6 +49,7 @@ export function ConsoleHeader({ links, userName }: { links: NavLink[]; userName:
                 )}
               >
                 {link.label}
+                {link.href === CHANGES_HREF && unread > 0 ? <UnreadBadge count={unread} /> : null}
               </Link>
             );
           })}
@@ -57,6 +62,36 @@ export function ConsoleHeader({ links, userName }: { links: NavLink[]; userName:
         </div>
       </div>
     </header>
+  );
+}
+
+const CHANGES_HREF = "/changes";
+
+/**
+ * The owner's unread catalogue changes, for the badge on "Changes" (only asked for when the link
+ * is shown: the feed is for owners). Live "catalogue" events refresh it; nothing polls.
+ */
+function useUnreadChanges(enabled: boolean): number {
+  const query = useQuery({
+    queryKey: queryKeys.changes.unread(),
+    queryFn: ({ signal }) => api<ChangesPage>("/api/changes?limit=1", { signal }),
+    enabled,
+  });
+  return enabled ? (query.data?.unread ?? 0) : 0;
+}
+
+function UnreadBadge({ count }: { count: number }) {
+  return (
+    <>
+      <span
+        aria-hidden="true"
+        data-testid="changes-unread"
+        className="ml-1.5 inline-flex min-w-5 items-center justify-center rounded-full bg-indigo-600 px-1.5 py-px text-xs font-semibold text-white tabular-nums"
+      >
+        {count > 99 ? "99+" : count}
+      </span>
+      <span className="sr-only">{`, ${count} unread`}</span>
+    </>
   );
 }
 

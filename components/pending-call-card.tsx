@@ -3,10 +3,14 @@
 import { useMutation } from "@tanstack/react-query";
 import { type FormEvent, useId, useState } from "react";
 import { Age } from "@/components/age";
+import { ApprovalReason } from "@/components/approval-reason";
+import { ExpiryCountdown } from "@/components/expiry-countdown";
+import { JsonView } from "@/components/json-view";
 import { Badge, Button, ErrorAlert, inputClass } from "@/components/ui";
 import { api, seg } from "@/lib/api-client";
 import { type CallView, DenyBody } from "@/lib/api-types";
-import { errorWithCode, formatDateTime, prettyJson } from "@/lib/format";
+import { errorWithCode, plural } from "@/lib/format";
+import { countHidden } from "@/lib/json-view";
 
 /** A failed approve or deny, as the approvals page shows it. */
 export interface DecisionError {
@@ -15,15 +19,26 @@ export interface DecisionError {
   message: string;
 }
 
+/** Longer descriptions start folded to three lines. */
+const LONG_DESCRIPTION = 220;
+
+/**
+ * One pending call, with what a reviewer needs to decide: the tool and what it says it does, why
+ * it needs approval, who asked and when, how long is left, and the exact arguments (escaped,
+ * long values folded). Approve is one click; Deny asks for a reason first.
+ */
 export function PendingCallCard({
   call,
   error,
+  mine,
   onDecided,
   onError,
   onClearError,
 }: {
   call: CallView;
   error: DecisionError | null;
+  /** The signed-in person requested this call (e.g. with "Try"). */
+  mine: boolean;
   onDecided: (call: CallView) => void;
   onError: (call: CallView, error: DecisionError) => void;
   onClearError: (id: string) => void;
@@ -31,6 +46,7 @@ export function PendingCallCard({
   const id = useId();
   const [denying, setDenying] = useState(false);
   const [reasonError, setReasonError] = useState<string | null>(null);
+  const [descriptionOpen, setDescriptionOpen] = useState(false);
 
   const approve = useMutation({
     mutationFn: () => api<{ call: CallView }>(`/api/calls/${seg(call.id)}/approve`, { method: "POST" }),
@@ -46,6 +62,9 @@ export function PendingCallCard({
     onError: (err) => onError(call, { tool: call.tool, action: "deny", message: errorWithCode(err) }),
   });
   const busy = approve.isPending || deny.isPending;
+  const description = call.toolDescription ?? "";
+  const longDescription = description.length > LONG_DESCRIPTION || description.split("\n").length > 3;
+  const hidden = countHidden(call.arguments);
 
   function onDeny(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
@@ -75,17 +94,70 @@ export function PendingCallCard({
               {call.requester.kind} <span className="font-medium">{call.requester.name}</span>
             </span>{" "}
             · <Age at={call.createdAt} />
-            {call.expiresAt ? <> · expires {formatDateTime(call.expiresAt)}</> : null}
+            {call.expiresAt ? (
+              <>
+                {" "}
+                · <ExpiryCountdown at={call.expiresAt} />
+              </>
+            ) : null}
           </p>
         </div>
         {call.destructive ? <Badge tone="red">destructive</Badge> : <Badge tone="grey">read-only</Badge>}
       </div>
 
+      <div className="mt-3 space-y-2">
+        {description ? (
+          <div>
+            <p className="sr-only">Tool description</p>
+            <p
+              className={`whitespace-pre-line break-words text-sm text-zinc-700 ${descriptionOpen ? "" : "line-clamp-3"}`}
+            >
+              {description}
+            </p>
+            {longDescription ? (
+              <button
+                type="button"
+                onClick={() => setDescriptionOpen((open) => !open)}
+                aria-expanded={descriptionOpen}
+                className="mt-0.5 text-xs font-medium text-indigo-700 hover:underline"
+              >
+                {descriptionOpen ? "Show less" : "Show the whole description"}
+              </button>
+            ) : null}
+          </div>
+        ) : (
+          <p className="text-sm text-zinc-400">The tool has no description.</p>
+        )}
+        {call.approvalReason ? <ApprovalReason reason={call.approvalReason} /> : null}
+        {call.toolChanged ? (
+          <p
+            role="note"
+            className="rounded-md bg-amber-50 px-3 py-2 text-sm text-amber-900 ring-1 ring-amber-200"
+          >
+            The tool's definition changed since this call was requested. Approving will be refused; deny it or
+            let it expire.
+          </p>
+        ) : null}
+        {mine ? (
+          <p role="note" className="rounded-md bg-sky-50 px-3 py-2 text-sm text-sky-900 ring-1 ring-sky-200">
+            You requested this call. Another reviewer has to approve it, unless self-approval is allowed.
+          </p>
+        ) : null}
+      </div>
+
       <div className="mt-3">
         <p className="mb-1 text-xs font-semibold uppercase tracking-wide text-zinc-500">Arguments</p>
-        <pre className="max-h-96 overflow-auto whitespace-pre-wrap break-all rounded-md bg-zinc-950 px-3 py-2 font-mono text-xs text-zinc-100">
-          {prettyJson(call.arguments)}
-        </pre>
+        {hidden > 0 ? (
+          <p
+            role="note"
+            className="mb-2 rounded-md bg-amber-50 px-3 py-2 text-sm text-amber-900 ring-1 ring-amber-200"
+          >
+            The arguments contain {plural(hidden, "invisible or direction-changing character")}, shown below
+            as highlighted <code className="font-mono">\u</code> escapes. Text around them may not read as it
+            looks elsewhere.
+          </p>
+        ) : null}
+        <JsonView value={call.arguments} />
       </div>
 
       {error ? <ErrorAlert className="mt-3">{error.message}</ErrorAlert> : null}
@@ -101,8 +173,14 @@ export function PendingCallCard({
             rows={3}
             maxLength={2000}
             required
+            // biome-ignore lint/a11y/noAutofocus: the reviewer just clicked Deny to write this reason.
+            autoFocus
             className={inputClass}
             aria-invalid={reasonError ? true : undefined}
+            onKeyDown={(event) => {
+              if (event.key === "Enter" && (event.ctrlKey || event.metaKey))
+                event.currentTarget.form?.requestSubmit();
+            }}
           />
           {reasonError ? <ErrorAlert>{reasonError}</ErrorAlert> : null}
           <div className="flex flex-wrap gap-2">

@@ -81,8 +81,25 @@ export interface CatalogueToolView {
   description: string;
   inputSchema: unknown;
   annotations: Record<string, unknown> | null;
+  /**
+   * Whether a call waits for a reviewer, as `approvalNeed` (server/catalogue/approval.ts) decides:
+   * destructive unless `readOnlyHint: true` or vouched; "Always confirm" makes any tool wait.
+   */
   destructive: boolean;
   updatedAt: string;
+  // Catalogue governance (issue 5): fields below.
+  /** Why a call of this tool waits for a reviewer ("no readOnlyHint", ...); null when it runs at once. */
+  approvalReason: string | null;
+  /** What makes the tool read-only, if it is: its server's `readOnlyHint: true`, or an owner's vouch. */
+  readOnlyBy: "annotation" | "vouch" | null;
+  /** The owner wants every call confirmed, even if the tool is read-only. */
+  alwaysConfirm: boolean;
+  /** A vouch that holds for the current definition. */
+  vouch: { by: string; at: string } | null;
+  /** Why this tool cannot be vouched read-only; null when it can. */
+  vouchProblem: string | null;
+  /** Pinned definition vs current, when `availability` is "changed"; null otherwise. */
+  change: ToolChangeView | null;
 }
 
 export interface AgentToolView {
@@ -101,7 +118,9 @@ export type CallStatus =
   | "failed"
   | "denied"
   | "expired"
-  | "interrupted";
+  | "interrupted"
+  /** The requesting agent cancelled its held MCP request before anyone decided (issue 7). */
+  | "withdrawn";
 
 export const finalCallStatuses: readonly CallStatus[] = [
   "refused",
@@ -110,6 +129,7 @@ export const finalCallStatuses: readonly CallStatus[] = [
   "denied",
   "expired",
   "interrupted",
+  "withdrawn",
 ];
 
 export interface CallView {
@@ -118,6 +138,12 @@ export interface CallView {
   server: string;
   status: CallStatus;
   destructive: boolean;
+  /** Why the call waits for a reviewer ("no readOnlyHint", ...), set at request time; null if it did not. */
+  approvalReason: string | null;
+  /** The tool's description as the catalogue has it now (capped, cleaned); null if the row is gone. */
+  toolDescription: string | null;
+  /** The tool's definition is no longer the one seen at request time: approving will be refused. */
+  toolChanged: boolean;
   arguments: Record<string, unknown>;
   requester: { kind: "agent" | "user"; name: string };
   createdAt: string;
@@ -131,6 +157,8 @@ export interface CallView {
   result: unknown;
   resultTruncated: boolean;
   error: { code: string; message: string } | null;
+  /** How long the tool ran (started → finished), when it did. */
+  durationMs: number | null;
 }
 
 /** Events on `GET /api/events` (server-sent events); each names what changed. */
@@ -164,3 +192,230 @@ export interface PromptView {
 }
 
 export const ResourceReadQuery = z.object({ uri: z.string().min(1).max(2048) });
+
+// Catalogue governance (issue 5)
+
+/** Body of `PATCH /api/catalogue/:name`: at least one of the three. */
+export const UpdateToolBody = z
+  .object({
+    status: z.enum(["enabled", "disabled"]).optional(),
+    vouch: z.boolean().optional(),
+    alwaysConfirm: z.boolean().optional(),
+  })
+  .strict()
+  .refine((b) => b.status !== undefined || b.vouch !== undefined || b.alwaysConfirm !== undefined, {
+    message: "give at least one of status, vouch and alwaysConfirm",
+  });
+export type UpdateToolBody = z.infer<typeof UpdateToolBody>;
+
+/** Most tools one bulk request may change. */
+export const BULK_MAX_TOOLS = 1000;
+/** Body of `POST /api/catalogue/bulk`: one status for many tools, in one transaction. */
+export const BulkToolStatusBody = z
+  .object({
+    names: z.array(z.string().min(1).max(200)).min(1).max(BULK_MAX_TOOLS),
+    status: z.enum(["enabled", "disabled"]),
+  })
+  .strict();
+
+export const ChangesQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  /** Only changes with a smaller id (the next page of older changes). */
+  before: z.coerce.number().int().min(1).optional(),
+});
+/** Body of `POST /api/changes/read`: everything up to this change id has been read. */
+export const MarkChangesReadBody = z.object({ upTo: z.number().int().min(0) }).strict();
+
+/** A tool definition exactly as its server listed it: untrusted, always rendered as text. */
+export interface ToolDefinitionView {
+  name: string;
+  description: string;
+  inputSchema: unknown;
+  outputSchema: unknown;
+  annotations: Record<string, unknown> | null;
+}
+
+/** One run of a text diff; concatenating the non-added runs gives the old text, the non-removed the new. */
+export interface TextDiffPart {
+  op: "same" | "added" | "removed";
+  text: string;
+}
+
+/** One difference between two JSON schemas. `before` is absent for "added", `after` for "removed". */
+export interface SchemaChange {
+  /** Where, e.g. `properties.path.type` or `required`; "" for the schema as a whole. */
+  path: string;
+  kind: "added" | "removed" | "changed";
+  before?: unknown;
+  after?: unknown;
+}
+
+/** A changed annotation; an absent one is `null`. */
+export interface AnnotationFlip {
+  key: string;
+  before: unknown;
+  after: unknown;
+  /** As people read it: `readOnlyHint: true → false`. */
+  text: string;
+  /** The tool now claims to be more dangerous (or less safe) than before. */
+  riskier: boolean;
+}
+
+export interface DefinitionDiff {
+  name: { before: string; after: string } | null;
+  /** Word-level diff of the description; null when it did not change. */
+  description: TextDiffPart[] | null;
+  inputSchema: SchemaChange[];
+  outputSchema: SchemaChange[];
+  annotations: AnnotationFlip[];
+  /** What changed, in a few words each: ["description", "input schema", "readOnlyHint: true → false"]. */
+  summary: string[];
+  /** Any annotation flip is riskier. */
+  riskier: boolean;
+}
+
+export interface ToolChangeView {
+  /** The definition the owner enabled; null for a tool enabled before definitions were kept. */
+  before: ToolDefinitionView | null;
+  after: ToolDefinitionView;
+  diff: DefinitionDiff | null;
+}
+
+export const changeKinds = [
+  "added",
+  "over_cap",
+  "changed",
+  "gone",
+  "returned",
+  "excluded",
+  "vouch_dropped",
+] as const;
+export type ChangeKind = (typeof changeKinds)[number];
+
+/** What a change row carries besides its kind; which fields are set depends on the kind. */
+export interface ChangeDetail {
+  /** The tool's status when the change was seen (added: "proposed"). */
+  status?: string;
+  /** changed: the definition hashes (first 12 hex digits). */
+  fromHash?: string;
+  toHash?: string;
+  /** changed: what changed (see {@link DefinitionDiff.summary}). */
+  summary?: string[];
+  riskier?: boolean;
+  /** changed: the tool is back at the definition the owner enabled. */
+  restored?: boolean;
+  /** added: why the tool cannot be used. */
+  unusableReason?: string;
+  /** excluded: the tool had a row before allowTools excluded it. */
+  hadRow?: boolean;
+  /** over_cap: the server's maxTools. */
+  maxTools?: number;
+  /** vouch_dropped: who vouched, and when. */
+  vouchedBy?: string;
+  vouchedAt?: string;
+}
+
+export interface ChangeView {
+  id: number;
+  at: string;
+  server: string;
+  kind: ChangeKind;
+  /** The remote name, as the server lists it. */
+  tool: string;
+  /** The local name, when the tool has a catalogue row. */
+  localName: string | null;
+  detail: ChangeDetail | null;
+  /** Newer than what the caller marked read. */
+  unread: boolean;
+}
+
+export interface ChangesPage {
+  /** Newest first. */
+  changes: ChangeView[];
+  /** The caller's unread changes in the whole feed. */
+  unread: number;
+  lastSeenId: number;
+  /** Pass as `before` for the next (older) page; null when there is none. */
+  nextBefore: number | null;
+}
+
+/** An owner's action on a tool, from the audit log. */
+export interface ToolActionView {
+  id: number;
+  at: string;
+  actor: string;
+  action: string;
+  detail: string | null;
+}
+
+export interface ToolHistoryView {
+  /** What its server did, newest first. */
+  changes: ChangeView[];
+  /** What owners did (enable, disable, vouch, always confirm), newest first. */
+  actions: ToolActionView[];
+}
+
+// Confirm flow (issue 6)
+
+const isoTime = z.iso.datetime({ offset: true }).transform((value) => new Date(value).toISOString());
+
+/** Query of `GET /api/calls`: every filter narrows the list; newest first, paged with `before`. */
+export const CallListQuery = z.object({
+  status: z
+    .enum([
+      "refused",
+      "pending",
+      "running",
+      "succeeded",
+      "failed",
+      "denied",
+      "expired",
+      "interrupted",
+      "withdrawn",
+    ])
+    .optional(),
+  /** A server's name, exactly. */
+  server: z.string().trim().min(1).max(64).optional(),
+  /** Part of the tool's local name, case-insensitive. */
+  tool: z.string().trim().min(1).max(200).optional(),
+  /** A requester's name (agent token or person), exactly. */
+  requester: z.string().trim().min(1).max(64).optional(),
+  /** Created at or after (ISO 8601). */
+  from: isoTime.optional(),
+  /** Created at or before (ISO 8601). */
+  to: isoTime.optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  /** `nextBefore` of the previous page. */
+  before: z
+    .string()
+    .max(200)
+    .regex(/^\d{4}-\d{2}-\d{2}T[\d:.]+Z\|[\w-]+$/, "not a page cursor")
+    .optional(),
+});
+export type CallListQuery = z.input<typeof CallListQuery>;
+
+export interface CallsPage {
+  /** Newest first. */
+  calls: CallView[];
+  /** Pass as `before` for the next (older) page; null when this page is the last. */
+  nextBefore: string | null;
+}
+
+/** One audit row of a call's life. */
+export interface AuditEventView {
+  id: number;
+  at: string;
+  /** Who acted: the requester, a reviewer, or "gatehouse" (expiry, restart). */
+  actor: string;
+  /** `call.pending`, `call.approved`, `call.succeeded`, ... */
+  action: string;
+  detail: string | null;
+  /** A run's duration, or how long the call waited for its decision. */
+  durationMs: number | null;
+}
+
+/** `GET /api/calls/:id/story`: the call as stored (result capped) and its audit rows, oldest first. */
+export interface CallStoryView {
+  call: CallView;
+  audit: AuditEventView[];
+}

@@ -18,6 +18,7 @@ export const errorStatus = {
   conflict: 409,
   already_exists: 409,
   already_decided: 409,
+  arguments_changed: 409,
   tool_not_enabled: 409,
   tool_changed: 409,
   tool_gone: 409,

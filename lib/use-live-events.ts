@@ -9,28 +9,39 @@ const EVENT_TYPES = ["call", "catalogue", "server"] as const satisfies readonly 
 const REOPEN_MIN_MS = 1_000;
 const REOPEN_MAX_MS = 30_000;
 
-/** Which cached queries an event makes stale. A catalogue change also changes a server's tool counts. */
+/**
+ * Which cached queries an event makes stale. A catalogue change also changes a server's tool counts
+ * and may add to the change feed.
+ */
 function keysFor(type: LiveEvent["type"]): QueryKey[] {
   switch (type) {
     case "call":
       return [queryKeys.calls.all];
     case "catalogue":
-      return [queryKeys.catalogue.all, queryKeys.servers.all];
+      return [queryKeys.catalogue.all, queryKeys.servers.all, queryKeys.changes.all];
     case "server":
       return [queryKeys.servers.all];
   }
 }
 
-function invalidate(client: QueryClient, keys: QueryKey[]): void {
-  for (const queryKey of keys) void client.invalidateQueries({ queryKey });
+/**
+ * Marks `keys` stale and refetches them. A fetch already in flight may carry an answer from before
+ * the event, and react-query joins a query's first fetch instead of restarting it; so in-flight
+ * fetches are cancelled first and the refetch starts after the event (confirm flow, issue 6).
+ */
+export function invalidate(client: QueryClient, keys: QueryKey[]): void {
+  for (const queryKey of keys) {
+    void client.cancelQueries({ queryKey }).then(() => client.invalidateQueries({ queryKey }));
+  }
 }
 
 /**
  * Opens one EventSource on `/api/events` for as long as the calling component is mounted and
  * turns each event into react-query invalidations; nothing polls. The browser reconnects a
  * dropped stream by itself; when it gives up for good (readyState CLOSED, e.g. a 5xx answer),
- * the stream is reopened with capped exponential backoff. After any reconnect every family is
- * invalidated, because events sent while disconnected are lost.
+ * the stream is reopened with capped exponential backoff. When the stream first opens, and after
+ * any reconnect, every family is invalidated, because events sent before or while it was not
+ * connected are lost.
  */
 export function useLiveEvents(): void {
   const client = useQueryClient();
@@ -55,11 +66,20 @@ export function useLiveEvents(): void {
         // Not JSON (a comment or keep-alive): nothing to invalidate.
       }
     };
+    // Confirm flow (issue 6): a page's first fetch can precede the stream's opening, and an event
+    // in between (a new pending call) would be lost; so the first open refreshes too.
+    let opened = false;
     const onOpen = () => {
       reopenDelay = REOPEN_MIN_MS;
-      if (hadError) {
+      if (hadError || !opened) {
+        opened = true;
         hadError = false;
-        invalidate(client, [queryKeys.calls.all, queryKeys.catalogue.all, queryKeys.servers.all]);
+        invalidate(client, [
+          queryKeys.calls.all,
+          queryKeys.catalogue.all,
+          queryKeys.servers.all,
+          queryKeys.changes.all,
+        ]);
       }
     };
     const onError = () => {

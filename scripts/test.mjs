@@ -3,7 +3,8 @@
  * `npm test`: the whole suite, as CI runs it. Installs Debian's Chromium when it is missing
  * (as root with apt-get; Playwright cannot download its own browser here), then runs
  * typecheck + lint, the unit and integration tests (Vitest), a production build and the
- * Playwright end-to-end tests, and prints one closing line: "Tests: N passed, N failed".
+ * Playwright end-to-end tests, then the MCP conformance suite against /mcp
+ * (scripts/conformance.mjs), and prints one closing line: "Tests: N passed, N failed".
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
@@ -78,6 +79,19 @@ try {
   failed += 1;
 }
 if (!buildOk) failed += 1;
-const ok = unitOk && buildOk && e2eOk && failed === 0;
+// The protocol's own conformance suite against /mcp (issue 7): each scenario that ran counts,
+// an excluded one (conformance/expected-failures.txt) as skipped.
+const conformanceOk = buildOk && run("conformance", "node", ["scripts/conformance.mjs"]);
+try {
+  const dist = process.env.NEXT_DIST_DIR;
+  const dir = `conformance${dist ? `-${dist.replace(/[^A-Za-z0-9_-]/g, "_")}` : ""}`;
+  const c = JSON.parse(readFileSync(path.join(root, "test-results", dir, "summary.json"), "utf8"));
+  passed += c.passed;
+  failed += c.unexpectedFailures + c.stale;
+  skipped += c.expectedFailures;
+} catch {
+  failed += 1;
+}
+const ok = unitOk && buildOk && e2eOk && conformanceOk && failed === 0;
 console.log(`\nTests: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
 process.exit(ok ? 0 : 1);

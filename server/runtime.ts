@@ -1,10 +1,12 @@
 import "server-only";
 import type { ServerView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
+import { AgentMcpEndpoint } from "./agent-mcp/endpoint";
 import { LoginThrottle } from "./auth/access";
 import { issueSetupCode } from "./auth/users";
 import { CallBroker } from "./calls/broker";
 import { hasChanges, syncServerTools, toolCounts } from "./catalogue/catalogue";
+import { createCatalogueWebhook } from "./catalogue/webhook";
 import { describeTarget, type GatehouseConfig } from "./config";
 import { EventBus } from "./events";
 import { logger, registerSecrets } from "./log";
@@ -21,6 +23,8 @@ export interface Runtime {
   manager: McpManager;
   broker: CallBroker;
   throttle: LoginThrottle;
+  /** `/mcp`: Gatehouse as an MCP server for agents, with its in-memory sessions (issue 7). */
+  agentMcp: AgentMcpEndpoint;
   /** `GATEHOUSE_PUBLIC_ORIGIN`, when Gatehouse is reached through a proxy. */
   publicOrigin: string | undefined;
   servers(): ServerView[];
@@ -40,6 +44,13 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
   registerSecrets(config.servers.flatMap((s) => [...Object.values(s.headers), ...Object.values(s.env)]));
   const db = openDb(opts.dbFile);
   const bus = new EventBus();
+  const webhook = config.catalogue.webhook
+    ? createCatalogueWebhook({
+        url: config.catalogue.webhook,
+        allowPrivate: config.catalogue.webhookAllowPrivate ?? false,
+        log: logger("catalogue"),
+      })
+    : null;
   const manager = new McpManager(config, {
     log: logger("mcp"),
     onState: (s) => bus.publish({ type: "server", name: s.name, state: s.state }),
@@ -58,6 +69,8 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
           });
         }
         bus.publish({ type: "catalogue", server: server.name });
+        // Fire-and-forget: a slow or dead webhook never holds up the refresh.
+        webhook?.send(server.name, summary.changes);
       } catch (err) {
         log.error(`catalogue of ${server.name} could not be stored`, { error: String(err) });
       }
@@ -78,6 +91,15 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
     manager,
     broker,
     throttle: new LoginThrottle(),
+    agentMcp: new AgentMcpEndpoint({
+      db,
+      bus,
+      broker,
+      manager,
+      config,
+      log: logger("agent-mcp"),
+      publicOrigin: opts.publicOrigin,
+    }),
     publicOrigin: opts.publicOrigin,
     servers() {
       const counts = toolCounts(db);
@@ -100,8 +122,11 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
       });
     },
     async stop() {
+      // Sessions first: their held calls stop waiting (and stay pending in the store).
+      await runtime.agentMcp.close();
       await broker.stop();
       await manager.stop();
+      await webhook?.close();
       db.$client.close();
     },
   };

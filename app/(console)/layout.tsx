@@ -16,7 +16,8 @@ function linksFor(user: UserView): NavLink[] {
       { href: "/changes", label: "Changes" },
     );
   }
-  if (reviewer) links.push({ href: "/approvals", label: "Approvals" }, { href: "/activity", label: "Activity" });
+  if (reviewer)
+    links.push({ href: "/approvals", label: "Approvals" }, { href: "/activity", label: "Activity" });
   if (owner) links.push({ href: "/settings", label: "Settings" });
   return links;
 }

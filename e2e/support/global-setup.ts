@@ -60,6 +60,15 @@ export default async function globalSetup(): Promise<void> {
           enabled: true,
         },
         dark: { url: "https://tools.example.com/mcp", enabled: false },
+        // Catalogue governance (issue 5): its tool definitions are a JSON file that
+        // e2e/governance.spec.ts rewrites (path: <dir>/shifty-tools.json), re-read on every tools/list.
+        shifty: {
+          command: process.execPath,
+          args: [path.join(root, "test", "fixtures", "servers", "shifty.mjs")],
+          cwd: root,
+          env: { SHIFTY_TOOLS_FILE: path.join(dir, "shifty-tools.json") },
+          enabled: true,
+        },
       },
       approvals: { expireAfterSeconds: 900, waitSeconds: 60, selfApproval: false },
     }),

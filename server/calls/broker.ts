@@ -1,14 +1,26 @@
 import "server-only";
 import { randomUUID } from "node:crypto";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { and, desc, eq, lte } from "drizzle-orm";
-import { type CallStatus, type CallView, finalCallStatuses } from "@/lib/api-types";
+import { and, asc, desc, eq, gte, lt, lte, or, type SQL, sql } from "drizzle-orm";
+import {
+  type AuditEventView,
+  type CallStatus,
+  type CallStoryView,
+  type CallView,
+  finalCallStatuses,
+} from "@/lib/api-types";
 import { type ErrorCode, GatehouseError } from "@/lib/errors";
-import { availabilityOf, getToolRow, parseDefinition } from "../catalogue/catalogue";
+import {
+  approvalNeed,
+  availabilityOf,
+  getToolRow,
+  parseDefinition,
+  type ToolRow,
+} from "../catalogue/catalogue";
 import type { EventBus } from "../events";
 import type { Logger } from "../log";
 import type { Db } from "../store/db";
-import { auditEvents, calls } from "../store/schema";
+import { auditEvents, calls, tools } from "../store/schema";
 import { argumentsDigest, checkArguments } from "./arguments";
 
 type CallRow = typeof calls.$inferSelect;
@@ -33,13 +45,34 @@ const RECENT_RESULT_MS = 5 * 60 * 1000;
 
 const isFinal = (s: string) => (finalCallStatuses as readonly string[]).includes(s);
 
-function toView(row: CallRow, fullResult?: unknown): CallView {
+/** What a call's view needs from the tool's current catalogue row (absent when the row is gone). */
+interface ToolNow {
+  description: string | null;
+  definitionHash: string | null;
+}
+
+/** A call row with its tool's current description and hash: one left join, no extra lookups. */
+const viewSelection = {
+  call: calls,
+  toolDescription: tools.description,
+  toolHash: tools.definitionHash,
+};
+
+function toView(row: CallRow, tool: ToolNow, fullResult?: unknown): CallView {
+  const started = row.startedAt ? Date.parse(row.startedAt) : Number.NaN;
+  const finished = row.finishedAt ? Date.parse(row.finishedAt) : Number.NaN;
   return {
     id: row.id,
     tool: row.tool,
     server: row.server,
     status: row.status as CallStatus,
     destructive: row.destructive,
+    approvalReason: row.approvalReason,
+    toolDescription: tool.description,
+    toolChanged:
+      row.definitionHash !== null &&
+      tool.definitionHash !== null &&
+      tool.definitionHash !== row.definitionHash,
     arguments: JSON.parse(row.arguments) as Record<string, unknown>,
     requester: { kind: row.requesterKind as "agent" | "user", name: row.requesterName },
     createdAt: row.createdAt,
@@ -52,14 +85,111 @@ function toView(row: CallRow, fullResult?: unknown): CallView {
     result: fullResult ?? (row.result ? JSON.parse(row.result) : null),
     resultTruncated: fullResult === undefined ? row.resultTruncated : false,
     error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? "" } : null,
+    durationMs: Number.isFinite(started) && Number.isFinite(finished) ? finished - started : null,
   };
 }
 
-function capResult(result: unknown): { text: string; truncated: boolean } {
+/**
+ * The stored form of a result: its JSON when that fits in {@link RESULT_STORE_MAX_BYTES}, else
+ * `{truncated: true, bytes, preview}` whose own JSON fits (the preview is the start of the JSON
+ * text, shortened until the escaped whole is within the cap).
+ */
+export function capResult(result: unknown): { text: string; truncated: boolean } {
   const json = JSON.stringify(result) ?? "null";
-  if (Buffer.byteLength(json) <= RESULT_STORE_MAX_BYTES) return { text: json, truncated: false };
-  const preview = Buffer.from(json).subarray(0, RESULT_STORE_MAX_BYTES).toString("utf8");
-  return { text: JSON.stringify({ truncated: true, preview }), truncated: true };
+  const bytes = Buffer.byteLength(json);
+  if (bytes <= RESULT_STORE_MAX_BYTES) return { text: json, truncated: false };
+  const whole = Buffer.from(json);
+  let budget = RESULT_STORE_MAX_BYTES - 100;
+  for (;;) {
+    // A cut inside a multi-byte character decodes to U+FFFD; drop it rather than show it.
+    const preview = whole
+      .subarray(0, budget)
+      .toString("utf8")
+      .replace(/\uFFFD$/, "");
+    const text = JSON.stringify({ truncated: true, bytes, preview });
+    const over = Buffer.byteLength(text) - RESULT_STORE_MAX_BYTES;
+    if (over <= 0) return { text, truncated: true };
+    budget -= over;
+  }
+}
+
+/** How a decided call was decided, for "already decided" answers. */
+function decisionText(row: CallRow): string {
+  switch (row.status as CallStatus) {
+    case "running":
+    case "succeeded":
+    case "failed":
+    case "interrupted":
+      if (!row.decidedAt) return `it is already ${row.status}`;
+      return row.decidedBy ? `${row.decidedBy} approved it` : "it was approved";
+    case "denied":
+      return row.decidedBy ? `${row.decidedBy} denied it` : "it was denied";
+    case "expired":
+      return "it expired before anyone decided";
+    case "refused":
+      return `it was refused${row.errorMessage ? `: ${row.errorMessage}` : ""}`;
+    default:
+      return `it is already ${row.status}`;
+  }
+}
+
+/** Milliseconds a call waited for its decision (the duration of its pending state). */
+function pendingMs(row: { createdAt: string }): number {
+  return Math.max(0, Date.now() - Date.parse(row.createdAt));
+}
+
+/** `%`, `_` and the backslash in a search text match themselves (the query escapes with a backslash). */
+function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+/**
+ * Why an approval cannot apply to this call, or null when it can. An approval is bound to what
+ * the reviewer was shown: the exact arguments (their digest at request time) and the tool's
+ * definition as it was then; a tool that is no longer enabled and callable is refused too.
+ */
+function bindingProblem(row: CallRow, tool: ToolRow | null): { code: ErrorCode; message: string } | null {
+  let args: Record<string, unknown> | null;
+  try {
+    args = JSON.parse(row.arguments) as Record<string, unknown>;
+  } catch {
+    args = null;
+  }
+  if (!args || argumentsDigest(args) !== row.argumentsDigest) {
+    return { code: "arguments_changed", message: "the stored arguments no longer match what was requested" };
+  }
+  if (!tool?.present) return { code: "tool_gone", message: "the tool is no longer listed by its server" };
+  if (tool.definitionHash !== row.definitionHash || availabilityOf(tool) === "changed") {
+    return { code: "tool_changed", message: "the tool's definition changed since the call was requested" };
+  }
+  if (tool.status !== "enabled")
+    return { code: "tool_not_enabled", message: "the tool is no longer enabled" };
+  if (availabilityOf(tool) !== "ok") return { code: "tool_unusable", message: "the tool cannot be called" };
+  return null;
+}
+
+/** A cursor for paging the activity list: the last call's creation time and id. */
+export function callCursor(call: Pick<CallView, "createdAt" | "id">): string {
+  return `${call.createdAt}|${call.id}`;
+}
+
+/** Filters of {@link CallBroker.list}; every field narrows the list. */
+export interface CallListParams {
+  status?: CallStatus;
+  server?: string;
+  /** Part of the tool's local name (case-insensitive). */
+  tool?: string;
+  /** A requester's name (agent token or person). */
+  requesterName?: string;
+  /** Only this requester's calls (an agent sees only its own). */
+  requester?: Requester;
+  /** Created at or after this ISO time. */
+  from?: string;
+  /** Created at or before this ISO time. */
+  to?: string;
+  /** Only calls older than this cursor ({@link callCursor}). */
+  before?: string;
+  limit: number;
 }
 
 const nowIso = () => new Date().toISOString();
@@ -202,6 +332,8 @@ export class CallBroker {
 
     const id = randomUUID();
     const createdAt = nowIso();
+    // The catalogue's one answer to "does this call wait?": annotations, an owner's vouch, "Always confirm".
+    const need = approvalNeed(row);
     const common = {
       id,
       tool: row.localName,
@@ -210,12 +342,13 @@ export class CallBroker {
       arguments: JSON.stringify(args),
       argumentsDigest: argumentsDigest(args),
       definitionHash: row.definitionHash,
-      destructive: !row.readOnly,
+      destructive: need.destructive,
+      approvalReason: need.reason,
       requesterKind: requester.kind,
       requesterName: requester.name,
       createdAt,
     };
-    if (row.readOnly) {
+    if (need.reason === null) {
       db.insert(calls)
         .values({ ...common, status: "running", startedAt: createdAt })
         .run();
@@ -227,7 +360,7 @@ export class CallBroker {
     db.insert(calls)
       .values({ ...common, status: "pending", expiresAt })
       .run();
-    this.audit(requester.name, "call.pending", row.localName, id);
+    this.audit(requester.name, "call.pending", row.localName, id, need.reason);
     this.publish(id, "pending");
     const view = this.get(id);
     if (!view) throw new GatehouseError("internal", "the call was not recorded");
@@ -243,6 +376,7 @@ export class CallBroker {
     let status: CallStatus;
     let update: Partial<CallRow>;
     let full: unknown;
+    let truncatedNote: string | null = null;
     try {
       const result = await this.deps.callTool(row.server, row.remoteName, JSON.parse(row.arguments));
       full = result;
@@ -251,6 +385,7 @@ export class CallBroker {
       update = { result: capped.text, resultTruncated: capped.truncated };
       if (result.isError === true) update.errorCode = "tool_error";
       if (result.isError === true) update.errorMessage = "the tool reported an error";
+      if (capped.truncated) truncatedNote = `result stored truncated to ${RESULT_STORE_MAX_BYTES} bytes`;
     } catch (err) {
       status = "failed";
       const code = err instanceof GatehouseError ? err.code : "internal";
@@ -258,18 +393,16 @@ export class CallBroker {
       if (!(err instanceof GatehouseError)) this.deps.log.error(`call ${id} failed`, { error: String(err) });
       update = { errorCode: code, errorMessage: message };
     }
-    const finished = db
-      .update(calls)
+    db.update(calls)
       .set({ ...update, status, finishedAt: nowIso() })
       .where(and(eq(calls.id, id), eq(calls.status, "running")))
-      .returning()
-      .get();
+      .run();
     this.audit(
       row.requesterName,
       `call.${status}`,
       row.tool,
       id,
-      update.errorMessage ?? null,
+      [update.errorMessage, truncatedNote].filter(Boolean).join("; ") || null,
       Date.now() - started,
     );
     if (full !== undefined) {
@@ -277,7 +410,19 @@ export class CallBroker {
       this.pruneRecent();
     }
     this.publish(id, status);
-    return toView(finished ?? row, full);
+    return this.view(id, full);
+  }
+
+  /** A call as its view, with its tool's current description; `fullResult` replaces a capped one. */
+  private view(id: string, fullResult?: unknown): CallView {
+    const r = this.deps.db
+      .select(viewSelection)
+      .from(calls)
+      .leftJoin(tools, eq(tools.localName, calls.tool))
+      .where(eq(calls.id, id))
+      .get();
+    if (!r) throw new GatehouseError("call_not_found", `no call ${id}`);
+    return toView(r.call, { description: r.toolDescription, definitionHash: r.toolHash }, fullResult);
   }
 
   private pruneRecent(): void {
@@ -285,12 +430,26 @@ export class CallBroker {
     for (const [id, r] of this.recent) if (r.at < cutoff) this.recent.delete(id);
   }
 
-  private decidable(id: string): CallRow {
+  private row(id: string): CallRow {
     const row = this.deps.db.select().from(calls).where(eq(calls.id, id)).get();
     if (!row) throw new GatehouseError("call_not_found", `no call ${id}`);
-    if (row.status !== "pending") {
-      throw new GatehouseError("already_decided", `this call is already ${row.status}`);
-    }
+    return row;
+  }
+
+  /** "Already decided", saying how; used both before deciding and when a conditional update lost. */
+  private alreadyDecided(id: string): GatehouseError {
+    return new GatehouseError("already_decided", `Already decided: ${decisionText(this.row(id))}.`);
+  }
+
+  /**
+   * The pending row of a call about to be decided. A call past its deadline is expired first (the
+   * timer may not have run yet), so a late approval or denial can never beat expiry.
+   */
+  private decidable(id: string): CallRow {
+    const row = this.row(id);
+    if (row.status === "pending" && row.expiresAt && row.expiresAt <= nowIso()) this.expireDue();
+    if (row.status !== "pending" || (row.expiresAt && row.expiresAt <= nowIso()))
+      throw this.alreadyDecided(id);
     return row;
   }
 
@@ -302,50 +461,47 @@ export class CallBroker {
     const { db } = this.deps;
     const row = this.decidable(id);
     if (row.requesterKind === "user" && row.requesterName === reviewer && !this.deps.approvals.selfApproval) {
-      throw new GatehouseError("self_approval", "you cannot approve a call you requested yourself");
+      throw new GatehouseError(
+        "self_approval",
+        "You cannot approve a call you requested yourself; another reviewer has to.",
+      );
     }
-    if (row.expiresAt && row.expiresAt <= nowIso()) {
-      this.expireDue();
-      throw new GatehouseError("already_decided", "this call has expired");
-    }
-    const tool = getToolRow(db, row.tool);
-    if (
-      !tool ||
-      availabilityOf(tool) !== "ok" ||
-      tool.status !== "enabled" ||
-      tool.definitionHash !== row.definitionHash
-    ) {
+    const problem = bindingProblem(row, getToolRow(db, row.tool));
+    if (problem) {
+      const now = nowIso();
       const moved = db
         .update(calls)
         .set({
           status: "refused",
-          decidedAt: nowIso(),
+          decidedAt: now,
           decidedBy: reviewer,
-          finishedAt: nowIso(),
-          errorCode: "tool_changed",
-          errorMessage: "the tool changed or was disabled after the call was requested; it was not run",
+          finishedAt: now,
+          errorCode: problem.code,
+          errorMessage: `${problem.message}; it was not run`,
         })
         .where(and(eq(calls.id, id), eq(calls.status, "pending")))
-        .returning()
-        .get();
-      if (moved) {
-        this.audit(reviewer, "call.refused", row.tool, id, "tool changed since request");
-        this.publish(id, "refused");
-      }
-      throw new GatehouseError(
-        "tool_changed",
-        "approval refused: the tool changed since the call was requested",
+        .run();
+      if (moved.changes === 0) throw this.alreadyDecided(id);
+      this.audit(
+        reviewer,
+        "call.refused",
+        row.tool,
+        id,
+        `approval refused: ${problem.message}`,
+        pendingMs(row),
       );
+      this.publish(id, "refused");
+      throw new GatehouseError(problem.code, `Approval refused: ${problem.message}.`);
     }
     const now = nowIso();
+    // The one step that lets a call run: only the first of concurrent deciders moves the row.
     const moved = db
       .update(calls)
       .set({ status: "running", decidedAt: now, decidedBy: reviewer, startedAt: now })
       .where(and(eq(calls.id, id), eq(calls.status, "pending")))
-      .returning()
-      .get();
-    if (!moved) throw new GatehouseError("already_decided", "this call was decided by someone else");
-    this.audit(reviewer, "call.approved", row.tool, id);
+      .run();
+    if (moved.changes === 0) throw this.alreadyDecided(id);
+    this.audit(reviewer, "call.approved", row.tool, id, null, pendingMs(row));
     this.publish(id, "running");
     const run = this.execute(id).then(
       () => undefined,
@@ -353,23 +509,56 @@ export class CallBroker {
     );
     this.running.add(run);
     void run.finally(() => this.running.delete(run));
-    return toView(moved);
+    return this.view(id);
   }
 
   deny(reviewer: string, id: string, reason: string): CallView {
     const { db } = this.deps;
-    this.decidable(id);
+    const row = this.decidable(id);
     const now = nowIso();
     const moved = db
       .update(calls)
       .set({ status: "denied", decidedAt: now, decidedBy: reviewer, reason, finishedAt: now })
       .where(and(eq(calls.id, id), eq(calls.status, "pending")))
-      .returning()
-      .get();
-    if (!moved) throw new GatehouseError("already_decided", "this call was decided by someone else");
-    this.audit(reviewer, "call.denied", moved.tool, id, reason);
+      .run();
+    if (moved.changes === 0) throw this.alreadyDecided(id);
+    this.audit(reviewer, "call.denied", row.tool, id, reason, pendingMs(row));
     this.publish(id, "denied");
-    return toView(moved);
+    return this.view(id);
+  }
+
+  /**
+   * The requester takes back its own pending call (issue 7: an MCP client cancelled the held
+   * request). `pending → withdrawn` is one conditional update, so a reviewer deciding at the same
+   * moment either wins (and the call stays decided) or finds it withdrawn. Another requester's
+   * call answers `call_not_found`, as it does on the REST API.
+   */
+  withdraw(requester: Requester, id: string): CallView {
+    const { db } = this.deps;
+    const row = db.select().from(calls).where(eq(calls.id, id)).get();
+    if (!row || row.requesterKind !== requester.kind || row.requesterName !== requester.name) {
+      throw new GatehouseError("call_not_found", `no call ${id}`);
+    }
+    const moved = db
+      .update(calls)
+      .set({
+        status: "withdrawn",
+        finishedAt: nowIso(),
+        errorCode: "withdrawn",
+        errorMessage: "the requester cancelled the call before anyone decided",
+      })
+      .where(and(eq(calls.id, id), eq(calls.status, "pending")))
+      .returning({ tool: calls.tool })
+      .get();
+    if (!moved) {
+      const now = db.select({ status: calls.status }).from(calls).where(eq(calls.id, id)).get();
+      throw new GatehouseError("already_decided", `this call is already ${now?.status ?? row.status}`);
+    }
+    this.audit(requester.name, "call.withdrawn", moved.tool, id, "cancelled by the requester");
+    this.publish(id, "withdrawn");
+    const view = this.get(id);
+    if (!view) throw new GatehouseError("call_not_found", `no call ${id}`);
+    return view;
   }
 
   /** Moves every pending call past its deadline to `expired`. */
@@ -378,17 +567,43 @@ export class CallBroker {
       .update(calls)
       .set({ status: "expired", finishedAt: nowIso() })
       .where(and(eq(calls.status, "pending"), lte(calls.expiresAt, nowIso())))
-      .returning({ id: calls.id, tool: calls.tool })
+      .returning({ id: calls.id, tool: calls.tool, createdAt: calls.createdAt })
       .all();
     for (const c of expired) {
-      this.audit("gatehouse", "call.expired", c.tool, c.id);
+      this.audit("gatehouse", "call.expired", c.tool, c.id, null, pendingMs(c));
       this.publish(c.id, "expired");
     }
   }
 
   get(id: string): CallView | null {
-    const row = this.deps.db.select().from(calls).where(eq(calls.id, id)).get();
-    return row ? toView(row, this.recent.get(id)?.result) : null;
+    try {
+      return this.view(id, this.recent.get(id)?.result);
+    } catch (err) {
+      if (err instanceof GatehouseError && err.code === "call_not_found") return null;
+      throw err;
+    }
+  }
+
+  /**
+   * A call's whole story: the call as stored (its result capped, marked when truncated; never
+   * the in-memory full copy) and every audit row about it, oldest first.
+   */
+  story(id: string): CallStoryView {
+    const call = this.view(id);
+    const audit: AuditEventView[] = this.deps.db
+      .select({
+        id: auditEvents.id,
+        at: auditEvents.at,
+        actor: auditEvents.actor,
+        action: auditEvents.action,
+        detail: auditEvents.detail,
+        durationMs: auditEvents.durationMs,
+      })
+      .from(auditEvents)
+      .where(eq(auditEvents.callId, id))
+      .orderBy(asc(auditEvents.id))
+      .all();
+    return { call, audit };
   }
 
   /**
@@ -418,22 +633,35 @@ export class CallBroker {
     return this.get(id) ?? first;
   }
 
-  list(params: { status?: CallStatus; limit: number; requester?: Requester }): CallView[] {
-    const conds = [];
+  /** Calls newest first (ties by id), narrowed by `params`; page on with `before`. */
+  list(params: CallListParams): CallView[] {
+    const conds: (SQL | undefined)[] = [];
     if (params.status) conds.push(eq(calls.status, params.status));
+    if (params.server) conds.push(eq(calls.server, params.server));
+    if (params.tool) conds.push(sql`${calls.tool} LIKE ${`%${escapeLike(params.tool)}%`} ESCAPE '\\'`);
+    if (params.requesterName) conds.push(eq(calls.requesterName, params.requesterName));
     if (params.requester) {
       conds.push(
         eq(calls.requesterKind, params.requester.kind),
         eq(calls.requesterName, params.requester.name),
       );
     }
+    if (params.from) conds.push(gte(calls.createdAt, params.from));
+    if (params.to) conds.push(lte(calls.createdAt, params.to));
+    if (params.before) {
+      const cut = params.before.lastIndexOf("|");
+      const at = params.before.slice(0, cut);
+      const id = params.before.slice(cut + 1);
+      conds.push(or(lt(calls.createdAt, at), and(eq(calls.createdAt, at), lt(calls.id, id))));
+    }
     return this.deps.db
-      .select()
+      .select(viewSelection)
       .from(calls)
-      .where(conds.length > 0 ? and(...conds) : undefined)
-      .orderBy(desc(calls.createdAt))
+      .leftJoin(tools, eq(tools.localName, calls.tool))
+      .where(and(...conds))
+      .orderBy(desc(calls.createdAt), desc(calls.id))
       .limit(params.limit)
       .all()
-      .map((r) => toView(r));
+      .map((r) => toView(r.call, { description: r.toolDescription, definitionHash: r.toolHash }));
   }
 }

@@ -170,7 +170,7 @@ describe("top level", () => {
   it("an unknown key far from every known key lists the known keys", () => {
     const result = check({ mcpServers: {}, logging: true });
     expect(messagesAt(result.errors, "logging")).toEqual([
-      'unknown key "logging"; remove it (known keys: mcpServers, approvals, catalogue)',
+      'unknown key "logging"; remove it (known keys: mcpServers, approvals, catalogue, agentEndpoint)',
     ]);
   });
 
@@ -855,5 +855,126 @@ describe("helpers", () => {
     });
     expect(text).toBe("error: f.json:1:2: bad\nerror: mcpServers.a: m\nwarning: mcpServers.b.url: w");
     expect(formatIssues({ config: null, errors: [], warnings: [] })).toBe("");
+  });
+});
+
+describe("catalogue.webhook (issue 5)", () => {
+  it("is absent unless configured, and webhookAllowPrivate then reads as false", () => {
+    const catalogue = check({ mcpServers: {} }).config?.catalogue;
+    expect(catalogue?.webhook).toBeUndefined();
+    expect(catalogue?.webhookAllowPrivate ?? false).toBe(false);
+  });
+
+  it("an absolute http(s) URL is accepted with its path and query, and webhookAllowPrivate read as given", () => {
+    const result = check({
+      mcpServers: {},
+      catalogue: { webhook: "https://hooks.example.com/services/T0/B1?key=k", webhookAllowPrivate: true },
+    });
+    expect(result.errors).toEqual([]);
+    expect(result.config?.catalogue).toMatchObject({
+      webhook: "https://hooks.example.com/services/T0/B1?key=k",
+      webhookAllowPrivate: true,
+    });
+  });
+
+  it("${VAR} in the webhook URL is expanded, and an unset one is an error naming the variable, not a value", () => {
+    const raw = { mcpServers: {}, catalogue: { webhook: "https://hooks.example.com/${HOOK_PATH}" } };
+    expect(check(raw, { HOOK_PATH: "s3cr3t-path" }).config?.catalogue.webhook).toBe(
+      "https://hooks.example.com/s3cr3t-path",
+    );
+    const unset = check(raw, {});
+    expect(unset.config).toBeNull();
+    expect(messagesAt(unset.errors, "catalogue.webhook")).toEqual([
+      'refers to ${HOOK_PATH}, which is not set; set HOOK_PATH in Gatehouse\'s environment or remove "webhook"',
+    ]);
+  });
+
+  it("a webhook that is not an absolute http(s) URL, or carries user:password, is an error with a fix", () => {
+    for (const [webhook, pattern] of [
+      ["hooks.example.com/x", /is not an absolute http\(s\) URL; use e\.g\. https:\/\/host\/mcp/],
+      ["ftp://hooks.example.com/x", /is not an absolute http\(s\) URL/],
+      ["", /must be an absolute http\(s\) URL/],
+      [42, /must be an absolute http\(s\) URL like "https:\/\/host\/mcp", not a number/],
+      ["https://user:pw@hooks.example.com/x", /must not contain a user:password part/],
+    ] as const) {
+      const result = check({ mcpServers: {}, catalogue: { webhook } });
+      expect(result.config, String(webhook)).toBeNull();
+      expect(messagesAt(result.errors, "catalogue.webhook")[0], String(webhook)).toMatch(pattern);
+      expect(JSON.stringify(result.errors)).not.toContain(":pw@");
+    }
+  });
+
+  it("webhookAllowPrivate must be a boolean, and a typo of webhook gets a suggestion", () => {
+    const result = check({
+      mcpServers: {},
+      catalogue: { webhookAllowPrivate: "true", webhok: "https://x.example" },
+    });
+    expect(messagesAt(result.errors, "catalogue.webhookAllowPrivate")).toEqual([
+      "must be true or false, not a string; write true without quotes",
+    ]);
+    expect(messagesAt(result.errors, "catalogue.webhok")[0]).toMatch(/did you mean "webhook"\?/);
+  });
+});
+
+describe("agentEndpoint (issue 7)", () => {
+  it("is absent unless given; given, it lists extra Host and Origin values for /mcp", () => {
+    expect(withServers({}).config?.agentEndpoint).toBeUndefined();
+    const result = withServers(
+      {},
+      {
+        agentEndpoint: {
+          allowedHosts: ["gatehouse.lan:3000", "gatehouse.lan", "[fd00::1]:3000"],
+          allowedOrigins: ["https://gatehouse.example.com", "http://gatehouse.lan:3000/"],
+        },
+      },
+    );
+    expect(result.errors).toEqual([]);
+    expect(result.config?.agentEndpoint).toEqual({
+      allowedHosts: ["gatehouse.lan:3000", "gatehouse.lan", "[fd00::1]:3000"],
+      allowedOrigins: ["https://gatehouse.example.com", "http://gatehouse.lan:3000/"],
+    });
+    expect(withServers({}, { agentEndpoint: {} }).config?.agentEndpoint).toEqual({
+      allowedHosts: [],
+      allowedOrigins: [],
+    });
+  });
+
+  it("a Host with a scheme or path, or an origin with a path, is an error with a fix", () => {
+    const result = withServers(
+      {},
+      {
+        agentEndpoint: {
+          allowedHosts: ["http://gatehouse.lan", "gatehouse.lan/mcp", 7],
+          allowedOrigins: ["https://gatehouse.example.com/mcp", "gatehouse.lan:3000", "null"],
+        },
+      },
+    );
+    expect(result.config).toBeNull();
+    expect(messagesAt(result.errors, "agentEndpoint.allowedHosts[0]")[0]).toMatch(
+      /is not a Host value; write a name with an optional port, e\.g\. "gatehouse\.lan:3000"/,
+    );
+    expect(messagesAt(result.errors, "agentEndpoint.allowedHosts[1]")).toHaveLength(1);
+    expect(messagesAt(result.errors, "agentEndpoint.allowedHosts[2]")).toEqual([
+      "must be a string, not a number",
+    ]);
+    for (const i of [0, 1, 2]) {
+      expect(messagesAt(result.errors, `agentEndpoint.allowedOrigins[${i}]`)[0]).toMatch(
+        /is not an origin; write scheme, name and optional port/,
+      );
+    }
+  });
+
+  it("a list that is not an array, or an unknown key, is an error", () => {
+    const result = withServers({}, { agentEndpoint: { allowedHosts: "gatehouse.lan", allowedHost: [] } });
+    expect(result.config).toBeNull();
+    expect(messagesAt(result.errors, "agentEndpoint.allowedHosts")).toEqual([
+      "must be an array of strings, not a string",
+    ]);
+    expect(messagesAt(result.errors, "agentEndpoint.allowedHost")[0]).toMatch(
+      /did you mean "allowedHosts"\?/,
+    );
+    expect(messagesAt(withServers({}, { agentEndpoint: [] }).errors, "agentEndpoint")[0]).toMatch(
+      /must be an object/,
+    );
   });
 });

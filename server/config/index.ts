@@ -1,5 +1,6 @@
 export { configPathFromEnv, loadConfig, loadConfigFile, scanJson } from "./load";
 export type {
+  AgentEndpointConfig,
   ApprovalsConfig,
   CatalogueConfig,
   ConfigIssue,

@@ -62,6 +62,14 @@ export interface CatalogueConfig {
   descriptionMaxChars: number;
   /** Periodic refresh interval. Default 300; 0 disables, otherwise integer 10..86400. */
   refreshSeconds: number;
+  /**
+   * `catalogue.webhook` (issue 5): an absolute http(s) URL each refresh's changes are POSTed to
+   * as JSON, `${VAR}`-expanded; absent when the file has none. Its path and query may hold a
+   * secret: never shown or logged, only its origin.
+   */
+  webhook?: string;
+  /** May the webhook's address be loopback / private / link-local. Absent means false. */
+  webhookAllowPrivate?: boolean;
 }
 
 /** The whole validated file. */
@@ -72,6 +80,20 @@ export interface GatehouseConfig {
   servers: ServerConfig[];
   approvals: ApprovalsConfig;
   catalogue: CatalogueConfig;
+  /** `agentEndpoint`: extra Host/Origin values `/mcp` accepts; absent when the file has none. */
+  agentEndpoint?: AgentEndpointConfig;
+}
+
+/**
+ * The `agentEndpoint` section (issue 7). `/mcp` always accepts 127.0.0.1, localhost and [::1] on
+ * PORT, and GATEHOUSE_PUBLIC_ORIGIN; these lists add names it is reached under (DNS-rebinding
+ * protection refuses every other Host and Origin).
+ */
+export interface AgentEndpointConfig {
+  /** `Host` header values, `name[:port]`, e.g. "gatehouse.lan:3000". */
+  allowedHosts: string[];
+  /** `Origin` header values, `http(s)://name[:port]`, e.g. "https://gatehouse.example.com". */
+  allowedOrigins: string[];
 }
 
 /** One finding. `path` is a JSON path like "mcpServers.files.url" ("" for the file itself); `message` includes a fix. */
@@ -235,9 +257,9 @@ export function expandVars(text: string, env: Record<string, string | undefined>
 // ---------------------------------------------------------------------------------------------
 // The walker
 
-const TOP_KEYS = ["mcpServers", "approvals", "catalogue"] as const;
+const TOP_KEYS = ["mcpServers", "approvals", "catalogue", "agentEndpoint"] as const;
 const APPROVAL_KEYS = ["expireAfterSeconds", "waitSeconds", "selfApproval"] as const;
-const CATALOGUE_KEYS = ["descriptionMaxChars", "refreshSeconds"] as const;
+const CATALOGUE_KEYS = ["descriptionMaxChars", "refreshSeconds", "webhook", "webhookAllowPrivate"] as const;
 const STDIO_KEYS = ["command", "args", "env", "cwd"] as const;
 const HTTP_KEYS = ["url", "headers"] as const;
 const SERVER_KEYS = [
@@ -351,10 +373,85 @@ export function validateConfig(raw: unknown, opts: ValidateOptions): ConfigResul
     descriptionMaxChars: readInt(catalogueRaw, "descriptionMaxChars", "catalogue", issues),
     refreshSeconds: readInt(catalogueRaw, "refreshSeconds", "catalogue", issues),
   };
+  const webhook = readWebhook(catalogueRaw, opts, issues);
+  if (webhook !== undefined) catalogue.webhook = webhook;
+  if (catalogueRaw.webhookAllowPrivate !== undefined) {
+    catalogue.webhookAllowPrivate = readBool(catalogueRaw, "webhookAllowPrivate", "catalogue", false, issues);
+  }
+
+  const agentEndpoint = readAgentEndpoint(raw, issues);
 
   const config: GatehouseConfig | null =
     issues.errors.length === 0 ? { path: opts.path ?? "", servers, approvals, catalogue } : null;
+  if (config && agentEndpoint) config.agentEndpoint = agentEndpoint;
   return { config, errors: issues.errors, warnings: issues.warnings };
+}
+
+const AGENT_ENDPOINT_KEYS = ["allowedHosts", "allowedOrigins"] as const;
+const HOST_VALUE = /^(?:[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?|\[[0-9a-f:.]+\])(?::\d{1,5})?$/i;
+
+/** `agentEndpoint` (issue 7), or undefined when the file has none. */
+function readAgentEndpoint(raw: Json, issues: Issues): AgentEndpointConfig | undefined {
+  if (raw.agentEndpoint === undefined) return undefined;
+  const value = section(raw, "agentEndpoint", '{"allowedHosts": ["gatehouse.lan:3000"]}', issues);
+  checkKeys(value, AGENT_ENDPOINT_KEYS, "agentEndpoint", {}, issues);
+  const list = (key: (typeof AGENT_ENDPOINT_KEYS)[number], ok: (v: string) => string | null): string[] => {
+    const where = childPath("agentEndpoint", key);
+    const items = value[key];
+    if (items === undefined) return [];
+    if (!Array.isArray(items)) {
+      issues.error(where, `must be an array of strings, not ${typeName(items)}`);
+      return [];
+    }
+    const out: string[] = [];
+    items.forEach((item: unknown, i) => {
+      const problem = typeof item === "string" ? ok(item) : `must be a string, not ${typeName(item)}`;
+      if (problem) issues.error(childPath(where, i), problem);
+      else out.push(item as string);
+    });
+    return out;
+  };
+  const allowedHosts = list("allowedHosts", (v) =>
+    HOST_VALUE.test(v)
+      ? null
+      : `${show(v)} is not a Host value; write a name with an optional port, e.g. "gatehouse.lan:3000" (no scheme, no path)`,
+  );
+  const allowedOrigins = list("allowedOrigins", (v) => {
+    let u: URL | null = null;
+    try {
+      u = new URL(v);
+    } catch {
+      u = null;
+    }
+    const ok = u && (u.protocol === "http:" || u.protocol === "https:") && u.origin === v.replace(/\/$/, "");
+    return ok
+      ? null
+      : `${show(v)} is not an origin; write scheme, name and optional port, e.g. "https://gatehouse.example.com" (no path)`;
+  });
+  return { allowedHosts, allowedOrigins };
+}
+
+/** `catalogue.webhook` (issue 5): an http(s) URL; a `${VAR}` in it must be set (it is always dialled). */
+function readWebhook(raw: Json, opts: ValidateOptions, issues: Issues): string | undefined {
+  if (raw.webhook === undefined) return undefined;
+  const expand = (text: string, where: string): Expansion => {
+    const result = expandVars(text, opts.env);
+    if (result.malformed) {
+      issues.error(
+        where,
+        `has a malformed "\${...}" reference; write \${NAME} (letters, digits and "_") or \${NAME:-default}`,
+      );
+    }
+    if (result.unset.length > 0) {
+      const refs = result.unset.map((n) => `\${${n}}`).join(", ");
+      issues.error(
+        where,
+        `refers to ${refs}, which ${result.unset.length === 1 ? "is" : "are"} not set; set ${result.unset.join(", ")} in Gatehouse's environment or remove "webhook"`,
+      );
+    }
+    return result;
+  };
+  return readUrl(raw.webhook, "catalogue.webhook", expand, issues) ?? undefined;
 }
 
 function section(raw: Json, key: string, example: string, issues: Issues): Json {

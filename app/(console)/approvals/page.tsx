@@ -11,5 +11,5 @@ export default async function ApprovalsPage() {
   const user = await currentPageUser();
   if (!user) redirect("/login");
   if (!canReview(user)) return <NotAllowed audience="reviewers and owners" />;
-  return <ApprovalsView />;
+  return <ApprovalsView userName={user.name} />;
 }

@@ -1,6 +1,6 @@
-import { z } from "zod";
-import { CallBody } from "@/lib/api-types";
+import { CallBody, CallListQuery, type CallsPage } from "@/lib/api-types";
 import { requesterOf } from "@/server/calls/access";
+import { callCursor } from "@/server/calls/broker";
 import { json, route, who } from "@/server/http/route";
 
 export const POST = route({ access: ["agent", "owner"], body: CallBody }, async (ctx) => {
@@ -8,15 +8,12 @@ export const POST = route({ access: ["agent", "owner"], body: CallBody }, async 
   return json(call, httpStatus);
 });
 
-const ListQuery = z.object({
-  status: z
-    .enum(["refused", "pending", "running", "succeeded", "failed", "denied", "expired", "interrupted"])
-    .optional(),
-  limit: z.coerce.number().int().min(1).max(500).default(100),
-});
-
-export const GET = route({ access: ["agent", "reviewer"], query: ListQuery }, (ctx) => {
+export const GET = route({ access: ["agent", "reviewer"], query: CallListQuery }, (ctx): CallsPage => {
   const p = who(ctx);
+  const { requester: requesterName, ...filters } = ctx.query;
+  // An agent sees only its own calls, whatever it asks for.
   const requester = p.kind === "agent" ? requesterOf(p) : undefined;
-  return { calls: ctx.runtime.broker.list({ ...ctx.query, requester }) };
+  const calls = ctx.runtime.broker.list({ ...filters, requesterName, requester });
+  const last = calls.at(-1);
+  return { calls, nextBefore: last && calls.length === filters.limit ? callCursor(last) : null };
 });

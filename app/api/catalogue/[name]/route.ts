@@ -1,12 +1,12 @@
-import { SetToolStatusBody } from "@/lib/api-types";
+import { UpdateToolBody } from "@/lib/api-types";
 import { principalName } from "@/server/auth/access";
-import { setToolStatus } from "@/server/catalogue/catalogue";
+import { updateTool } from "@/server/catalogue/catalogue";
 import { route, who } from "@/server/http/route";
 
-export const PATCH = route({ access: ["owner"], body: SetToolStatusBody }, (ctx) => {
-  const tool = setToolStatus(ctx.runtime.db, {
+export const PATCH = route({ access: ["owner"], body: UpdateToolBody }, (ctx) => {
+  const tool = updateTool(ctx.runtime.db, {
     localName: ctx.params.name ?? "",
-    status: ctx.body.status,
+    ...ctx.body,
     actor: principalName(who(ctx)),
   });
   ctx.runtime.bus.publish({ type: "catalogue", server: tool.server });

@@ -1,0 +1,16 @@
+import type { Metadata } from "next";
+import { redirect } from "next/navigation";
+import { CallStory } from "@/components/call-story";
+import { NotAllowed } from "@/components/not-allowed";
+import { canReview } from "@/components/roles";
+import { currentPageUser } from "@/server/auth/page";
+
+export const metadata: Metadata = { title: "Call story" };
+
+export default async function CallStoryPage({ params }: { params: Promise<{ id: string }> }) {
+  const user = await currentPageUser();
+  if (!user) redirect("/login");
+  if (!canReview(user)) return <NotAllowed audience="reviewers and owners" />;
+  const { id } = await params;
+  return <CallStory id={id} />;
+}

@@ -1,0 +1,126 @@
+/** Starts a real Gatehouse (`next start` on the existing build) for the benchmark. */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { Agent, request } from "undici";
+import { freePort, root, type Started, startProcess } from "./support";
+
+export interface Gatehouse {
+  base: string;
+  pid: number;
+  cookie: string;
+  token: string;
+  /** Keep-alive pool for agent requests. */
+  agent: Agent;
+  call(
+    tool: string,
+    args: Record<string, unknown>,
+  ): Promise<{ status: number; body: Record<string, unknown> }>;
+  approve(id: string): Promise<number>;
+  waitFor(id: string, seconds: number): Promise<Record<string, unknown>>;
+  stop(): Promise<void>;
+}
+
+/** Starts Gatehouse with `servers` (an mcpServers map), creates an owner and an agent token, enables `enable`. */
+export async function startGatehouse(servers: Record<string, unknown>, enable: string[]): Promise<Gatehouse> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "gatehouse-bench-"));
+  const config = path.join(dir, "gatehouse.json");
+  writeFileSync(config, JSON.stringify({ mcpServers: servers }));
+  const port = await freePort();
+  const next = path.join(root, "node_modules", "next", "dist", "bin", "next");
+  let started: Started;
+  try {
+    started = await startProcess(process.execPath, [next, "start", "-H", "127.0.0.1", "-p", String(port)], {
+      env: {
+        GATEHOUSE_CONFIG: config,
+        GATEHOUSE_DB: path.join(dir, "gatehouse.db"),
+        HOST: "127.0.0.1",
+        PORT: String(port),
+        GATEHOUSE_LOG_LEVEL: "warn",
+      },
+      ready: /\/setup\?code=(\S+)/,
+      port,
+    });
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+  const base = `http://127.0.0.1:${port}`;
+  const code = /\/setup\?code=(\S+)/.exec(started.output())?.[1] ?? "";
+  const agent = new Agent({ connections: 64, keepAliveTimeout: 60_000 });
+  const origin = { origin: base, "content-type": "application/json" };
+  const setup = await request(`${base}/api/setup`, {
+    method: "POST",
+    headers: origin,
+    body: JSON.stringify({ code, name: "bench-owner", password: "bench-owner-password" }),
+  });
+  const setCookie = setup.headers["set-cookie"];
+  const cookie = String(Array.isArray(setCookie) ? setCookie[0] : setCookie).split(";")[0] ?? "";
+  await setup.body.text();
+  const owner = { ...origin, cookie };
+
+  // Wait until every enabled server is ready (a benchmark may poll; tests may not).
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const res = await request(`${base}/api/servers`, { headers: owner });
+    const { servers: list } = (await res.body.json()) as { servers: { state: string; enabled: boolean }[] };
+    if (list.every((s) => !s.enabled || s.state === "ready")) break;
+    if (Date.now() > deadline)
+      throw new Error(`servers not ready: ${JSON.stringify(list.map((s) => s.state))}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  for (const name of enable) {
+    const res = await request(`${base}/api/catalogue/${name}`, {
+      method: "PATCH",
+      headers: owner,
+      body: JSON.stringify({ status: "enabled" }),
+    });
+    if (res.statusCode !== 200) throw new Error(`enable ${name}: ${res.statusCode} ${await res.body.text()}`);
+    await res.body.text();
+  }
+  const tok = await request(`${base}/api/tokens`, {
+    method: "POST",
+    headers: owner,
+    body: '{"name":"bench"}',
+  });
+  const { secret: token } = (await tok.body.json()) as { secret: string };
+  const bearer = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+
+  return {
+    base,
+    pid: started.child.pid ?? 0,
+    cookie,
+    token,
+    agent,
+    async call(tool, args) {
+      const res = await request(`${base}/api/calls`, {
+        method: "POST",
+        headers: bearer,
+        body: JSON.stringify({ tool, arguments: args }),
+        dispatcher: agent,
+      });
+      return { status: res.statusCode, body: (await res.body.json()) as Record<string, unknown> };
+    },
+    async approve(id) {
+      const res = await request(`${base}/api/calls/${id}/approve`, {
+        method: "POST",
+        headers: owner,
+        dispatcher: agent,
+      });
+      await res.body.text();
+      return res.statusCode;
+    },
+    async waitFor(id, seconds) {
+      const res = await request(`${base}/api/calls/${id}?wait=${seconds}`, {
+        headers: bearer,
+        dispatcher: agent,
+      });
+      return (await res.body.json()) as Record<string, unknown>;
+    },
+    async stop() {
+      await agent.close();
+      await started.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

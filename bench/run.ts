@@ -1,0 +1,402 @@
+/**
+ * `npm run bench` (`-- --smoke` for CI's small run): Gatehouse side by side with the floor and a
+ * peer, in one run, printing medians and ratios. Needs a production build (`npm run build`).
+ *
+ * Rows: the SDK Client straight to the echo server (stdio, streamable HTTP); a bare SDK
+ * pass-through (the minimal proxy floor); Gatehouse's REST API and /mcp with a real agent token,
+ * an enabled read-only tool and audit on; supergateway over the same stdio server.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { gzipSync } from "node:zlib";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { chromium } from "@playwright/test";
+import { syncServerTools } from "../server/catalogue/catalogue";
+import type { ServerConfig } from "../server/config";
+import { McpManager } from "../server/mcp/manager";
+import { openDb } from "../server/store/db";
+import { type Gatehouse, startGatehouse } from "./gatehouse";
+import {
+  concurrent,
+  freePort,
+  mib,
+  percentiles,
+  root,
+  rssOf,
+  type Stats,
+  sequential,
+  startProcess,
+} from "./support";
+
+const smoke = process.argv.includes("--smoke");
+const SIZE = smoke
+  ? {
+      seq: 100,
+      warmup: 20,
+      conc: 320,
+      approvals: 10,
+      servers: 5,
+      crowd: 1,
+      catServers: 10,
+      catTools: 100,
+      flood: 64,
+    }
+  : {
+      seq: 2000,
+      warmup: 200,
+      conc: 6400,
+      approvals: 100,
+      servers: 50,
+      crowd: 6,
+      catServers: 100,
+      catTools: 500,
+      flood: 300,
+    };
+const CONCURRENCY = 32;
+const echoServer = path.join(root, "bench", "echo-server.mjs");
+const buildDir = process.env.NEXT_DIST_DIR ?? ".next";
+if (!existsSync(path.join(root, buildDir, "BUILD_ID"))) {
+  console.error(`No production build in ${buildDir}: run npm run build first.`);
+  process.exit(1);
+}
+
+interface Row {
+  name: string;
+  seq: Stats;
+  rps: number;
+}
+const rows: Row[] = [];
+const notes: string[] = [];
+const extra: Record<string, unknown> = {};
+
+async function measure(name: string, call: () => Promise<unknown>): Promise<void> {
+  const seq = await sequential(call, SIZE.seq, SIZE.warmup);
+  const rps = await concurrent(call, SIZE.conc, CONCURRENCY);
+  rows.push({ name, seq, rps });
+  console.log(
+    `  ${name}: p50 ${seq.p50.toFixed(3)} ms, p99 ${seq.p99.toFixed(3)} ms, ${rps.toFixed(0)} calls/s`,
+  );
+}
+
+async function sdkClient(transport: StdioClientTransport | StreamableHTTPClientTransport): Promise<Client> {
+  const client = new Client({ name: "bench", version: "1.0.0" });
+  await client.connect(transport);
+  return client;
+}
+
+const echo = (client: Client) => () => client.callTool({ name: "echo", arguments: { text: "hi" } });
+
+// 1. The floor: the SDK Client straight to the echo server.
+console.log("floor");
+{
+  const client = await sdkClient(new StdioClientTransport({ command: process.execPath, args: [echoServer] }));
+  await measure("direct stdio (SDK Client)", echo(client));
+  await client.close();
+  const srv = await startProcess(process.execPath, [echoServer, "--http"], { ready: /listening (\d+)/ });
+  const http = await sdkClient(
+    new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${srv.port}/mcp`)),
+  );
+  await measure("direct streamable HTTP (SDK Client)", echo(http));
+  await http.close();
+  await srv.stop();
+}
+
+// 2. The minimal proxy floor.
+console.log("minimal proxy floor");
+{
+  const proxy = await startProcess(process.execPath, [path.join(root, "bench", "proxy-floor.mjs")], {
+    ready: /listening (\d+)/,
+  });
+  const client = await sdkClient(
+    new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${proxy.port}/mcp`)),
+  );
+  await measure("minimal proxy (SDK server → Client)", echo(client));
+  await client.close();
+  await proxy.stop();
+}
+
+// 3. Gatehouse.
+console.log("gatehouse");
+let gh: Gatehouse | null = null;
+try {
+  gh = await startGatehouse({ echo: { command: process.execPath, args: [echoServer], enabled: true } }, [
+    "echo_echo",
+    "echo_write",
+  ]);
+  const g = gh;
+  await measure("Gatehouse REST POST /api/calls", async () => {
+    const r = await g.call("echo_echo", { text: "hi" });
+    if (r.status !== 200) throw new Error(`REST call answered ${r.status}: ${JSON.stringify(r.body)}`);
+  });
+  if (existsSync(path.join(root, "app", "mcp", "route.ts"))) {
+    const client = await sdkClient(
+      new StreamableHTTPClientTransport(new URL(`${g.base}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${g.token}` } },
+      }),
+    );
+    await measure("Gatehouse /mcp", () => client.callTool({ name: "echo_echo", arguments: { text: "hi" } }));
+    await client.close();
+  } else {
+    notes.push("Gatehouse /mcp: not measured (no app/mcp/route.ts in this build)");
+  }
+
+  // Reviewer approval → agent result, the tool itself being instant.
+  const latencies: number[] = [];
+  for (let i = 0; i < SIZE.approvals; i++) {
+    const pending = await g.call("echo_write", { text: `w${i}` });
+    const id = String(pending.body.id);
+    const waiting = g.waitFor(id, 30);
+    // Let the long-poll reach the server before the decision (it subscribes, then waits).
+    await new Promise((r) => setTimeout(r, 20));
+    const t = performance.now();
+    const status = await g.approve(id);
+    const done = await waiting;
+    const ms = performance.now() - t;
+    if (status !== 200 || done.status !== "succeeded")
+      throw new Error(`approval run ${i}: ${status} ${done.status}`);
+    latencies.push(ms);
+  }
+  extra.approvalToResult = percentiles(latencies);
+  console.log(
+    `  approve click → agent result: p50 ${percentiles(latencies).p50.toFixed(2)} ms, p99 ${percentiles(latencies).p99.toFixed(2)} ms`,
+  );
+} finally {
+  await gh?.stop();
+}
+
+// 4. The peer: supergateway exposing the same stdio server over streamable HTTP.
+console.log("supergateway");
+{
+  const port = await freePort();
+  const sg = await startProcess(
+    process.execPath,
+    [
+      path.join(root, "node_modules", "supergateway", "dist", "index.js"),
+      "--stdio",
+      `${process.execPath} ${echoServer}`,
+      "--outputTransport",
+      "streamableHttp",
+      "--port",
+      String(port),
+      // Stateless mode starts a new stdio child for every request; stateful keeps one per session.
+      "--stateful",
+    ],
+    { ready: /Listening on port|listening/i, port, timeoutMs: 30_000 },
+  );
+  const client = await sdkClient(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)));
+  await measure("supergateway (stdio → streamable HTTP)", echo(client));
+  await client.close();
+  await sg.stop();
+}
+
+// 5. Dial of an HTTP server by Gatehouse's manager: time and requests, against the SDK Client.
+console.log("dial");
+{
+  const srv = await startProcess(process.execPath, [echoServer, "--http"], { ready: /listening (\d+)/ });
+  const url = `http://127.0.0.1:${srv.port}/mcp`;
+  const requests = async () =>
+    ((await (await fetch(`http://127.0.0.1:${srv.port}/stats`)).json()) as { requests: number }).requests;
+  let r0 = await requests();
+  let t = performance.now();
+  const direct = await sdkClient(new StreamableHTTPClientTransport(new URL(url)));
+  await direct.listTools();
+  const directMs = performance.now() - t;
+  const directRequests = (await requests()) - r0 - 1;
+  await direct.close();
+  const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+  let ready: () => void = () => {};
+  const readyP = new Promise<void>((resolve) => {
+    ready = resolve;
+  });
+  const config: ServerConfig = {
+    name: "dial",
+    transport: "http",
+    command: null,
+    args: [],
+    env: {},
+    cwd: null,
+    url,
+    headers: {},
+    allowPrivate: true,
+    allowTools: null,
+    maxTools: 12,
+    timeoutMs: 15_000,
+    minIntervalMs: 0,
+    maxFrameBytes: 4 * 1024 * 1024,
+    enabled: true,
+  };
+  const manager = new McpManager(
+    {
+      path: "",
+      servers: [config],
+      approvals: { expireAfterSeconds: 900, waitSeconds: 60, selfApproval: false },
+      catalogue: { descriptionMaxChars: 1024, refreshSeconds: 0 },
+    },
+    { log: quiet, onState: (s) => s.state === "ready" && ready(), onTools: () => {} },
+  );
+  r0 = await requests();
+  t = performance.now();
+  manager.start();
+  await readyP;
+  const dialMs = performance.now() - t;
+  const dialRequests = (await requests()) - r0 - 1;
+  await manager.stop();
+  await srv.stop();
+  extra.dial = { directMs, directRequests, dialMs, dialRequests };
+  console.log(
+    `  SDK Client connect + tools/list: ${directMs.toFixed(1)} ms, ${directRequests} requests; Gatehouse dial to ready: ${dialMs.toFixed(1)} ms, ${dialRequests} requests`,
+  );
+}
+
+// 6. Catalogue refresh: servers × tools through syncServerTools on a SQLite file.
+console.log("catalogue refresh");
+{
+  const dir = mkdtempSync(path.join(os.tmpdir(), "gatehouse-bench-cat-"));
+  const db = openDb(path.join(dir, "cat.db"));
+  const tools: Tool[] = Array.from({ length: SIZE.catTools }, (_, i) => ({
+    name: `tool_${String(i).padStart(4, "0")}`,
+    description: `Tool ${i} does a thing with its input.`,
+    inputSchema: { type: "object", properties: { a: { type: "string" }, b: { type: "number" } } },
+    annotations: { readOnlyHint: i % 2 === 0 },
+  }));
+  const server = (i: number): ServerConfig => ({
+    name: `s${i}`,
+    transport: "stdio",
+    command: "x",
+    args: [],
+    env: {},
+    cwd: null,
+    url: null,
+    headers: {},
+    allowPrivate: false,
+    allowTools: null,
+    maxTools: 200,
+    timeoutMs: 15_000,
+    minIntervalMs: 0,
+    maxFrameBytes: 4 * 1024 * 1024,
+    enabled: true,
+  });
+  const pass = () => {
+    const t = performance.now();
+    for (let i = 0; i < SIZE.catServers; i++)
+      syncServerTools(db, server(i), tools, { descriptionMaxChars: 1024 });
+    return performance.now() - t;
+  };
+  const first = pass();
+  const again = pass();
+  db.$client.close();
+  rmSync(dir, { recursive: true, force: true });
+  extra.catalogue = { servers: SIZE.catServers, tools: SIZE.catTools, firstMs: first, unchangedMs: again };
+  console.log(
+    `  ${SIZE.catServers} servers × ${SIZE.catTools} tools: first refresh ${first.toFixed(0)} ms, unchanged refresh ${again.toFixed(0)} ms`,
+  );
+}
+
+// 7. RSS with many stdio servers (Gatehouse's own process; children are separate processes).
+console.log("memory");
+{
+  const servers: Record<string, unknown> = {};
+  for (let i = 0; i < SIZE.servers; i++)
+    servers[`e${i}`] = { command: process.execPath, args: [echoServer], enabled: true };
+  const g = await startGatehouse(servers, []);
+  const rss = rssOf(g.pid);
+  await g.stop();
+  extra.rssWithServers = { servers: SIZE.servers, rss };
+  console.log(
+    `  Gatehouse RSS with ${SIZE.servers} stdio servers ready: ${mib(rss)} MiB (children excluded)`,
+  );
+
+  const flood = await startProcess(
+    process.execPath,
+    ["--conditions=react-server", "--import", "tsx", path.join(root, "bench", "flood.ts")],
+    { env: { FLOOD_MB: String(SIZE.flood) }, ready: /\{.*\}\n/, timeoutMs: 120_000 },
+  );
+  const result = JSON.parse(/\{.*\}/.exec(flood.output())?.[0] ?? "{}") as {
+    growth: number;
+    failedAfterMs: number;
+    maxFrameBytes: number;
+  };
+  await flood.stop();
+  extra.flood = { ...result, floodMb: SIZE.flood };
+  console.log(
+    `  ${SIZE.flood} MB stdio flood at maxFrameBytes ${mib(result.maxFrameBytes)} MiB: RSS growth ${mib(result.growth)} MiB (${(result.growth / result.maxFrameBytes).toFixed(2)} × maxFrameBytes), call failed after ${result.failedAfterMs.toFixed(0)} ms`,
+  );
+}
+
+// 8. The tools page with many rows: first-load JS (gzip) and time until the table shows.
+console.log("tools page");
+{
+  const servers: Record<string, unknown> = {};
+  for (let i = 0; i < SIZE.crowd; i++) {
+    servers[`crowd${i}`] = {
+      command: process.execPath,
+      args: [path.join(root, "test", "fixtures", "servers", "many-tools.mjs")],
+      env: { TOOL_COUNT: "200" },
+      maxTools: 200,
+      enabled: true,
+    };
+  }
+  const g = await startGatehouse(servers, []);
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+      "--disable-quic",
+    ],
+  });
+  try {
+    const context = await browser.newContext();
+    const [name, value] = g.cookie.split("=");
+    await context.addCookies([{ name: name ?? "", value: value ?? "", url: g.base }]);
+    const page = await context.newPage();
+    let jsGzip = 0;
+    page.on("response", async (res) => {
+      if (res.request().resourceType() === "script") jsGzip += gzipSync(await res.body()).length;
+    });
+    const t = performance.now();
+    await page.goto(`${g.base}/tools`);
+    await page.getByRole("row").filter({ hasText: "crowd0_tool_000" }).first().waitFor();
+    const visibleMs = performance.now() - t;
+    await page.waitForLoadState("networkidle");
+    const rowsShown = await page.getByRole("row").count();
+    extra.toolsPage = { rows: SIZE.crowd * 200, firstLoadJsGzip: jsGzip, visibleMs, rowsInDom: rowsShown };
+    console.log(
+      `  /tools with ${SIZE.crowd * 200} rows: first-load JS ${(jsGzip / 1024).toFixed(0)} KB gzip, table visible after ${visibleMs.toFixed(0)} ms (${rowsShown} rows in the DOM)`,
+    );
+  } finally {
+    await browser.close();
+    await g.stop();
+  }
+}
+
+// The table.
+const floor = rows.find((r) => r.name.startsWith("minimal proxy"));
+const peer = rows.find((r) => r.name.startsWith("supergateway"));
+const pad = (s: string, n: number) => s.padEnd(n);
+const lines = [
+  `${pad("path", 40)} ${pad("p50 ms", 9)} ${pad("p99 ms", 9)} ${pad("calls/s@32", 11)} ${pad("+p50 vs floor", 14)} ${pad("rps/floor", 10)} rps/peer`,
+];
+for (const r of rows) {
+  const dp50 = floor ? `${(r.seq.p50 - floor.seq.p50).toFixed(3)} ms` : "-";
+  lines.push(
+    `${pad(r.name, 40)} ${pad(r.seq.p50.toFixed(3), 9)} ${pad(r.seq.p99.toFixed(3), 9)} ${pad(r.rps.toFixed(0), 11)} ${pad(dp50, 14)} ${pad(floor ? (r.rps / floor.rps).toFixed(2) : "-", 10)} ${peer ? (r.rps / peer.rps).toFixed(2) : "-"}`,
+  );
+}
+console.log(`\n${smoke ? "SMOKE RUN (small sizes; figures are not comparable)\n" : ""}${lines.join("\n")}`);
+for (const n of notes) console.log(`note: ${n}`);
+const resultsDir = path.join(root, "bench", "results");
+mkdirSync(resultsDir, { recursive: true });
+writeFileSync(
+  path.join(resultsDir, smoke ? "smoke.json" : "latest.json"),
+  JSON.stringify({ at: new Date().toISOString(), smoke, size: SIZE, rows, extra, notes }, null, 2),
+);
+process.exit(0);

@@ -1,0 +1,139 @@
+/** Process and measurement helpers for the benchmark (bench/run.ts). */
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import net from "node:net";
+
+export const root = new URL("..", import.meta.url).pathname;
+
+export interface Started {
+  child: ChildProcess;
+  port: number;
+  output: () => string;
+  stop(): Promise<void>;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() => (addr && typeof addr === "object" ? resolve(addr.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+/**
+ * Starts a process in its own group and resolves when its stdout matches `ready` (the first
+ * capture group, when numeric, is taken as the port). Stop kills the whole group.
+ */
+export function startProcess(
+  cmd: string,
+  args: string[],
+  opts: { env?: Record<string, string>; ready: RegExp; port?: number; timeoutMs?: number },
+): Promise<Started> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, {
+      cwd: root,
+      env: { ...process.env, ...opts.env },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
+    let out = "";
+    const timer = setTimeout(
+      () => reject(new Error(`${cmd} ${args.join(" ")} not ready in time:\n${out.slice(-2000)}`)),
+      opts.timeoutMs ?? 60_000,
+    );
+    const stop = async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise<void>((r) => child.once("exit", () => r()));
+      try {
+        process.kill(-(child.pid ?? 0), "SIGTERM");
+      } catch {
+        return;
+      }
+      const killer = setTimeout(() => {
+        try {
+          process.kill(-(child.pid ?? 0), "SIGKILL");
+        } catch {
+          // Gone already.
+        }
+      }, 5000);
+      await exited;
+      clearTimeout(killer);
+    };
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString("utf8");
+      const m = opts.ready.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        child.stdout?.off("data", onData);
+        child.stdout?.on("data", (c: Buffer) => {
+          out += c.toString("utf8");
+        });
+        const port = m[1] && /^\d+$/.test(m[1]) ? Number(m[1]) : (opts.port ?? 0);
+        resolve({ child, port, output: () => out, stop });
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", (c: Buffer) => {
+      out += c.toString("utf8");
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${cmd} exited with ${code} before it was ready:\n${out.slice(-2000)}`));
+    });
+  });
+}
+
+export interface Stats {
+  p50: number;
+  p99: number;
+  n: number;
+}
+
+export function percentiles(samples: number[]): Stats {
+  const s = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? Number.NaN;
+  return { p50: at(0.5), p99: at(0.99), n: s.length };
+}
+
+/** `n` sequential calls after `warmup` unmeasured ones; milliseconds per call. */
+export async function sequential(fn: () => Promise<unknown>, n: number, warmup: number): Promise<Stats> {
+  for (let i = 0; i < warmup; i++) await fn();
+  const samples: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await fn();
+    samples.push(performance.now() - t);
+  }
+  return percentiles(samples);
+}
+
+/** `total` calls shared by `concurrency` callers; calls per second. */
+export async function concurrent(
+  fn: () => Promise<unknown>,
+  total: number,
+  concurrency: number,
+): Promise<number> {
+  let next = 0;
+  const t = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < total) {
+        next++;
+        await fn();
+      }
+    }),
+  );
+  return total / ((performance.now() - t) / 1000);
+}
+
+/** Resident set size of a process in bytes, from /proc. */
+export function rssOf(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return kb * 1024;
+}
+
+export const mib = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);

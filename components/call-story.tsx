@@ -1,0 +1,211 @@
+"use client";
+
+import { useQuery } from "@tanstack/react-query";
+import Link from "next/link";
+import type { ReactNode } from "react";
+import { Age } from "@/components/age";
+import { ApprovalReason } from "@/components/approval-reason";
+import { CallStatusBadge } from "@/components/call-status-badge";
+import { JsonView } from "@/components/json-view";
+import { ErrorAlert, Loading, Section } from "@/components/ui";
+import { api, seg } from "@/lib/api-client";
+import type { AuditEventView, CallStoryView, CallView } from "@/lib/api-types";
+import { errorWithCode, formatBytes, formatDateTime, formatDuration } from "@/lib/format";
+import { queryKeys } from "@/lib/query-keys";
+
+/** How the stored form of a result over the cap looks (server/calls/broker.ts `capResult`). */
+interface TruncatedResult {
+  truncated: true;
+  bytes: number;
+  preview: string;
+}
+
+function isTruncated(call: CallView): call is CallView & { result: TruncatedResult } {
+  const r = call.result as Partial<TruncatedResult> | null;
+  return call.resultTruncated && typeof r === "object" && r !== null && typeof r.preview === "string";
+}
+
+/** One call from request to outcome: facts, arguments, result (capped, marked) and the audit trail. */
+export function CallStory({ id }: { id: string }) {
+  const query = useQuery({
+    queryKey: queryKeys.calls.story(id),
+    queryFn: ({ signal }) => api<CallStoryView>(`/api/calls/${seg(id)}/story`, { signal }),
+  });
+
+  return (
+    <div>
+      <Link href="/activity" className="text-sm font-medium text-indigo-700 hover:underline">
+        ← Activity
+      </Link>
+      {query.isPending ? (
+        <Loading label="Loading the call…" />
+      ) : query.isError ? (
+        <ErrorAlert className="mt-4">Could not load this call: {errorWithCode(query.error)}</ErrorAlert>
+      ) : (
+        <Story story={query.data} />
+      )}
+    </div>
+  );
+}
+
+function Story({ story: { call, audit } }: { story: CallStoryView }) {
+  return (
+    <div className="mt-3 space-y-8">
+      <div>
+        <div className="flex flex-wrap items-center gap-3">
+          <h1 className="break-all font-mono text-xl font-semibold text-zinc-900">{call.tool}</h1>
+          <CallStatusBadge status={call.status} />
+        </div>
+        <p className="mt-1 break-all text-sm text-zinc-500">
+          Call <span className="font-mono">{call.id}</span>
+        </p>
+      </div>
+
+      <dl className="grid gap-x-6 gap-y-3 rounded-lg border border-zinc-200 bg-white p-4 text-sm shadow-xs sm:grid-cols-[10rem_1fr]">
+        <Fact term="Server">
+          <span className="font-mono">{call.server || "—"}</span>
+        </Fact>
+        <Fact term="Requested by">
+          {call.requester.kind} <span className="font-medium">{call.requester.name}</span>
+        </Fact>
+        <Fact term="Requested">
+          {formatDateTime(call.createdAt)} (<Age at={call.createdAt} />)
+        </Fact>
+        {call.approvalReason ? (
+          <Fact term="Approval">
+            <ApprovalReason reason={call.approvalReason} />
+          </Fact>
+        ) : null}
+        {call.decidedAt ? (
+          <Fact
+            term={call.status === "denied" ? "Denied" : call.status === "refused" ? "Refused" : "Approved"}
+          >
+            {formatDateTime(call.decidedAt)} by <span className="font-medium">{call.decidedBy ?? "—"}</span>
+          </Fact>
+        ) : call.status === "pending" && call.expiresAt ? (
+          <Fact term="Expires">{formatDateTime(call.expiresAt)}</Fact>
+        ) : null}
+        {call.reason ? (
+          <Fact term="Reason">
+            <span className="whitespace-pre-wrap break-words">{call.reason}</span>
+          </Fact>
+        ) : null}
+        {call.startedAt ? (
+          <Fact term="Ran">
+            {formatDateTime(call.startedAt)}
+            {call.finishedAt ? ` → ${formatDateTime(call.finishedAt)}` : " (still running)"}
+            {call.durationMs !== null ? `, ${formatDuration(call.durationMs)}` : ""}
+          </Fact>
+        ) : null}
+        {call.error ? (
+          <Fact term="Error">
+            <span className="break-words text-rose-700">
+              {call.error.message} <span className="font-mono text-xs">({call.error.code})</span>
+            </span>
+          </Fact>
+        ) : null}
+      </dl>
+
+      <Section title="Arguments" description="Exactly as requested; long values are folded, never cut.">
+        <JsonView value={call.arguments} />
+      </Section>
+
+      <Section title="Result">
+        <Result call={call} />
+      </Section>
+
+      <Section title="Audit trail" description="Every step of this call, oldest first.">
+        <ol
+          aria-label="Audit trail"
+          className="divide-y divide-zinc-100 rounded-lg border border-zinc-200 bg-white"
+        >
+          {audit.map((event) => (
+            <AuditRow key={event.id} event={event} />
+          ))}
+        </ol>
+      </Section>
+    </div>
+  );
+}
+
+function Fact({ term, children }: { term: string; children: ReactNode }) {
+  return (
+    <>
+      <dt className="font-medium text-zinc-500">{term}</dt>
+      <dd className="min-w-0 text-zinc-800">{children}</dd>
+    </>
+  );
+}
+
+function Result({ call }: { call: CallView }) {
+  if (isTruncated(call)) {
+    return (
+      <div className="space-y-2">
+        <p
+          role="note"
+          className="rounded-md bg-amber-50 px-3 py-2 text-sm text-amber-900 ring-1 ring-amber-200"
+        >
+          Truncated: the result was {formatBytes(call.result.bytes)}; the store keeps its first{" "}
+          {formatBytes(new TextEncoder().encode(call.result.preview).length)} as text, shown below. Callers
+          that were waiting for it received it whole.
+        </p>
+        <pre className="max-h-[32rem] overflow-auto whitespace-pre-wrap break-all rounded-md bg-zinc-950 px-3 py-2 font-mono text-xs leading-5 text-zinc-100">
+          {call.result.preview}
+          <span className="text-amber-300">{" …[truncated]"}</span>
+        </pre>
+      </div>
+    );
+  }
+  if (call.result === null || call.result === undefined) {
+    const why =
+      call.status === "pending"
+        ? "The call is waiting for a decision."
+        : call.status === "running"
+          ? "The tool is running."
+          : call.status === "interrupted"
+            ? "Gatehouse stopped while the tool ran; the outcome is unknown and the call will not be run again."
+            : "The tool did not run, or returned nothing.";
+    return <p className="text-sm text-zinc-500">{why}</p>;
+  }
+  return <JsonView value={call.result} />;
+}
+
+const ACTIONS: Record<string, string> = {
+  "call.pending": "Requested; waiting for approval",
+  "call.started": "Requested; ran at once (read-only)",
+  "call.approved": "Approved",
+  "call.denied": "Denied",
+  "call.expired": "Expired without a decision",
+  "call.refused": "Refused",
+  "call.succeeded": "Succeeded",
+  "call.failed": "Failed",
+  "call.interrupted": "Interrupted: outcome unknown",
+  "call.withdrawn": "Withdrawn by the requester",
+};
+
+function durationText(event: AuditEventView): string | null {
+  if (event.durationMs === null) return null;
+  const d = formatDuration(event.durationMs);
+  if (event.action === "call.succeeded" || event.action === "call.failed") return `ran ${d}`;
+  return `after ${d}`;
+}
+
+function AuditRow({ event }: { event: AuditEventView }) {
+  const duration = durationText(event);
+  return (
+    <li className="grid gap-x-4 gap-y-0.5 px-4 py-2.5 text-sm sm:grid-cols-[10.5rem_1fr]">
+      <time dateTime={event.at} className="tabular-nums text-zinc-500">
+        {formatDateTime(event.at)}
+      </time>
+      <div className="min-w-0">
+        <span className="font-medium text-zinc-900">{ACTIONS[event.action] ?? event.action}</span>
+        <span className="text-zinc-600">
+          {" "}
+          by {event.actor}
+          {duration ? ` · ${duration}` : ""}
+        </span>
+        {event.detail ? <p className="break-words text-zinc-600">{event.detail}</p> : null}
+      </div>
+    </li>
+  );
+}

@@ -1,0 +1,85 @@
+import "server-only";
+import { tokenFromSecret } from "../auth/tokens";
+import type { Db } from "../store/db";
+
+/** Which `Host` and `Origin` values `/mcp` answers (DNS-rebinding protection). */
+export interface AllowedPeers {
+  hosts: ReadonlySet<string>;
+  origins: ReadonlySet<string>;
+}
+
+export interface AllowedPeersInput {
+  /** `HOST` the server listens on (default 127.0.0.1). */
+  host?: string;
+  /** `PORT` (default 3000). */
+  port?: string;
+  /** `GATEHOUSE_PUBLIC_ORIGIN`, when Gatehouse is reached through a proxy. */
+  publicOrigin?: string;
+  /** `agentEndpoint.allowedHosts` / `allowedOrigins` from the config: added to the defaults. */
+  extraHosts?: readonly string[];
+  extraOrigins?: readonly string[];
+}
+
+/** Listen addresses that no client ever sends as a Host. */
+const WILDCARDS = new Set(["0.0.0.0", "::", "[::]"]);
+
+/**
+ * The default allow-list: the loopback names on Gatehouse's port (127.0.0.1, localhost, [::1]),
+ * the listen host itself when it is a real name, and `GATEHOUSE_PUBLIC_ORIGIN`. Anything else
+ * must be listed in `agentEndpoint` in the config. Hosts and origins are compared lowercased.
+ */
+export function allowedPeers(input: AllowedPeersInput): AllowedPeers {
+  const port = input.port ?? "3000";
+  const names = new Set(["127.0.0.1", "localhost", "[::1]"]);
+  const listen = input.host?.trim().toLowerCase();
+  if (listen && !WILDCARDS.has(listen)) names.add(listen.includes(":") ? `[${listen}]` : listen);
+  const hosts = new Set<string>();
+  const origins = new Set<string>();
+  for (const name of names) {
+    hosts.add(`${name}:${port}`);
+    origins.add(`http://${name}:${port}`);
+    // Browsers and HTTP clients leave the default port out of Host and Origin.
+    if (port === "80") {
+      hosts.add(name);
+      origins.add(`http://${name}`);
+    }
+  }
+  if (input.publicOrigin) {
+    try {
+      const u = new URL(input.publicOrigin);
+      hosts.add(u.host.toLowerCase());
+      origins.add(u.origin.toLowerCase());
+    } catch {
+      // An unparsable public origin allows nothing extra.
+    }
+  }
+  for (const h of input.extraHosts ?? []) hosts.add(h.toLowerCase());
+  for (const o of input.extraOrigins ?? []) origins.add(o.toLowerCase().replace(/\/$/, ""));
+  return { hosts, origins };
+}
+
+/**
+ * Why a request must be refused before anything else happens, or null. `Host` is required and
+ * must be allowed; `Origin` is optional (agents are not browsers) but, when present, must be
+ * allowed — a page on another site that reached us through DNS rebinding carries its own origin.
+ */
+export function peerProblem(headers: Headers, allowed: AllowedPeers): string | null {
+  const host = headers.get("host")?.toLowerCase() ?? null;
+  if (host === null || !allowed.hosts.has(host)) {
+    return `requests for host ${JSON.stringify(host ?? "")} are not accepted; add it to agentEndpoint.allowedHosts in the config if Gatehouse is reached under that name`;
+  }
+  const origin = headers.get("origin");
+  if (origin !== null && !allowed.origins.has(origin.toLowerCase())) {
+    return `requests from origin ${JSON.stringify(origin)} are not accepted`;
+  }
+  return null;
+}
+
+/**
+ * The agent token presented as `Authorization: Bearer <secret>`, or null (none, another scheme,
+ * unknown or revoked). `/mcp` is for agents only: a session cookie is never looked at.
+ */
+export function bearerAgent(db: Db, headers: Headers): { id: number; name: string } | null {
+  const m = /^Bearer\s+(\S+)$/i.exec(headers.get("authorization")?.trim() ?? "");
+  return m?.[1] ? tokenFromSecret(db, m[1]) : null;
+}

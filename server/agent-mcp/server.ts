@@ -1,0 +1,48 @@
+import "server-only";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import {
+  CallToolRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  ReadResourceRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import { listEnabledTools } from "../catalogue/catalogue";
+import { listResources, type ResourceDeps, readResource } from "./resources";
+import { type CallContext, callTool, holdSeconds, toMcpTool } from "./tools";
+
+export const SERVER_INFO = { name: "gatehouse", version: "0.1.0" } as const;
+
+function instructions(waitSeconds: number): string {
+  return [
+    "Gatehouse offers the tools an owner enabled, named <server>_<tool>.",
+    "Tools marked readOnlyHint: true run at once.",
+    `Any other tool waits for a person to approve the call: the request is held for up to ${waitSeconds} s (progress notifications are sent when you give a progressToken).`,
+    "A denial comes back as an error result with the reviewer's reason.",
+    "If nobody has decided in time, the error result names the call id; the call stays pending and can be checked with GET /api/calls/<id>?wait=60 using the same bearer token.",
+    "Cancelling the request withdraws a pending call.",
+    "Resources of the servers behind the enabled tools are readable under gatehouse://<server>/<uri>.",
+  ].join(" ");
+}
+
+/**
+ * One session's MCP server: `tools/list` is the enabled catalogue, `tools/call` goes through
+ * the call broker (refusals as `isError` results, destructive calls held for a decision), and
+ * resources of servers with an enabled tool pass through read-only.
+ */
+export function createAgentServer(deps: ResourceDeps & { call: CallContext }): Server {
+  const server = new Server(SERVER_INFO, {
+    capabilities: { tools: { listChanged: true }, resources: { listChanged: true } },
+    instructions: instructions(holdSeconds(deps.call.waitSeconds)),
+  });
+  server.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: listEnabledTools(deps.db).map(toMcpTool),
+  }));
+  server.setRequestHandler(CallToolRequestSchema, (req, extra) => callTool(deps.call, req.params, extra));
+  server.setRequestHandler(ListResourcesRequestSchema, async () => ({
+    resources: await listResources(deps),
+  }));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: [] }));
+  server.setRequestHandler(ReadResourceRequestSchema, (req) => readResource(deps, req.params.uri));
+  return server;
+}

@@ -1,0 +1,246 @@
+import "server-only";
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import type {
+  CallToolResult,
+  ServerNotification,
+  ServerRequest,
+  Tool,
+  ToolAnnotations,
+} from "@modelcontextprotocol/sdk/types.js";
+import { type AgentToolView, type CallView, finalCallStatuses } from "@/lib/api-types";
+import { GatehouseError } from "@/lib/errors";
+import type { CallBroker, Requester } from "../calls/broker";
+import { cleanDescription } from "../catalogue/definition";
+import type { EventBus } from "../events";
+import type { Logger } from "../log";
+
+/** `_meta` key on every `tools/call` result that went through the broker: the call's id and status. */
+export const CALL_META_KEY = "gatehouse/call";
+
+/** The server part of a local tool name `<server>_<tool>` (server names contain no `_`). */
+export function serverOf(localName: string): string {
+  const i = localName.indexOf("_");
+  return i < 0 ? localName : localName.slice(0, i);
+}
+
+const PASSED_HINTS = ["destructiveHint", "idempotentHint", "openWorldHint"] as const;
+
+/**
+ * An enabled tool as the agent sees it. The server's annotations are untrusted: only the known
+ * keys with the right types pass, and `readOnlyHint` says what Gatehouse enforces — a tool whose
+ * calls wait for a reviewer is not read-only, whatever its server claims.
+ */
+export function toMcpTool(t: AgentToolView): Tool {
+  const given = t.annotations ?? {};
+  const annotations: ToolAnnotations = {};
+  if (typeof given.title === "string") annotations.title = cleanDescription(given.title, 200);
+  for (const key of PASSED_HINTS) {
+    const v = given[key];
+    if (typeof v === "boolean") annotations[key] = v;
+  }
+  annotations.readOnlyHint = !t.destructive;
+  const schema = t.inputSchema;
+  const inputSchema =
+    schema !== null && typeof schema === "object" && (schema as { type?: unknown }).type === "object"
+      ? (schema as Tool["inputSchema"])
+      : { type: "object" as const };
+  const server = serverOf(t.name);
+  return {
+    name: t.name,
+    // Clients and models need something to read; an empty description says where the tool is from.
+    description: t.description || `${t.name.slice(server.length + 1)} from server ${server}`,
+    inputSchema,
+    annotations,
+  };
+}
+
+/** Everything an agent could see change in `tools/list`, to compare before and after an event. */
+export function toolsSignature(tools: AgentToolView[]): string {
+  return JSON.stringify(tools.map(toMcpTool));
+}
+
+type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+export interface CallContext {
+  broker: CallBroker;
+  bus: EventBus;
+  log: Logger;
+  requester: Requester;
+  /** `approvals.waitSeconds`: how long a destructive call is held open. */
+  waitSeconds: number;
+  /** Gap between progress notifications while a call is held. */
+  progressIntervalMs: number;
+  /** Where the agent can check a call later (`GATEHOUSE_PUBLIC_ORIGIN` or the request's origin). */
+  baseUrl: string;
+  /** True once the session is being torn down (DELETE, idle, eviction, shutdown): not a cancellation. */
+  closing(): boolean;
+  /** A held request starts and ends (sessions holding a call are not evicted). */
+  holding(delta: 1 | -1): void;
+  /** Ends the SSE stream of a request the client cancelled (the SDK sends it no response). */
+  endStream(requestId: Extra["requestId"]): void;
+}
+
+/**
+ * How long a destructive call is held: `approvals.waitSeconds`, one second short when that is 10 s
+ * or more. A client whose request timeout equals `waitSeconds` (the SDK's default timeout is 60 s,
+ * like `waitSeconds`) started its clock before ours, and would otherwise give up first — and its
+ * cancellation would withdraw the call instead of hearing that it is still pending.
+ */
+export function holdSeconds(waitSeconds: number): number {
+  return waitSeconds >= 10 ? waitSeconds - 1 : waitSeconds;
+}
+
+const isFinal = (status: string) => (finalCallStatuses as readonly string[]).includes(status);
+
+function text(message: string, call: CallView | null, isError = true): CallToolResult {
+  return {
+    content: [{ type: "text", text: message }],
+    isError,
+    ...(call ? { _meta: { [CALL_META_KEY]: { id: call.id, status: call.status } } } : {}),
+  };
+}
+
+function isToolResult(value: unknown): value is CallToolResult {
+  return (
+    value !== null &&
+    typeof value === "object" &&
+    Array.isArray((value as { content?: unknown }).content) &&
+    !(value as { truncated?: unknown }).truncated
+  );
+}
+
+/** The answer for a call in a final status. */
+export function finalResult(call: CallView, checkUrl: string): CallToolResult {
+  const meta = { [CALL_META_KEY]: { id: call.id, status: call.status } };
+  switch (call.status) {
+    case "succeeded":
+    case "failed":
+      // The tool's own answer, including a result it marked isError.
+      if (isToolResult(call.result)) return { ...call.result, _meta: { ...call.result._meta, ...meta } };
+      if (call.status === "succeeded") {
+        return text(
+          `Call ${call.id} succeeded, but its result is too large to return in full; see ${checkUrl}.`,
+          call,
+        );
+      }
+      return text(
+        `Call ${call.id} failed: ${call.error?.message ?? "unknown error"} (${call.error?.code ?? "failed"}).`,
+        call,
+      );
+    case "denied":
+      return text(
+        `Denied by ${call.decidedBy ?? "a reviewer"}: ${call.reason ?? "no reason given"}. Call ${call.id} was not run.`,
+        call,
+      );
+    case "expired":
+      return text(`Call ${call.id} expired without a decision; it was not run.`, call);
+    case "refused":
+      return text(
+        `Refused: ${call.error?.message ?? "the call was refused"}. Call ${call.id} was not run.`,
+        call,
+      );
+    case "interrupted":
+      return text(
+        `Call ${call.id} was interrupted by a Gatehouse restart while it ran; its outcome is unknown.`,
+        call,
+      );
+    case "withdrawn":
+      return text(`Call ${call.id} was withdrawn before anyone decided; it was not run.`, call);
+    default:
+      return text(`Call ${call.id} is ${call.status}.`, call);
+  }
+}
+
+/** The answer when the wait is over and nobody has decided yet (or the approved tool still runs). */
+export function stillWaitingResult(call: CallView, waitSeconds: number, checkUrl: string): CallToolResult {
+  const later = `Check it later with GET ${checkUrl}?wait=60 and the same bearer token.`;
+  if (call.status === "running") {
+    return text(
+      `Call ${call.id} was approved by ${call.decidedBy ?? "a reviewer"} and is still running. ${later}`,
+      call,
+    );
+  }
+  const expiry = call.expiresAt ? ` (it expires at ${call.expiresAt})` : "";
+  return text(
+    `Call ${call.id} is still waiting for a reviewer's approval after ${waitSeconds} s. It stays pending until someone decides${expiry}; nothing more is needed to keep it. ${later}`,
+    call,
+  );
+}
+
+/**
+ * `tools/call`: refusals become an `isError` result saying why; a read-only tool answers with its
+ * result; a destructive one becomes the same pending call as `POST /api/calls` and the request
+ * is held until a decision (or `waitSeconds`), with progress notifications when the client gave a
+ * progress token. The client's cancellation withdraws the pending call.
+ */
+export async function callTool(
+  ctx: CallContext,
+  params: { name: string; arguments?: Record<string, unknown> },
+  extra: Extra,
+): Promise<CallToolResult> {
+  let outcome: Awaited<ReturnType<CallBroker["request"]>>;
+  try {
+    outcome = await ctx.broker.request(ctx.requester, {
+      tool: params.name,
+      arguments: params.arguments ?? {},
+    });
+  } catch (err) {
+    if (err instanceof GatehouseError) return text(`Refused (${err.code}): ${err.message}`, null);
+    throw err;
+  }
+  const checkUrl = `${ctx.baseUrl}/api/calls/${outcome.call.id}`;
+  if (outcome.httpStatus === 200 || isFinal(outcome.call.status)) return finalResult(outcome.call, checkUrl);
+  return hold(ctx, outcome.call, extra, checkUrl);
+}
+
+async function hold(
+  ctx: CallContext,
+  call: CallView,
+  extra: Extra,
+  checkUrl: string,
+): Promise<CallToolResult> {
+  const { id } = call;
+  const seconds = holdSeconds(ctx.waitSeconds);
+  const token = extra._meta?.progressToken;
+  const started = Date.now();
+  let last = -1;
+  const progress = (message: string) => {
+    if (token === undefined || extra.signal.aborted) return;
+    // Progress must increase with every notification, even two within one millisecond.
+    last = Math.max(last + 0.001, (Date.now() - started) / 1000);
+    extra
+      .sendNotification({
+        method: "notifications/progress",
+        params: { progressToken: token, progress: last, total: seconds, message },
+      })
+      .catch((err: unknown) => ctx.log.debug(`progress for call ${id} not sent: ${String(err)}`));
+  };
+  const waiting = () =>
+    `waiting for a reviewer to approve call ${id} (${Math.round((Date.now() - started) / 1000)} of ${seconds} s)`;
+  progress(waiting());
+  const timer = setInterval(() => progress(waiting()), ctx.progressIntervalMs);
+  timer.unref();
+  const unsubscribe = ctx.bus.subscribe((e) => {
+    if (e.type === "call" && e.id === id && e.status === "running") progress(`call ${id} approved; running`);
+  });
+  ctx.holding(1);
+  try {
+    const view = await ctx.broker.wait(id, seconds, extra.signal);
+    if (extra.signal.aborted && !ctx.closing()) {
+      // notifications/cancelled from the client: it no longer wants the call made.
+      try {
+        ctx.broker.withdraw(ctx.requester, id);
+      } catch (err) {
+        if (!(err instanceof GatehouseError)) throw err;
+        ctx.log.info(`call ${id} was not withdrawn: ${err.message}`);
+      }
+      ctx.endStream(extra.requestId);
+    }
+    // After a cancellation or teardown the SDK sends nothing; the call stays in the store.
+    return isFinal(view.status) ? finalResult(view, checkUrl) : stillWaitingResult(view, seconds, checkUrl);
+  } finally {
+    clearInterval(timer);
+    unsubscribe();
+    ctx.holding(-1);
+  }
+}

@@ -1,0 +1,167 @@
+import "server-only";
+import { and, count, desc, eq, gt, like, lt, max, or, type SQL } from "drizzle-orm";
+import type {
+  ChangeDetail,
+  ChangeKind,
+  ChangesPage,
+  ChangeView,
+  ToolActionView,
+  ToolHistoryView,
+} from "@/lib/api-types";
+import { GatehouseError } from "@/lib/errors";
+import type { Db } from "../store/db";
+import { auditEvents, catalogueChanges, changeReads, tools } from "../store/schema";
+
+/**
+ * The catalogue change feed (PRODUCT.md §5, "Catalogue diffs"): rows are written by
+ * `syncServerTools` in its own transaction; here they are read, newest first, with unread marks
+ * per owner (`change_reads.last_seen_id`, which only moves forward).
+ */
+
+type ChangeRow = typeof catalogueChanges.$inferSelect;
+
+/** A change as `syncServerTools` records it, before it has an id. */
+export interface NewChange {
+  kind: ChangeKind;
+  tool: string;
+  localName: string | null;
+  detail?: ChangeDetail;
+}
+
+export function toChangeView(row: ChangeRow, lastSeenId: number): ChangeView {
+  let detail: ChangeDetail | null = null;
+  if (row.detail) {
+    try {
+      detail = JSON.parse(row.detail) as ChangeDetail;
+    } catch {
+      detail = null;
+    }
+  }
+  return {
+    id: row.id,
+    at: row.at,
+    server: row.server,
+    kind: row.kind as ChangeKind,
+    tool: row.tool,
+    localName: row.localName,
+    detail,
+    unread: row.id > lastSeenId,
+  };
+}
+
+/** The newest change id this user has read (0: none). */
+export function lastSeenIdOf(db: Db, userId: number): number {
+  return (
+    db.select({ id: changeReads.lastSeenId }).from(changeReads).where(eq(changeReads.userId, userId)).get()
+      ?.id ?? 0
+  );
+}
+
+function unreadAfter(db: Db, lastSeenId: number): number {
+  return (
+    db.select({ n: count() }).from(catalogueChanges).where(gt(catalogueChanges.id, lastSeenId)).get()?.n ?? 0
+  );
+}
+
+/**
+ * One page of the feed for `userId`, newest first: `limit` changes older than `before` (an id),
+ * each marked unread when newer than what the user marked read, and the user's unread count.
+ */
+export function listChanges(
+  db: Db,
+  params: { userId: number; limit: number; before?: number | undefined },
+): ChangesPage {
+  const lastSeenId = lastSeenIdOf(db, params.userId);
+  const rows = db
+    .select()
+    .from(catalogueChanges)
+    .where(params.before !== undefined ? lt(catalogueChanges.id, params.before) : undefined)
+    .orderBy(desc(catalogueChanges.id))
+    .limit(params.limit + 1)
+    .all();
+  const page = rows.slice(0, params.limit);
+  const last = page[page.length - 1];
+  return {
+    changes: page.map((r) => toChangeView(r, lastSeenId)),
+    unread: unreadAfter(db, lastSeenId),
+    lastSeenId,
+    nextBefore: rows.length > params.limit && last ? last.id : null,
+  };
+}
+
+/**
+ * Marks every change up to `upTo` as read for `userId`. The mark never moves backwards (an old
+ * tab cannot make read changes unread again) and never beyond the newest change (a made-up id
+ * cannot pre-read changes that do not exist yet).
+ */
+export function markChangesRead(
+  db: Db,
+  params: { userId: number; upTo: number },
+): { lastSeenId: number; unread: number } {
+  return db.transaction((tx) => {
+    const newest =
+      tx
+        .select({ id: max(catalogueChanges.id) })
+        .from(catalogueChanges)
+        .get()?.id ?? 0;
+    const current =
+      tx
+        .select({ id: changeReads.lastSeenId })
+        .from(changeReads)
+        .where(eq(changeReads.userId, params.userId))
+        .get()?.id ?? 0;
+    const next = Math.max(current, Math.min(params.upTo, newest));
+    if (next !== current) {
+      tx.insert(changeReads)
+        .values({ userId: params.userId, lastSeenId: next })
+        .onConflictDoUpdate({ target: changeReads.userId, set: { lastSeenId: next } })
+        .run();
+    }
+    const unread =
+      tx.select({ n: count() }).from(catalogueChanges).where(gt(catalogueChanges.id, next)).get()?.n ?? 0;
+    return { lastSeenId: next, unread };
+  });
+}
+
+/** How many tool events of one tool's history are returned at most. */
+export const HISTORY_LIMIT = 200;
+
+/**
+ * A tool's own history: what its server did (including events from before it had a row, such
+ * as being over the cap, matched by server and remote name) and what owners did to it.
+ */
+export function toolHistory(db: Db, params: { localName: string; userId: number }): ToolHistoryView {
+  const row = db
+    .select({ server: tools.server, remoteName: tools.remoteName })
+    .from(tools)
+    .where(eq(tools.localName, params.localName))
+    .get();
+  if (!row) throw new GatehouseError("tool_not_found", `no tool named "${params.localName}"`);
+  const lastSeenId = lastSeenIdOf(db, params.userId);
+  const match: SQL | undefined = or(
+    eq(catalogueChanges.localName, params.localName),
+    and(eq(catalogueChanges.server, row.server), eq(catalogueChanges.tool, row.remoteName)),
+  );
+  const changes = db
+    .select()
+    .from(catalogueChanges)
+    .where(match)
+    .orderBy(desc(catalogueChanges.id))
+    .limit(HISTORY_LIMIT)
+    .all()
+    .map((r) => toChangeView(r, lastSeenId));
+  const actions: ToolActionView[] = db
+    .select({
+      id: auditEvents.id,
+      at: auditEvents.at,
+      actor: auditEvents.actor,
+      action: auditEvents.action,
+      detail: auditEvents.detail,
+    })
+    .from(auditEvents)
+    .where(and(eq(auditEvents.subject, params.localName), like(auditEvents.action, "tool.%")))
+    .orderBy(desc(auditEvents.id))
+    .limit(HISTORY_LIMIT)
+    .all();
+  return { changes, actions };
+}
