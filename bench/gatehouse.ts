@@ -30,7 +30,9 @@ export async function startGatehouse(servers: Record<string, unknown>, enable: s
   const next = path.join(root, "node_modules", "next", "dist", "bin", "next");
   let started: Started;
   try {
-    started = await startProcess(process.execPath, [next, "start", "-H", "127.0.0.1", "-p", String(port)], {
+    // GATEHOUSE_BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the server.
+    const nodeArgs = (process.env.GATEHOUSE_BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
+    started = await startProcess(process.execPath, [...nodeArgs, next, "start", "-H", "127.0.0.1", "-p", String(port)], {
       env: {
         GATEHOUSE_CONFIG: config,
         GATEHOUSE_DB: path.join(dir, "gatehouse.db"),

@@ -1,8 +1,9 @@
 import "server-only";
-import { asc, eq, isNull } from "drizzle-orm";
+import { asc, eq, isNull, sql } from "drizzle-orm";
 import type { TokenView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import type { Db } from "../store/db";
+import { prepared } from "../store/prepared";
 import { agentTokens, auditEvents } from "../store/schema";
 import { newSecret, sha256 } from "./crypto";
 
@@ -68,11 +69,10 @@ const LAST_USED_RESOLUTION_MS = 60_000;
 
 /** The active token with this secret, or null (unknown or revoked). */
 export function tokenFromSecret(db: Db, secret: string): { id: number; name: string } | null {
-  const row = db
-    .select()
-    .from(agentTokens)
-    .where(eq(agentTokens.tokenHash, sha256(secret)))
-    .get();
+  const query = prepared(db, "tokens.byHash", () =>
+    db.select().from(agentTokens).where(eq(agentTokens.tokenHash, sql.placeholder("hash"))).prepare(),
+  );
+  const row = query.get({ hash: sha256(secret) });
   if (!row || row.revokedAt) return null;
   const now = Date.now();
   if (!row.lastUsedAt || now - Date.parse(row.lastUsedAt) > LAST_USED_RESOLUTION_MS) {

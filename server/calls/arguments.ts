@@ -2,6 +2,7 @@ import "server-only";
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
+import { Ajv, type ValidateFunction } from "ajv";
 import { GatehouseError } from "@/lib/errors";
 import { canonicalJson } from "../catalogue/definition";
 
@@ -147,12 +148,15 @@ function overrun(): GatehouseError {
  */
 export function checkArguments(definitionHash: string, schema: unknown, args: Record<string, unknown>): void {
   if (overran.has(definitionHash)) throw overrun();
+  const fast = local.get(definitionHash);
+  if (fast) return checkLocally(fast, args);
   let answer = ask(definitionHash, schema, args);
   // The worker was replaced since this definition was compiled: send the schema again.
   if (answer.kind === "unknown") {
     checker?.known.delete(definitionHash);
     answer = ask(definitionHash, schema, args);
   }
+  if (answer.kind === "ok" || answer.kind === "invalid") promoteToLocal(definitionHash, schema);
   if (answer.kind === "ok") return;
   if (answer.kind === "compile" || answer.kind === "unknown") {
     throw new GatehouseError("tool_unusable", "the tool's input schema cannot be compiled", {
@@ -162,6 +166,48 @@ export function checkArguments(definitionHash: string, schema: unknown, args: Re
   const where = answer.instancePath ? `arguments${answer.instancePath.replaceAll("/", ".")}` : "arguments";
   const extra = answer.missingProperty !== undefined ? ` (missing ${String(answer.missingProperty)})` : "";
   throw new GatehouseError("invalid_arguments", `${where} ${answer.message}${extra}`);
+}
+
+/**
+ * Validators for schemas without regular expressions (no `pattern`, no `patternProperties`), run
+ * on the main thread: without a regex a check is linear in the arguments' size, so the worker's
+ * round trip (the hot path's largest single cost) buys nothing. A schema gets here only after
+ * the worker compiled and checked it within the deadline.
+ */
+const local = new Map<string, ValidateFunction>();
+const localAjv = new Ajv({ strict: false, allErrors: false, validateSchema: false });
+
+/** Whether a schema contains a regular expression anywhere (conservatively: any such key). */
+export function hasRegex(schema: unknown): boolean {
+  if (Array.isArray(schema)) return schema.some(hasRegex);
+  if (schema === null || typeof schema !== "object") return false;
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === "pattern" || key === "patternProperties") return true;
+    if (hasRegex(value)) return true;
+  }
+  return false;
+}
+
+function checkLocally(validate: ValidateFunction, args: Record<string, unknown>): void {
+  if (validate(args)) return;
+  const e = validate.errors?.[0];
+  const where = e?.instancePath ? `arguments${e.instancePath.replaceAll("/", ".")}` : "arguments";
+  const missing =
+    e?.keyword === "required" && e.params && "missingProperty" in e.params
+      ? ` (missing ${String(e.params.missingProperty)})`
+      : "";
+  throw new GatehouseError("invalid_arguments", `${where} ${e?.message ?? "do not match the input schema"}${missing}`);
+}
+
+function promoteToLocal(definitionHash: string, schema: unknown): void {
+  if (local.has(definitionHash) || hasRegex(schema)) return;
+  try {
+    const { $schema: _ignored, ...rest } = (schema ?? {}) as Record<string, unknown>;
+    if (local.size >= CACHE_MAX) local.clear();
+    local.set(definitionHash, localAjv.compile(rest));
+  } catch {
+    // The worker compiled it; if this copy cannot, the worker keeps doing the checks.
+  }
 }
 
 /** Digest of a call's exact arguments, independent of key order. */

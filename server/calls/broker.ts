@@ -20,6 +20,7 @@ import {
 import type { EventBus } from "../events";
 import type { Logger } from "../log";
 import type { Db } from "../store/db";
+import { prepared } from "../store/prepared";
 import { auditEvents, calls, tools } from "../store/schema";
 import { argumentsDigest, checkArguments } from "./arguments";
 
@@ -240,10 +241,21 @@ export class CallBroker {
     detail?: string | null,
     durationMs?: number,
   ) {
-    this.deps.db
-      .insert(auditEvents)
-      .values({ actor, action, subject, callId, detail: detail ?? null, durationMs: durationMs ?? null })
-      .run();
+    const { db } = this.deps;
+    const insert = prepared(db, "audit.insert", () =>
+      db
+        .insert(auditEvents)
+        .values({
+          actor: sql.placeholder("actor"),
+          action: sql.placeholder("action"),
+          subject: sql.placeholder("subject"),
+          callId: sql.placeholder("callId"),
+          detail: sql.placeholder("detail"),
+          durationMs: sql.placeholder("durationMs"),
+        })
+        .prepare(),
+    );
+    insert.run({ actor, action, subject, callId, detail: detail ?? null, durationMs: durationMs ?? null });
   }
 
   private publish(id: string, status: CallStatus): void {
@@ -349,10 +361,13 @@ export class CallBroker {
       createdAt,
     };
     if (need.reason === null) {
-      db.insert(calls)
-        .values({ ...common, status: "running", startedAt: createdAt })
-        .run();
-      this.audit(requester.name, "call.started", row.localName, id, "read-only");
+      // One commit for the row and its audit entry (better-sqlite3's cached BEGIN/COMMIT).
+      db.$client.transaction(() => {
+        db.insert(calls)
+          .values({ ...common, status: "running", startedAt: createdAt })
+          .run();
+        this.audit(requester.name, "call.started", row.localName, id, "read-only");
+      })();
       const view = await this.execute(id);
       return { httpStatus: 200, call: view };
     }
@@ -370,7 +385,9 @@ export class CallBroker {
   /** Runs a call that is already `running` and records its outcome. */
   private async execute(id: string): Promise<CallView> {
     const { db } = this.deps;
-    const row = db.select().from(calls).where(eq(calls.id, id)).get();
+    const row = prepared(db, "calls.byId", () =>
+      db.select().from(calls).where(eq(calls.id, sql.placeholder("id"))).prepare(),
+    ).get({ id });
     if (!row) throw new GatehouseError("call_not_found", `no call ${id}`);
     const started = Date.now();
     let status: CallStatus;
@@ -393,19 +410,22 @@ export class CallBroker {
       if (!(err instanceof GatehouseError)) this.deps.log.error(`call ${id} failed`, { error: String(err) });
       update = { errorCode: code, errorMessage: message };
     }
-    db.update(calls)
-      .set({ ...update, status, finishedAt: nowIso() })
-      .where(and(eq(calls.id, id), eq(calls.status, "running")))
-      .run();
-    this.audit(
-      row.requesterName,
-      `call.${status}`,
-      row.tool,
-      id,
-      [update.errorMessage, truncatedNote].filter(Boolean).join("; ") || null,
-      Date.now() - started,
-    );
-    if (full !== undefined) {
+    db.$client.transaction(() => {
+      db.update(calls)
+        .set({ ...update, status, finishedAt: nowIso() })
+        .where(and(eq(calls.id, id), eq(calls.status, "running")))
+        .run();
+      this.audit(
+        row.requesterName,
+        `call.${status}`,
+        row.tool,
+        id,
+        [update.errorMessage, truncatedNote].filter(Boolean).join("; ") || null,
+        Date.now() - started,
+      );
+    })();
+    // Only calls someone may be waiting on (held for approval) keep their full result in memory.
+    if (full !== undefined && row.destructive) {
       this.recent.set(id, { result: full, at: Date.now() });
       this.pruneRecent();
     }
@@ -415,19 +435,27 @@ export class CallBroker {
 
   /** A call as its view, with its tool's current description; `fullResult` replaces a capped one. */
   private view(id: string, fullResult?: unknown): CallView {
-    const r = this.deps.db
-      .select(viewSelection)
-      .from(calls)
-      .leftJoin(tools, eq(tools.localName, calls.tool))
-      .where(eq(calls.id, id))
-      .get();
+    const { db } = this.deps;
+    const query = prepared(db, "calls.view", () =>
+      db
+        .select(viewSelection)
+        .from(calls)
+        .leftJoin(tools, eq(tools.localName, calls.tool))
+        .where(eq(calls.id, sql.placeholder("id")))
+        .prepare(),
+    );
+    const r = query.get({ id });
     if (!r) throw new GatehouseError("call_not_found", `no call ${id}`);
     return toView(r.call, { description: r.toolDescription, definitionHash: r.toolHash }, fullResult);
   }
 
   private pruneRecent(): void {
     const cutoff = Date.now() - RECENT_RESULT_MS;
-    for (const [id, r] of this.recent) if (r.at < cutoff) this.recent.delete(id);
+    // Insertion order is time order: stop at the first entry still recent.
+    for (const [id, r] of this.recent) {
+      if (r.at >= cutoff) break;
+      this.recent.delete(id);
+    }
   }
 
   private row(id: string): CallRow {

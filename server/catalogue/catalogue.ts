@@ -13,6 +13,7 @@ import type {
 import { type ErrorCode, GatehouseError } from "@/lib/errors";
 import type { ServerConfig } from "../config";
 import type { Db } from "../store/db";
+import { prepared } from "../store/prepared";
 import { auditEvents, catalogueChanges, overCapTools, tools } from "../store/schema";
 import { approvalNeed, vouchProblem } from "./approval";
 import type { NewChange } from "./changes";
@@ -406,7 +407,10 @@ export function listEnabledTools(db: Db): AgentToolView[] {
 }
 
 export function getToolRow(db: Db, localName: string): ToolRow | null {
-  return db.select().from(tools).where(eq(tools.localName, localName)).get() ?? null;
+  const query = prepared(db, "tools.byLocalName", () =>
+    db.select().from(tools).where(eq(tools.localName, sql.placeholder("name"))).prepare(),
+  );
+  return query.get({ name: localName }) ?? null;
 }
 
 /** Why `row` cannot get `status`, or null when it can. */
