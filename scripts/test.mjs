@@ -92,6 +92,9 @@ try {
 } catch {
   failed += 1;
 }
-const ok = unitOk && buildOk && e2eOk && conformanceOk && failed === 0;
+// The benchmark at its smoke size: CI checks that it runs, never its figures (docs/PERFORMANCE.md).
+const benchOk = buildOk && run("benchmark (smoke)", "npm", ["run", "bench", "--", "--smoke"]);
+if (!benchOk) failed += 1;
+const ok = unitOk && buildOk && e2eOk && conformanceOk && benchOk && failed === 0;
 console.log(`\nTests: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
 process.exit(ok ? 0 : 1);
