@@ -32,17 +32,21 @@ export async function startGatehouse(servers: Record<string, unknown>, enable: s
   try {
     // GATEHOUSE_BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the server.
     const nodeArgs = (process.env.GATEHOUSE_BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
-    started = await startProcess(process.execPath, [...nodeArgs, next, "start", "-H", "127.0.0.1", "-p", String(port)], {
-      env: {
-        GATEHOUSE_CONFIG: config,
-        GATEHOUSE_DB: path.join(dir, "gatehouse.db"),
-        HOST: "127.0.0.1",
-        PORT: String(port),
-        GATEHOUSE_LOG_LEVEL: "warn",
+    started = await startProcess(
+      process.execPath,
+      [...nodeArgs, next, "start", "-H", "127.0.0.1", "-p", String(port)],
+      {
+        env: {
+          GATEHOUSE_CONFIG: config,
+          GATEHOUSE_DB: path.join(dir, "gatehouse.db"),
+          HOST: "127.0.0.1",
+          PORT: String(port),
+          GATEHOUSE_LOG_LEVEL: "warn",
+        },
+        ready: /\/setup\?code=(\S+)/,
+        port,
       },
-      ready: /\/setup\?code=(\S+)/,
-      port,
-    });
+    );
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     throw err;

@@ -4,7 +4,8 @@
  * (as root with apt-get; Playwright cannot download its own browser here), then runs
  * typecheck + lint, the unit and integration tests (Vitest), a production build and the
  * Playwright end-to-end tests, then the MCP conformance suite against /mcp
- * (scripts/conformance.mjs), and prints one closing line: "Tests: N passed, N failed".
+ * (scripts/conformance.mjs) and the benchmark at its smoke size, and prints one closing line:
+ * "Tests: N passed, N failed".
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";

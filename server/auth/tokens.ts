@@ -70,7 +70,11 @@ const LAST_USED_RESOLUTION_MS = 60_000;
 /** The active token with this secret, or null (unknown or revoked). */
 export function tokenFromSecret(db: Db, secret: string): { id: number; name: string } | null {
   const query = prepared(db, "tokens.byHash", () =>
-    db.select().from(agentTokens).where(eq(agentTokens.tokenHash, sql.placeholder("hash"))).prepare(),
+    db
+      .select()
+      .from(agentTokens)
+      .where(eq(agentTokens.tokenHash, sql.placeholder("hash")))
+      .prepare(),
   );
   const row = query.get({ hash: sha256(secret) });
   if (!row || row.revokedAt) return null;

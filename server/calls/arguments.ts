@@ -196,7 +196,10 @@ function checkLocally(validate: ValidateFunction, args: Record<string, unknown>)
     e?.keyword === "required" && e.params && "missingProperty" in e.params
       ? ` (missing ${String(e.params.missingProperty)})`
       : "";
-  throw new GatehouseError("invalid_arguments", `${where} ${e?.message ?? "do not match the input schema"}${missing}`);
+  throw new GatehouseError(
+    "invalid_arguments",
+    `${where} ${e?.message ?? "do not match the input schema"}${missing}`,
+  );
 }
 
 function promoteToLocal(definitionHash: string, schema: unknown): void {

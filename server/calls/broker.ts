@@ -386,7 +386,11 @@ export class CallBroker {
   private async execute(id: string): Promise<CallView> {
     const { db } = this.deps;
     const row = prepared(db, "calls.byId", () =>
-      db.select().from(calls).where(eq(calls.id, sql.placeholder("id"))).prepare(),
+      db
+        .select()
+        .from(calls)
+        .where(eq(calls.id, sql.placeholder("id")))
+        .prepare(),
     ).get({ id });
     if (!row) throw new GatehouseError("call_not_found", `no call ${id}`);
     const started = Date.now();

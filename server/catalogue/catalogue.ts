@@ -408,7 +408,11 @@ export function listEnabledTools(db: Db): AgentToolView[] {
 
 export function getToolRow(db: Db, localName: string): ToolRow | null {
   const query = prepared(db, "tools.byLocalName", () =>
-    db.select().from(tools).where(eq(tools.localName, sql.placeholder("name"))).prepare(),
+    db
+      .select()
+      .from(tools)
+      .where(eq(tools.localName, sql.placeholder("name")))
+      .prepare(),
   );
   return query.get({ name: localName }) ?? null;
 }
