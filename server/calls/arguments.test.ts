@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { GatehouseError } from "@/lib/errors";
-import { CHECK_DEADLINE_MS, checkArguments } from "./arguments";
+import { CHECK_DEADLINE_MS, checkArguments, hasRegex } from "./arguments";
 
 const hostile = {
   type: "object",
@@ -40,6 +40,22 @@ describe("checking arguments against a tool's input schema", () => {
     );
     const extra = refusal(() => checkArguments("notes-1", notes, { text: "x", rm: true }));
     expect(extra.code).toBe("invalid_arguments");
+  });
+
+  it("only schemas without any regular expression may be checked on the main thread", () => {
+    expect(hasRegex(notes)).toBe(false);
+    expect(hasRegex(hostile)).toBe(true);
+    expect(hasRegex({ type: "object", patternProperties: { "^x": { type: "string" } } })).toBe(true);
+    expect(hasRegex({ anyOf: [{ type: "string" }, { items: [{ pattern: "a+" }] }] })).toBe(true);
+  });
+
+  it("a regex-free schema gives the same answers once its checks move to the main thread", () => {
+    const schema = { type: "object", properties: { n: { type: "integer" } }, required: ["n"] };
+    const first = refusal(() => checkArguments("ints-1", schema, { n: "x" }));
+    const again = refusal(() => checkArguments("ints-1", schema, { n: "x" }));
+    expect(again.message).toBe(first.message);
+    expect(again.code).toBe("invalid_arguments");
+    expect(() => checkArguments("ints-1", schema, { n: 3 })).not.toThrow();
   });
 
   it("a schema that cannot be compiled makes the tool unusable", () => {

@@ -149,7 +149,10 @@ function overrun(): GatehouseError {
 export function checkArguments(definitionHash: string, schema: unknown, args: Record<string, unknown>): void {
   if (overran.has(definitionHash)) throw overrun();
   const fast = local.get(definitionHash);
-  if (fast) return checkLocally(fast, args);
+  if (fast) {
+    checkLocally(fast, args);
+    return;
+  }
   let answer = ask(definitionHash, schema, args);
   // The worker was replaced since this definition was compiled: send the schema again.
   if (answer.kind === "unknown") {
