@@ -51,82 +51,90 @@ export async function startGatehouse(servers: Record<string, unknown>, enable: s
     rmSync(dir, { recursive: true, force: true });
     throw err;
   }
-  const base = `http://127.0.0.1:${port}`;
-  const code = /\/setup\?code=(\S+)/.exec(started.output())?.[1] ?? "";
-  const agent = new Agent({ connections: 64, keepAliveTimeout: 60_000 });
-  const origin = { origin: base, "content-type": "application/json" };
-  const setup = await request(`${base}/api/setup`, {
-    method: "POST",
-    headers: origin,
-    body: JSON.stringify({ code, name: "bench-owner", password: "bench-owner-password" }),
-  });
-  const setCookie = setup.headers["set-cookie"];
-  const cookie = String(Array.isArray(setCookie) ? setCookie[0] : setCookie).split(";")[0] ?? "";
-  await setup.body.text();
-  const owner = { ...origin, cookie };
-
-  // Wait until every enabled server is ready (a benchmark may poll; tests may not).
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    const res = await request(`${base}/api/servers`, { headers: owner });
-    const { servers: list } = (await res.body.json()) as { servers: { state: string; enabled: boolean }[] };
-    if (list.every((s) => !s.enabled || s.state === "ready")) break;
-    if (Date.now() > deadline)
-      throw new Error(`servers not ready: ${JSON.stringify(list.map((s) => s.state))}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  for (const name of enable) {
-    const res = await request(`${base}/api/catalogue/${name}`, {
-      method: "PATCH",
-      headers: owner,
-      body: JSON.stringify({ status: "enabled" }),
+  // Whatever fails from here on must not leave the server running.
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    const code = /\/setup\?code=(\S+)/.exec(started.output())?.[1] ?? "";
+    const agent = new Agent({ connections: 64, keepAliveTimeout: 60_000 });
+    const origin = { origin: base, "content-type": "application/json" };
+    const setup = await request(`${base}/api/setup`, {
+      method: "POST",
+      headers: origin,
+      body: JSON.stringify({ code, name: "bench-owner", password: "bench-owner-password" }),
     });
-    if (res.statusCode !== 200) throw new Error(`enable ${name}: ${res.statusCode} ${await res.body.text()}`);
-    await res.body.text();
-  }
-  const tok = await request(`${base}/api/tokens`, {
-    method: "POST",
-    headers: owner,
-    body: '{"name":"bench"}',
-  });
-  const { secret: token } = (await tok.body.json()) as { secret: string };
-  const bearer = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+    const setCookie = setup.headers["set-cookie"];
+    const cookie = String(Array.isArray(setCookie) ? setCookie[0] : setCookie).split(";")[0] ?? "";
+    await setup.body.text();
+    const owner = { ...origin, cookie };
 
-  return {
-    base,
-    pid: started.child.pid ?? 0,
-    cookie,
-    token,
-    agent,
-    async call(tool, args) {
-      const res = await request(`${base}/api/calls`, {
-        method: "POST",
-        headers: bearer,
-        body: JSON.stringify({ tool, arguments: args }),
-        dispatcher: agent,
-      });
-      return { status: res.statusCode, body: (await res.body.json()) as Record<string, unknown> };
-    },
-    async approve(id) {
-      const res = await request(`${base}/api/calls/${id}/approve`, {
-        method: "POST",
+    // Wait until every enabled server is ready (a benchmark may poll; tests may not).
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const res = await request(`${base}/api/servers`, { headers: owner });
+      const { servers: list } = (await res.body.json()) as { servers: { state: string; enabled: boolean }[] };
+      if (list.every((s) => !s.enabled || s.state === "ready")) break;
+      if (Date.now() > deadline)
+        throw new Error(`servers not ready: ${JSON.stringify(list.map((s) => s.state))}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    for (const name of enable) {
+      const res = await request(`${base}/api/catalogue/${name}`, {
+        method: "PATCH",
         headers: owner,
-        dispatcher: agent,
+        body: JSON.stringify({ status: "enabled" }),
       });
+      if (res.statusCode !== 200)
+        throw new Error(`enable ${name}: ${res.statusCode} ${await res.body.text()}`);
       await res.body.text();
-      return res.statusCode;
-    },
-    async waitFor(id, seconds) {
-      const res = await request(`${base}/api/calls/${id}?wait=${seconds}`, {
-        headers: bearer,
-        dispatcher: agent,
-      });
-      return (await res.body.json()) as Record<string, unknown>;
-    },
-    async stop() {
-      await agent.close();
-      await started.stop();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+    }
+    const tok = await request(`${base}/api/tokens`, {
+      method: "POST",
+      headers: owner,
+      body: '{"name":"bench"}',
+    });
+    const { secret: token } = (await tok.body.json()) as { secret: string };
+    const bearer = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+
+    return {
+      base,
+      pid: started.child.pid ?? 0,
+      cookie,
+      token,
+      agent,
+      async call(tool, args) {
+        const res = await request(`${base}/api/calls`, {
+          method: "POST",
+          headers: bearer,
+          body: JSON.stringify({ tool, arguments: args }),
+          dispatcher: agent,
+        });
+        return { status: res.statusCode, body: (await res.body.json()) as Record<string, unknown> };
+      },
+      async approve(id) {
+        const res = await request(`${base}/api/calls/${id}/approve`, {
+          method: "POST",
+          headers: owner,
+          dispatcher: agent,
+        });
+        await res.body.text();
+        return res.statusCode;
+      },
+      async waitFor(id, seconds) {
+        const res = await request(`${base}/api/calls/${id}?wait=${seconds}`, {
+          headers: bearer,
+          dispatcher: agent,
+        });
+        return (await res.body.json()) as Record<string, unknown>;
+      },
+      async stop() {
+        await agent.close();
+        await started.stop();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await started.stop();
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
 }

@@ -358,9 +358,10 @@ console.log("tools page");
     const [name, value] = g.cookie.split("=");
     await context.addCookies([{ name: name ?? "", value: value ?? "", url: g.base }]);
     const page = await context.newPage();
-    let jsGzip = 0;
-    page.on("response", async (res) => {
-      if (res.request().resourceType() === "script") jsGzip += gzipSync(await res.body()).length;
+    // Sizes are read when the first visit is over: every script's body is awaited then.
+    const scripts: Promise<number>[] = [];
+    page.on("response", (res) => {
+      if (res.request().resourceType() === "script") scripts.push(res.body().then((b) => gzipSync(b).length));
     });
     const t = performance.now();
     await page.goto(`${g.base}/tools`);
@@ -368,9 +369,23 @@ console.log("tools page");
     const visibleMs = performance.now() - t;
     await page.waitForLoadState("networkidle");
     const rowsShown = await page.getByRole("row").count();
-    extra.toolsPage = { rows: SIZE.crowd * 200, firstLoadJsGzip: jsGzip, visibleMs, rowsInDom: rowsShown };
+    const firstVisitScripts = scripts.splice(0);
+    const jsGzip = (await Promise.all(firstVisitScripts)).reduce((a, b) => a + b, 0);
+    // The first visit after start also loads the route's server code; a second one is what a
+    // returning owner sees.
+    const t2 = performance.now();
+    await page.goto(`${g.base}/tools`);
+    await page.getByRole("row").filter({ hasText: "crowd0_tool_000" }).first().waitFor();
+    const warmMs = performance.now() - t2;
+    extra.toolsPage = {
+      rows: SIZE.crowd * 200,
+      firstLoadJsGzip: jsGzip,
+      visibleMs,
+      warmMs,
+      rowsInDom: rowsShown,
+    };
     console.log(
-      `  /tools with ${SIZE.crowd * 200} rows: first-load JS ${(jsGzip / 1024).toFixed(0)} KB gzip, table visible after ${visibleMs.toFixed(0)} ms (${rowsShown} rows in the DOM)`,
+      `  /tools with ${SIZE.crowd * 200} rows: first-load JS ${(jsGzip / 1024).toFixed(0)} KB gzip, table visible after ${visibleMs.toFixed(0)} ms on the first visit, ${warmMs.toFixed(0)} ms on the next (${rowsShown} rows in the DOM)`,
     );
   } finally {
     await browser.close();
