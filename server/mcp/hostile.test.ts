@@ -1,17 +1,24 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
-import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { GatehouseError } from "@/lib/errors";
-import type { GatehouseConfig, ServerConfig } from "../config";
-import type { Logger } from "../log";
-import { McpManager } from "./manager";
-import type { SupervisorSnapshot } from "./supervisor";
+import {
+  cleanUp,
+  DEMO,
+  EVERYTHING,
+  expectGatehouseError,
+  FIXTURES,
+  gatehouse,
+  Harness,
+  MiB,
+  NODE,
+  rejection,
+  stdioServer,
+  tempDir,
+  text,
+} from "@/test/support/mcp-harness";
+import type { ServerConfig } from "../config";
 
 /**
  * The MCP manager against hostile servers (PRODUCT.md §3): each test starts a real fixture
@@ -20,44 +27,8 @@ import type { SupervisorSnapshot } from "./supervisor";
  * polls with a deadline where no event exists (a stdio server's stderr lines).
  */
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const FIXTURES = join(ROOT, "test/fixtures/servers");
-const DEMO = join(ROOT, "demo/server.mjs");
-const EVERYTHING = join(ROOT, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-const NODE = process.execPath;
-const MiB = 1024 * 1024;
 /** Per-test timeout: the machine has 2 cores and every test starts real processes. */
 const SLOW = 30_000;
-
-const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
-
-const tempDirs: string[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "gatehouse-hostile-test-"));
-  tempDirs.push(dir);
-  return dir;
-}
-
-function stdioServer(name: string, script: string, over: Partial<ServerConfig> = {}): ServerConfig {
-  return {
-    name,
-    transport: "stdio",
-    command: NODE,
-    args: [script],
-    env: {},
-    cwd: tempDir(),
-    url: null,
-    headers: {},
-    allowPrivate: false,
-    allowTools: null,
-    maxTools: 12,
-    timeoutMs: 10_000,
-    minIntervalMs: 0,
-    maxFrameBytes: 4 * MiB,
-    enabled: true,
-    ...over,
-  };
-}
 
 function httpServer(
   name: string,
@@ -74,91 +45,6 @@ function httpServer(
     ...over,
   };
 }
-
-function gatehouse(servers: ServerConfig[]): GatehouseConfig {
-  return {
-    path: "",
-    servers,
-    approvals: { expireAfterSeconds: 900, waitSeconds: 60, selfApproval: false },
-    catalogue: { descriptionMaxChars: 1024, refreshSeconds: 0 },
-  };
-}
-
-/** A manager whose onState/onTools events are recorded, with bounded waits on them. */
-class Harness {
-  readonly events: SupervisorSnapshot[] = [];
-  readonly tools = new Map<string, Tool[]>();
-  readonly manager: McpManager;
-  private readonly listeners = new Set<() => void>();
-
-  constructor(config: GatehouseConfig) {
-    this.manager = new McpManager(config, {
-      log: quiet,
-      onState: (snapshot) => {
-        this.events.push(snapshot);
-        this.notify();
-      },
-      onTools: (server, tools) => {
-        this.tools.set(server.name, tools);
-        this.notify();
-      },
-    });
-    harnesses.push(this);
-  }
-
-  private notify(): void {
-    for (const listener of [...this.listeners]) listener();
-  }
-
-  /** Resolves with the first defined value of `probe`, checked now and after every event. */
-  waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 15_000): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.listeners.delete(check);
-      };
-      const check = () => {
-        const value = probe();
-        if (value !== undefined) {
-          done();
-          resolve(value);
-        }
-      };
-      const timer = setTimeout(() => {
-        done();
-        const seen = this.events.map((e) => `${e.name}:${e.state}${e.lastError ? ` (${e.lastError})` : ""}`);
-        reject(new Error(`no ${what} within ${timeoutMs} ms; states seen: ${seen.join(", ") || "none"}`));
-      }, timeoutMs);
-      this.listeners.add(check);
-      check();
-    });
-  }
-
-  /** The first event at or after `from` in which `server` is in `state`, and its index. */
-  waitForState(
-    server: string,
-    state: SupervisorSnapshot["state"],
-    from = 0,
-  ): Promise<{ snapshot: SupervisorSnapshot; index: number }> {
-    return this.waitFor(`"${state}" state of ${server}`, () => {
-      for (let i = from; i < this.events.length; i++) {
-        const snapshot = this.events[i];
-        if (snapshot?.name === server && snapshot.state === state) return { snapshot, index: i };
-      }
-      return undefined;
-    });
-  }
-
-  /** States `server` went through in events after index `from`. */
-  statesAfter(server: string, from: number): string[] {
-    return this.events
-      .slice(from + 1)
-      .filter((e) => e.name === server)
-      .map((e) => e.state);
-  }
-}
-
-const harnesses: Harness[] = [];
 
 /** A fixture program started by a test (not by Gatehouse), with its output kept. */
 class Fixture {
@@ -226,33 +112,9 @@ class Fixture {
 const fixtures: Fixture[] = [];
 
 afterEach(async () => {
-  await Promise.all(harnesses.splice(0).map((h) => h.manager.stop()));
   await Promise.all(fixtures.splice(0).map((f) => f.kill()));
-  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  await cleanUp();
 });
-
-function text(result: CallToolResult): string {
-  const first = result.content[0];
-  if (first?.type !== "text") throw new Error(`expected text content, got ${JSON.stringify(result.content)}`);
-  return first.text;
-}
-
-/** Awaits `promise`, which must reject; returns the error and how long it took from `start`. */
-async function rejection(promise: Promise<unknown>, start: number): Promise<{ error: unknown; ms: number }> {
-  try {
-    await promise;
-  } catch (error) {
-    return { error, ms: performance.now() - start };
-  }
-  throw new Error("expected the promise to reject, but it resolved");
-}
-
-function expectGatehouseError(error: unknown, code: string): GatehouseError {
-  expect(error).toBeInstanceOf(GatehouseError);
-  const e = error as GatehouseError;
-  expect(e.code).toBe(code);
-  return e;
-}
 
 /** Polls `probe` every 10 ms until it yields a value; for conditions that emit no event. */
 async function poll<T>(what: string, probe: () => T | undefined, timeoutMs = 5_000): Promise<T> {
@@ -319,10 +181,10 @@ describe("impostor answers", () => {
 
       // None of it cost the connection: no state change since ready, and it still serves calls.
       expect(harness.manager.get("impostor").snapshot().state).toBe("ready");
-      expect(harness.statesAfter("impostor", ready.index)).toEqual([]);
+      expect(harness.statesOf("impostor", ready.index + 1)).toEqual([]);
       const again = await harness.manager.callTool("impostor", "answer", {});
       expect(JSON.parse(text(again)).answers.ping.result).toEqual({});
-      expect(harness.statesAfter("impostor", ready.index)).toEqual([]);
+      expect(harness.statesOf("impostor", ready.index + 1)).toEqual([]);
     },
     SLOW,
   );

@@ -1,25 +1,26 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import {
+  stdioServer as baseStdioServer,
+  cleanUp,
+  FIXTURES,
+  gatehouse,
+  Harness,
+  NODE,
+  ROOT,
+  tempDir,
+  text,
+} from "@/test/support/mcp-harness";
 import { waitForEvent } from "@/test/support/runtime";
 import { setToolStatus } from "../catalogue/catalogue";
-import type { GatehouseConfig, ServerConfig } from "../config";
-import type { Logger } from "../log";
+import type { ServerConfig } from "../config";
 import { createRuntime, type Runtime } from "../runtime";
 import { tools as toolsTable } from "../store/schema";
-import { McpManager } from "./manager";
-import {
-  CRASH_LOOP,
-  MAX_TOOL_PAGES,
-  STABLE_AFTER_MS,
-  type SupervisorDeps,
-  type SupervisorSnapshot,
-} from "./supervisor";
+import { CRASH_LOOP, MAX_TOOL_PAGES, STABLE_AFTER_MS } from "./supervisor";
 
 /**
  * The life of a connection against real misbehaving programs (issue 3, behaviours 5–7): crash
@@ -33,8 +34,6 @@ import {
  * server is *not* restarted (an absence has no event to wait for).
  */
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const FIXTURES = join(ROOT, "test/fixtures/servers");
 const CRASH_ON_START = join(FIXTURES, "crash-on-start.mjs");
 const CRASH_ON_CALL = join(FIXTURES, "crash-on-call.mjs");
 const WRAPPER = join(FIXTURES, "npx-wrapper.mjs");
@@ -42,7 +41,6 @@ const STUBBORN = join(FIXTURES, "stubborn.mjs");
 const PAGED = join(FIXTURES, "paged.mjs");
 const GROWING = join(FIXTURES, "growing.mjs");
 const DRIFTING = join(FIXTURES, "drifting.mjs");
-const NODE = process.execPath;
 /** Per-test timeout: the machine has 2 cores and every test starts real processes. */
 const SLOW = 30_000;
 /** The staged stop's default grace periods (stdio-transport.ts): stdin close, then SIGTERM. */
@@ -52,124 +50,11 @@ const STOP_GRACE_MS = 1000 + 2000;
 const realSetTimeout = globalThis.setTimeout;
 const realClearTimeout = globalThis.clearTimeout;
 
-const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
-
-const tempDirs: string[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "gatehouse-lifecycle-test-"));
-  tempDirs.push(dir);
-  return dir;
-}
-
+/** Room for the paging fixtures' 25 and 100 tools. */
 function stdioServer(name: string, script: string, over: Partial<ServerConfig> = {}): ServerConfig {
-  return {
-    name,
-    transport: "stdio",
-    command: NODE,
-    args: [script],
-    env: {},
-    cwd: tempDir(),
-    url: null,
-    headers: {},
-    allowPrivate: false,
-    allowTools: null,
-    maxTools: 200,
-    timeoutMs: 10_000,
-    minIntervalMs: 0,
-    maxFrameBytes: 4 * 1024 * 1024,
-    enabled: true,
-    ...over,
-  };
+  return baseStdioServer(name, script, { maxTools: 200, ...over });
 }
 
-/**
- * A config object built directly rather than through `validateConfig`, so that a test may use
- * `refreshSeconds: 1` (the validator's minimum is 10 s; 0 disables the periodic refresh).
- */
-function gatehouse(servers: ServerConfig[], refreshSeconds = 0): GatehouseConfig {
-  return {
-    path: "",
-    servers,
-    approvals: { expireAfterSeconds: 900, waitSeconds: 60, selfApproval: false },
-    catalogue: { descriptionMaxChars: 1024, refreshSeconds },
-  };
-}
-
-/** A manager whose onState/onTools events are recorded, with bounded waits on them. */
-class Harness {
-  readonly events: SupervisorSnapshot[] = [];
-  readonly tools = new Map<string, Tool[]>();
-  readonly manager: McpManager;
-  private readonly listeners = new Set<() => void>();
-
-  constructor(config: GatehouseConfig, backoff?: SupervisorDeps["backoff"]) {
-    this.manager = new McpManager(config, {
-      log: quiet,
-      backoff,
-      onState: (snapshot) => {
-        this.events.push(snapshot);
-        this.notify();
-      },
-      onTools: (server, tools) => {
-        this.tools.set(server.name, tools);
-        this.notify();
-      },
-    });
-    harnesses.push(this);
-  }
-
-  private notify(): void {
-    for (const listener of [...this.listeners]) listener();
-  }
-
-  /** Resolves with the first defined value of `probe`, checked now and after every event. */
-  waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 15_000): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const done = () => {
-        realClearTimeout(timer);
-        this.listeners.delete(check);
-      };
-      const check = () => {
-        const value = probe();
-        if (value !== undefined) {
-          done();
-          resolve(value);
-        }
-      };
-      const timer = realSetTimeout(() => {
-        done();
-        const seen = this.events.map((e) => `${e.name}:${e.state}${e.lastError ? ` (${e.lastError})` : ""}`);
-        reject(new Error(`no ${what} within ${timeoutMs} ms; states seen: ${seen.join(", ") || "none"}`));
-      }, timeoutMs);
-      this.listeners.add(check);
-      check();
-    });
-  }
-
-  /** The first event at or after `from` in which `server` is in `state`, and its index. */
-  waitForState(
-    server: string,
-    state: SupervisorSnapshot["state"],
-    from = 0,
-  ): Promise<{ snapshot: SupervisorSnapshot; index: number }> {
-    return this.waitFor(`"${state}" state of ${server}`, () => {
-      for (let i = from; i < this.events.length; i++) {
-        const snapshot = this.events[i];
-        if (snapshot?.name === server && snapshot.state === state) return { snapshot, index: i };
-      }
-      return undefined;
-    });
-  }
-
-  statesOf(server: string, from = 0): string[] {
-    return this.events
-      .slice(from)
-      .filter((e) => e.name === server)
-      .map((e) => e.state);
-  }
-}
-
-const harnesses: Harness[] = [];
 const runtimes: Runtime[] = [];
 const bootChildren: ChildProcess[] = [];
 /** Every fixture pid a test saw: killed in afterEach if a failing test left it running. */
@@ -179,7 +64,6 @@ const pidsFiles: string[] = [];
 
 afterEach(async () => {
   vi.useRealTimers();
-  await Promise.all(harnesses.splice(0).map((h) => h.manager.stop()));
   await Promise.all(runtimes.splice(0).map((r) => r.stop()));
   await Promise.all(
     bootChildren.splice(0).map(async (child) => {
@@ -204,14 +88,8 @@ afterEach(async () => {
     }
   }
   seenPids.clear();
-  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  await cleanUp();
 });
-
-function text(result: CallToolResult): string {
-  const first = result.content[0];
-  if (first?.type !== "text") throw new Error(`expected text content, got ${JSON.stringify(result.content)}`);
-  return first.text;
-}
 
 /** Awaits `promise`, which must reject; returns the error. */
 async function rejection(promise: Promise<unknown>): Promise<unknown> {

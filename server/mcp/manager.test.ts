@@ -1,17 +1,25 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { GatehouseError } from "@/lib/errors";
-import { type GatehouseConfig, type ServerConfig, validateConfig } from "../config";
-import type { Logger } from "../log";
-import { McpManager } from "./manager";
+import {
+  cleanUp,
+  DEMO,
+  EVERYTHING,
+  expectGatehouseError,
+  FIXTURES,
+  gatehouse,
+  Harness,
+  MiB,
+  NODE,
+  rejection,
+  stdioServer,
+  tempDir,
+  text,
+} from "@/test/support/mcp-harness";
+import { type ServerConfig, validateConfig } from "../config";
 import { INHERITED_ENV } from "./stdio-transport";
-import type { SupervisorSnapshot } from "./supervisor";
 
 /**
  * Integration tests of the MCP manager against real programs: the bundled demo server, the
@@ -19,44 +27,8 @@ import type { SupervisorSnapshot } from "./supervisor";
  * in test/fixtures/servers. Nothing of ours is mocked; waits are bounded waits on events.
  */
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const FIXTURES = join(ROOT, "test/fixtures/servers");
-const DEMO = join(ROOT, "demo/server.mjs");
-const EVERYTHING = join(ROOT, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-const NODE = process.execPath;
-const MiB = 1024 * 1024;
 /** Per-test timeout: the machine has 2 cores and every test starts real processes. */
 const SLOW = 20_000;
-
-const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
-
-const tempDirs: string[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "gatehouse-mcp-test-"));
-  tempDirs.push(dir);
-  return dir;
-}
-
-function stdioServer(name: string, script: string, over: Partial<ServerConfig> = {}): ServerConfig {
-  return {
-    name,
-    transport: "stdio",
-    command: NODE,
-    args: [script],
-    env: {},
-    cwd: tempDir(),
-    url: null,
-    headers: {},
-    allowPrivate: false,
-    allowTools: null,
-    maxTools: 12,
-    timeoutMs: 10_000,
-    minIntervalMs: 0,
-    maxFrameBytes: 4 * MiB,
-    enabled: true,
-    ...over,
-  };
-}
 
 function httpServer(name: string, url: string, allowPrivate: boolean): ServerConfig {
   return {
@@ -70,114 +42,7 @@ function httpServer(name: string, url: string, allowPrivate: boolean): ServerCon
   };
 }
 
-function gatehouse(servers: ServerConfig[]): GatehouseConfig {
-  return {
-    path: "",
-    servers,
-    approvals: { expireAfterSeconds: 900, waitSeconds: 60, selfApproval: false },
-    catalogue: { descriptionMaxChars: 1024, refreshSeconds: 0 },
-  };
-}
-
-/** A manager whose onState/onTools events are recorded, with bounded waits on them. */
-class Harness {
-  readonly events: SupervisorSnapshot[] = [];
-  readonly tools = new Map<string, Tool[]>();
-  readonly manager: McpManager;
-  private readonly listeners = new Set<() => void>();
-
-  constructor(config: GatehouseConfig) {
-    this.manager = new McpManager(config, {
-      log: quiet,
-      onState: (snapshot) => {
-        this.events.push(snapshot);
-        this.notify();
-      },
-      onTools: (server, tools) => {
-        this.tools.set(server.name, tools);
-        this.notify();
-      },
-    });
-    harnesses.push(this);
-  }
-
-  private notify(): void {
-    for (const listener of [...this.listeners]) listener();
-  }
-
-  /** Resolves with the first defined value of `probe`, checked now and after every event. */
-  waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 15_000): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.listeners.delete(check);
-      };
-      const check = () => {
-        const value = probe();
-        if (value !== undefined) {
-          done();
-          resolve(value);
-        }
-      };
-      const timer = setTimeout(() => {
-        done();
-        const seen = this.events.map((e) => `${e.name}:${e.state}${e.lastError ? ` (${e.lastError})` : ""}`);
-        reject(new Error(`no ${what} within ${timeoutMs} ms; states seen: ${seen.join(", ") || "none"}`));
-      }, timeoutMs);
-      this.listeners.add(check);
-      check();
-    });
-  }
-
-  /** The first event at or after `from` in which `server` is in `state`, and its index. */
-  waitForState(
-    server: string,
-    state: SupervisorSnapshot["state"],
-    from = 0,
-  ): Promise<{ snapshot: SupervisorSnapshot; index: number }> {
-    return this.waitFor(`"${state}" state of ${server}`, () => {
-      for (let i = from; i < this.events.length; i++) {
-        const snapshot = this.events[i];
-        if (snapshot?.name === server && snapshot.state === state) return { snapshot, index: i };
-      }
-      return undefined;
-    });
-  }
-
-  statesOf(server: string): string[] {
-    return this.events.filter((e) => e.name === server).map((e) => e.state);
-  }
-}
-
-const harnesses: Harness[] = [];
-
-afterEach(async () => {
-  await Promise.all(harnesses.splice(0).map((h) => h.manager.stop()));
-  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-function text(result: CallToolResult): string {
-  const first = result.content[0];
-  if (first?.type !== "text") throw new Error(`expected text content, got ${JSON.stringify(result.content)}`);
-  return first.text;
-}
-
-/** Awaits `promise`, which must reject; returns the error and how long it took from `start`. */
-async function rejection(promise: Promise<unknown>, start: number): Promise<{ error: unknown; ms: number }> {
-  try {
-    await promise;
-  } catch (error) {
-    return { error, ms: performance.now() - start };
-  }
-  throw new Error("expected the promise to reject, but it resolved");
-}
-
-function expectGatehouseError(error: unknown, code: string): GatehouseError {
-  expect(error).toBeInstanceOf(GatehouseError);
-  const e = error as GatehouseError;
-  expect(e.code).toBe(code);
-  return e;
-}
+afterEach(cleanUp);
 
 function isAlive(pid: number): boolean {
   try {
