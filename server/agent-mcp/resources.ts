@@ -11,6 +11,7 @@ import { cleanDescription } from "../catalogue/definition";
 import { SERVER_NAME_PATTERN } from "../config";
 import type { Logger } from "../log";
 import type { McpManager } from "../mcp/manager";
+import { collectPages } from "../mcp/pages";
 import type { Db } from "../store/db";
 import { serverOf } from "./tools";
 
@@ -67,28 +68,27 @@ export async function listResources(deps: ResourceDeps): Promise<Resource[]> {
       try {
         return await deps.manager.get(server).read(async (client, options) => {
           if (!client.getServerCapabilities()?.resources) return [];
-          const out: Resource[] = [];
-          let cursor: string | undefined;
-          for (let page = 0; page < MAX_PAGES && out.length < MAX_PER_SERVER; page++) {
-            const res = await client.listResources(cursor ? { cursor } : undefined, options);
-            for (const r of res.resources.slice(0, MAX_PER_SERVER - out.length)) {
-              const resource: Resource = {
-                uri: wrapUri(server, r.uri),
-                name: clean(r.name, 200) || r.uri,
-              };
-              const title = clean(r.title, 200);
-              const description = clean(r.description, deps.descriptionMaxChars);
-              const mimeType = clean(r.mimeType, 200);
-              if (title) resource.title = title;
-              if (description) resource.description = description;
-              if (mimeType) resource.mimeType = mimeType;
-              if (typeof r.size === "number") resource.size = r.size;
-              out.push(resource);
-            }
-            cursor = res.nextCursor;
-            if (!cursor) break;
-          }
-          return out;
+          const listed = await collectPages(
+            async (params) => {
+              const res = await client.listResources(params, options);
+              return { items: res.resources, nextCursor: res.nextCursor };
+            },
+            { maxPages: MAX_PAGES, maxItems: MAX_PER_SERVER },
+          );
+          return listed.map((r) => {
+            const resource: Resource = {
+              uri: wrapUri(server, r.uri),
+              name: clean(r.name, 200) || r.uri,
+            };
+            const title = clean(r.title, 200);
+            const description = clean(r.description, deps.descriptionMaxChars);
+            const mimeType = clean(r.mimeType, 200);
+            if (title) resource.title = title;
+            if (description) resource.description = description;
+            if (mimeType) resource.mimeType = mimeType;
+            if (typeof r.size === "number") resource.size = r.size;
+            return resource;
+          });
         });
       } catch (err) {
         deps.log.warn(`resources of ${server} left out of resources/list: ${String(err)}`);

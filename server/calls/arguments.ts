@@ -166,9 +166,14 @@ export function checkArguments(definitionHash: string, schema: unknown, args: Re
       cause: answer.kind === "compile" ? new Error(answer.message) : undefined,
     });
   }
-  const where = answer.instancePath ? `arguments${answer.instancePath.replaceAll("/", ".")}` : "arguments";
-  const extra = answer.missingProperty !== undefined ? ` (missing ${String(answer.missingProperty)})` : "";
-  throw new GatehouseError("invalid_arguments", `${where} ${answer.message}${extra}`);
+  throw invalidArguments(answer.instancePath, answer.message, answer.missingProperty);
+}
+
+/** The refusal naming the first bad field, the same whichever thread checked. */
+function invalidArguments(instancePath: string, message: string, missingProperty?: unknown): GatehouseError {
+  const where = instancePath ? `arguments${instancePath.replaceAll("/", ".")}` : "arguments";
+  const extra = missingProperty !== undefined ? ` (missing ${String(missingProperty)})` : "";
+  return new GatehouseError("invalid_arguments", `${where} ${message}${extra}`);
 }
 
 /**
@@ -194,15 +199,11 @@ export function hasRegex(schema: unknown): boolean {
 function checkLocally(validate: ValidateFunction, args: Record<string, unknown>): void {
   if (validate(args)) return;
   const e = validate.errors?.[0];
-  const where = e?.instancePath ? `arguments${e.instancePath.replaceAll("/", ".")}` : "arguments";
   const missing =
     e?.keyword === "required" && e.params && "missingProperty" in e.params
-      ? ` (missing ${String(e.params.missingProperty)})`
-      : "";
-  throw new GatehouseError(
-    "invalid_arguments",
-    `${where} ${e?.message ?? "do not match the input schema"}${missing}`,
-  );
+      ? e.params.missingProperty
+      : undefined;
+  throw invalidArguments(e?.instancePath ?? "", e?.message ?? "do not match the input schema", missing);
 }
 
 function promoteToLocal(definitionHash: string, schema: unknown): void {

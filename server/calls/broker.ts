@@ -335,8 +335,9 @@ export class CallBroker {
     if (availability === "unusable") {
       this.refuse(requester, base, "tool_unusable", `${row.localName} is unusable: ${row.unusableReason}`);
     }
+    const definition = parseDefinition(row);
     try {
-      checkArguments(row.definitionHash, parseDefinition(row).inputSchema, args);
+      checkArguments(row.definitionHash, definition.inputSchema, args);
     } catch (err) {
       if (err instanceof GatehouseError) this.refuse(requester, base, err.code, err.message);
       throw err;
@@ -345,7 +346,7 @@ export class CallBroker {
     const id = randomUUID();
     const createdAt = nowIso();
     // The catalogue's one answer to "does this call wait?": annotations, an owner's vouch, "Always confirm".
-    const need = approvalNeed(row);
+    const need = approvalNeed(row, definition.annotations);
     const common = {
       id,
       tool: row.localName,

@@ -49,10 +49,12 @@ export function vouchProblem(annotations: Record<string, unknown> | null): strin
  * read-only for exactly its current definition (`vouchedHash === definitionHash`; a vouch on a
  * tool whose server says `readOnlyHint: false` or `destructiveHint: true` never counts).
  * "Always confirm" makes any tool need approval. The server's own reason wins over "owner
- * requires confirmation" when both apply.
+ * requires confirmation" when both apply. `annotations`, when given, are the row's definition's
+ * (already parsed); otherwise they are read from `row.definition`.
  */
-export function approvalNeed(row: ApprovalInput): ApprovalNeed {
-  const a = annotationsOf(row.definition);
+export function approvalNeed(row: ApprovalInput, annotations?: Record<string, unknown> | null): ApprovalNeed {
+  // Callers that already parsed the definition pass its annotations, so it is parsed once.
+  const a = annotations === undefined ? annotationsOf(row.definition) : (annotations ?? {});
   if (a.readOnlyHint === true) {
     return row.alwaysConfirm
       ? { destructive: true, reason: "owner requires confirmation", readOnlyBy: "annotation" }

@@ -4,10 +4,10 @@
  */
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { and, eq } from "drizzle-orm";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { GatehouseError } from "@/lib/errors";
-import { type ServerConfig, validateConfig } from "../config";
-import { type Db, openDb } from "../store/db";
+import { memoryDb, OPTS, serverConfig, tool } from "@/test/support/catalogue";
+import type { Db } from "../store/db";
 import { auditEvents, overCapTools, tools } from "../store/schema";
 import { getToolRow, listCatalogue, listEnabledTools, setToolStatus, syncServerTools } from "./catalogue";
 import { type TrimInput, trimTools } from "./trim";
@@ -125,39 +125,6 @@ describe("trimTools (stable trimming)", () => {
 
 // ---------------------------------------------------------------------------------------------
 // syncServerTools
-
-function serverConfig(name: string, extra: Record<string, unknown> = {}): ServerConfig {
-  const result = validateConfig(
-    { mcpServers: { [name]: { command: "node", enabled: true, ...extra } } },
-    { env: {}, baseDir: "/" },
-  );
-  const server = result.config?.servers[0];
-  if (!server) throw new Error(`bad test server config: ${JSON.stringify(result.errors)}`);
-  return server;
-}
-
-function tool(name: string, over: Partial<Tool> = {}): Tool {
-  return {
-    name,
-    description: `the ${name} tool`,
-    inputSchema: { type: "object", properties: { q: { type: "string" } } },
-    ...over,
-  } as Tool;
-}
-
-const OPTS = { descriptionMaxChars: 1024 };
-
-let db: Db | undefined;
-
-afterEach(() => {
-  db?.$client.close();
-  db = undefined;
-});
-
-function memoryDb(): Db {
-  db = openDb(":memory:");
-  return db;
-}
 
 function rows(d: Db, server: string) {
   return listCatalogue(d).filter((r) => r.server === server);

@@ -355,7 +355,7 @@ export function changeOf(row: ToolRow, current: ToolDefinition = parseDefinition
 
 export function toCatalogueView(row: ToolRow): CatalogueToolView {
   const def = parseDefinition(row);
-  const need = approvalNeed(row);
+  const need = approvalNeed(row, def.annotations);
   const availability = availabilityOf(row);
   return {
     localName: row.localName,
@@ -401,7 +401,7 @@ export function listEnabledTools(db: Db): AgentToolView[] {
         description: r.description,
         inputSchema: def.inputSchema,
         annotations: def.annotations,
-        destructive: approvalNeed(r).destructive,
+        destructive: approvalNeed(r, def.annotations).destructive,
       };
     });
 }

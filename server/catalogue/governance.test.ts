@@ -5,9 +5,9 @@
  */
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { and, asc, eq } from "drizzle-orm";
-import { afterEach, describe, expect, it } from "vitest";
-import { type ServerConfig, validateConfig } from "../config";
-import { type Db, openDb } from "../store/db";
+import { describe, expect, it } from "vitest";
+import { memoryDb, OPTS, serverConfig, tool } from "@/test/support/catalogue";
+import type { Db } from "../store/db";
 import { auditEvents, catalogueChanges, tools, users } from "../store/schema";
 import { approvalNeed } from "./approval";
 import {
@@ -23,38 +23,6 @@ import {
 } from "./catalogue";
 import { listChanges, markChangesRead, toolHistory } from "./changes";
 import { definitionHash, definitionOf } from "./definition";
-
-function serverConfig(name: string, extra: Record<string, unknown> = {}): ServerConfig {
-  const result = validateConfig(
-    { mcpServers: { [name]: { command: "node", enabled: true, ...extra } } },
-    { env: {}, baseDir: "/" },
-  );
-  const server = result.config?.servers[0];
-  if (!server) throw new Error(`bad test server config: ${JSON.stringify(result.errors)}`);
-  return server;
-}
-
-function tool(name: string, over: Partial<Tool> = {}): Tool {
-  return {
-    name,
-    description: `the ${name} tool`,
-    inputSchema: { type: "object", properties: { q: { type: "string" } } },
-    ...over,
-  } as Tool;
-}
-
-const OPTS = { descriptionMaxChars: 1024 };
-
-let db: Db | undefined;
-afterEach(() => {
-  db?.$client.close();
-  db = undefined;
-});
-
-function memoryDb(): Db {
-  db = openDb(":memory:");
-  return db;
-}
 
 /** A user row to hang read marks on (the password hash is never checked here). */
 function addUser(d: Db, name: string): number {

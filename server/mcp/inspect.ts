@@ -3,6 +3,7 @@ import type { PromptView, ResourceContentView, ResourceView } from "@/lib/api-ty
 import { GatehouseError } from "@/lib/errors";
 import { cleanDescription } from "../catalogue/definition";
 import type { Runtime } from "../runtime";
+import { collectPages } from "./pages";
 
 /** Pages of resources/prompts followed for the owner's view. */
 const MAX_PAGES = 10;
@@ -20,21 +21,19 @@ export async function listServerResources(
 ): Promise<{ supported: boolean; resources: ResourceView[] }> {
   return runtime.manager.get(name).read(async (client, options) => {
     if (!client.getServerCapabilities()?.resources) return { supported: false, resources: [] };
-    const resources: ResourceView[] = [];
-    let cursor: string | undefined;
-    for (let page = 0; page < MAX_PAGES; page++) {
-      const res = await client.listResources(cursor ? { cursor } : undefined, options);
-      for (const r of res.resources) {
-        resources.push({
-          uri: clean(r.uri, 2048) ?? "",
-          name: clean(r.name) ?? "",
-          description: clean(r.description),
-          mimeType: clean(r.mimeType, 200),
-        });
-      }
-      cursor = res.nextCursor;
-      if (!cursor) break;
-    }
+    const listed = await collectPages(
+      async (params) => {
+        const res = await client.listResources(params, options);
+        return { items: res.resources, nextCursor: res.nextCursor };
+      },
+      { maxPages: MAX_PAGES },
+    );
+    const resources: ResourceView[] = listed.map((r) => ({
+      uri: clean(r.uri, 2048) ?? "",
+      name: clean(r.name) ?? "",
+      description: clean(r.description),
+      mimeType: clean(r.mimeType, 200),
+    }));
     return { supported: true, resources };
   });
 }
@@ -77,24 +76,22 @@ export async function listServerPrompts(
 ): Promise<{ supported: boolean; prompts: PromptView[] }> {
   return runtime.manager.get(name).read(async (client, options) => {
     if (!client.getServerCapabilities()?.prompts) return { supported: false, prompts: [] };
-    const prompts: PromptView[] = [];
-    let cursor: string | undefined;
-    for (let page = 0; page < MAX_PAGES; page++) {
-      const res = await client.listPrompts(cursor ? { cursor } : undefined, options);
-      for (const p of res.prompts) {
-        prompts.push({
-          name: clean(p.name) ?? "",
-          description: clean(p.description),
-          arguments: (p.arguments ?? []).map((a) => ({
-            name: clean(a.name) ?? "",
-            description: clean(a.description),
-            required: a.required === true,
-          })),
-        });
-      }
-      cursor = res.nextCursor;
-      if (!cursor) break;
-    }
+    const listed = await collectPages(
+      async (params) => {
+        const res = await client.listPrompts(params, options);
+        return { items: res.prompts, nextCursor: res.nextCursor };
+      },
+      { maxPages: MAX_PAGES },
+    );
+    const prompts: PromptView[] = listed.map((p) => ({
+      name: clean(p.name) ?? "",
+      description: clean(p.description),
+      arguments: (p.arguments ?? []).map((a) => ({
+        name: clean(a.name) ?? "",
+        description: clean(a.description),
+        required: a.required === true,
+      })),
+    }));
     return { supported: true, prompts };
   });
 }

@@ -17,6 +17,7 @@ import type { ServerConfig } from "../config";
 import type { Logger } from "../log";
 import { createGuardedAgent, guardedFetch } from "../net/guarded-fetch";
 import { GuardedHttpTransport } from "./http-transport";
+import { collectPages } from "./pages";
 import { BoundedStdioTransport, LineRing } from "./stdio-transport";
 
 /** Most pages of `tools/list` followed in one refresh. */
@@ -303,14 +304,13 @@ export class ServerSupervisor {
   private async listAndPublish(gen: number): Promise<void> {
     const client = this.client;
     if (!client) return;
-    const tools: Tool[] = [];
-    let cursor: string | undefined;
-    for (let page = 0; page < MAX_TOOL_PAGES; page++) {
-      const res = await client.listTools(cursor ? { cursor } : undefined, { timeout: this.config.timeoutMs });
-      tools.push(...res.tools);
-      cursor = res.nextCursor;
-      if (!cursor) break;
-    }
+    const tools: Tool[] = await collectPages(
+      async (params) => {
+        const res = await client.listTools(params, { timeout: this.config.timeoutMs });
+        return { items: res.tools, nextCursor: res.nextCursor };
+      },
+      { maxPages: MAX_TOOL_PAGES },
+    );
     if (gen !== this.generation) return;
     this.listedTools = tools.length;
     this.deps.onTools(this.config, tools);
@@ -344,34 +344,9 @@ export class ServerSupervisor {
    * `notifications/cancelled` and the caller gets `upstream_timeout`.
    */
   async callTool(name: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<CallToolResult> {
-    const client = this.client;
-    if (this.state !== "ready" || !client) {
-      const why = this.lastError ? `: ${this.lastError}` : "";
-      throw new GatehouseError("server_unavailable", `server ${this.config.name} is ${this.state}${why}`);
-    }
-    const gen = this.generation;
-    let result: CallToolResult;
-    try {
-      result = (await client.callTool({ name, arguments: args }, undefined, {
-        timeout: this.config.timeoutMs,
-        signal,
-      })) as CallToolResult;
-    } catch (err) {
-      if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
-        throw new GatehouseError(
-          "upstream_timeout",
-          `server ${this.config.name} did not answer within ${this.config.timeoutMs} ms`,
-          { cause: err },
-        );
-      }
-      // When the connection failed under the call (oversized frame, process exit), the SDK only
-      // says "Connection closed"; the reason is the failure the supervisor recorded.
-      const failure = this.failureSince(gen);
-      const why = failure ? ` (${failure})` : "";
-      throw new GatehouseError("upstream_error", `server ${this.config.name}: ${messageOf(err)}${why}`, {
-        cause: err,
-      });
-    }
+    const result = (await this.read((client, options) =>
+      client.callTool({ name, arguments: args }, undefined, { ...options, signal }),
+    )) as CallToolResult;
     // The SDK fills in `content: []` when a result has none: that is no answer, not an empty success.
     if (result.content.length === 0 && result.structuredContent === undefined) {
       throw new GatehouseError(
@@ -389,8 +364,9 @@ export class ServerSupervisor {
   }
 
   /**
-   * Runs an owner's read (resources, prompts) on the live connection with the server's deadline.
-   * `server_unavailable` when not ready; protocol errors become `upstream_error`.
+   * Runs a request on the live connection with the server's deadline (tool calls, and an owner's
+   * reads of resources and prompts). `server_unavailable` when not ready; a timeout becomes
+   * `upstream_timeout`, anything else `upstream_error`.
    */
   async read<T>(fn: (client: Client, options: RequestOptions) => Promise<T>): Promise<T> {
     const client = this.client;
@@ -398,6 +374,7 @@ export class ServerSupervisor {
       const why = this.lastError ? `: ${this.lastError}` : "";
       throw new GatehouseError("server_unavailable", `server ${this.config.name} is ${this.state}${why}`);
     }
+    const gen = this.generation;
     try {
       return await fn(client, { timeout: this.config.timeoutMs });
     } catch (err) {
@@ -409,7 +386,11 @@ export class ServerSupervisor {
           { cause: err },
         );
       }
-      throw new GatehouseError("upstream_error", `server ${this.config.name}: ${messageOf(err)}`, {
+      // When the connection failed under the request (oversized frame, process exit), the SDK
+      // only says "Connection closed"; the reason is the failure the supervisor recorded.
+      const failure = this.failureSince(gen);
+      const why = failure ? ` (${failure})` : "";
+      throw new GatehouseError("upstream_error", `server ${this.config.name}: ${messageOf(err)}${why}`, {
         cause: err,
       });
     }

@@ -1,0 +1,39 @@
+/** What the catalogue's tests share: a validated server config, tool definitions, a memory store. */
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { afterEach } from "vitest";
+import { type ServerConfig, validateConfig } from "@/server/config";
+import { type Db, openDb } from "@/server/store/db";
+
+/** A stdio server config with the product's defaults, through `validateConfig`. */
+export function serverConfig(name: string, extra: Record<string, unknown> = {}): ServerConfig {
+  const result = validateConfig(
+    { mcpServers: { [name]: { command: "node", enabled: true, ...extra } } },
+    { env: {}, baseDir: "/" },
+  );
+  const server = result.config?.servers[0];
+  if (!server) throw new Error(`bad test server config: ${JSON.stringify(result.errors)}`);
+  return server;
+}
+
+export function tool(name: string, over: Partial<Tool> = {}): Tool {
+  return {
+    name,
+    description: `the ${name} tool`,
+    inputSchema: { type: "object", properties: { q: { type: "string" } } },
+    ...over,
+  } as Tool;
+}
+
+export const OPTS = { descriptionMaxChars: 1024 };
+
+let db: Db | undefined;
+afterEach(() => {
+  db?.$client.close();
+  db = undefined;
+});
+
+/** An in-memory store with migrations applied, closed after the test. */
+export function memoryDb(): Db {
+  db = openDb(":memory:");
+  return db;
+}
