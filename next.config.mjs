@@ -1,29 +1,14 @@
+import { readFileSync } from "node:fs";
+
 /**
- * Security headers apply to every page and API response. Next's own inline bootstrap scripts
- * need 'unsafe-inline' for script-src; everything else is same-origin only.
- * @type {import('next').NextConfig}
+ * Security headers apply to every page and API response (server/main.ts sets the same list on
+ * the routes it answers without Next). Next's own inline bootstrap scripts need 'unsafe-inline'
+ * for script-src; everything else is same-origin only.
+ * @type {{ key: string, value: string }[]}
  */
-const securityHeaders = [
-  {
-    key: "Content-Security-Policy",
-    value: [
-      "default-src 'self'",
-      "script-src 'self' 'unsafe-inline'",
-      "style-src 'self' 'unsafe-inline'",
-      "img-src 'self' data:",
-      "connect-src 'self'",
-      "frame-ancestors 'none'",
-      "base-uri 'none'",
-      "form-action 'self'",
-      "object-src 'none'",
-    ].join("; "),
-  },
-  { key: "X-Frame-Options", value: "DENY" },
-  { key: "X-Content-Type-Options", value: "nosniff" },
-  { key: "Referrer-Policy", value: "no-referrer" },
-  { key: "Cross-Origin-Opener-Policy", value: "same-origin" },
-  { key: "Permissions-Policy", value: "camera=(), microphone=(), geolocation=()" },
-];
+const securityHeaders = JSON.parse(
+  readFileSync(new URL("./server/http/security-headers.json", import.meta.url), "utf8"),
+);
 
 /** @type {import('next').NextConfig} */
 const nextConfig = {

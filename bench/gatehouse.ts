@@ -1,8 +1,9 @@
-/** Starts a real Gatehouse (`next start` on the existing build) for the benchmark. */
+/** Starts a real Gatehouse (the production server, server/main.ts, on the existing build) for the benchmark. */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Agent, request } from "undici";
+import { serverCommand } from "../scripts/server-command.mjs";
 import { freePort, root, type Started, startProcess } from "./support";
 
 export interface Gatehouse {
@@ -27,26 +28,22 @@ export async function startGatehouse(servers: Record<string, unknown>, enable: s
   const config = path.join(dir, "gatehouse.json");
   writeFileSync(config, JSON.stringify({ mcpServers: servers }));
   const port = await freePort();
-  const next = path.join(root, "node_modules", "next", "dist", "bin", "next");
   let started: Started;
   try {
     // GATEHOUSE_BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the server.
     const nodeArgs = (process.env.GATEHOUSE_BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
-    started = await startProcess(
-      process.execPath,
-      [...nodeArgs, next, "start", "-H", "127.0.0.1", "-p", String(port)],
-      {
-        env: {
-          GATEHOUSE_CONFIG: config,
-          GATEHOUSE_DB: path.join(dir, "gatehouse.db"),
-          HOST: "127.0.0.1",
-          PORT: String(port),
-          GATEHOUSE_LOG_LEVEL: "warn",
-        },
-        ready: /\/setup\?code=(\S+)/,
-        port,
+    const server = serverCommand(root, nodeArgs);
+    started = await startProcess(server.command, server.args, {
+      env: {
+        GATEHOUSE_CONFIG: config,
+        GATEHOUSE_DB: path.join(dir, "gatehouse.db"),
+        HOST: "127.0.0.1",
+        PORT: String(port),
+        GATEHOUSE_LOG_LEVEL: "warn",
       },
-    );
+      ready: /\/setup\?code=(\S+)/,
+      port,
+    });
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     throw err;

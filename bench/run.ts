@@ -33,6 +33,16 @@ import {
 } from "./support";
 
 const smoke = process.argv.includes("--smoke");
+/**
+ * `--only=minimal,gatehouse` runs just those sections (the first word of each as printed:
+ * floor, minimal, gatehouse, supergateway, dial, catalogue, memory, tools) and writes
+ * bench/results/partial.json; the default is all of them.
+ */
+const only = process.argv
+  .find((a) => a.startsWith("--only="))
+  ?.slice("--only=".length)
+  .split(",");
+const want = (section: string) => !only || only.includes(section);
 const SIZE = smoke
   ? {
       seq: 100,
@@ -91,8 +101,8 @@ async function sdkClient(transport: StdioClientTransport | StreamableHTTPClientT
 const echo = (client: Client) => () => client.callTool({ name: "echo", arguments: { text: "hi" } });
 
 // 1. The floor: the SDK Client straight to the echo server.
-console.log("floor");
-{
+if (want("floor")) {
+  console.log("floor");
   const client = await sdkClient(new StdioClientTransport({ command: process.execPath, args: [echoServer] }));
   await measure("direct stdio (SDK Client)", echo(client));
   await client.close();
@@ -106,8 +116,8 @@ console.log("floor");
 }
 
 // 2. The minimal proxy floor.
-console.log("minimal proxy floor");
-{
+if (want("minimal")) {
+  console.log("minimal proxy floor");
   const proxy = await startProcess(process.execPath, [path.join(root, "bench", "proxy-floor.mjs")], {
     ready: /listening (\d+)/,
   });
@@ -120,57 +130,61 @@ console.log("minimal proxy floor");
 }
 
 // 3. Gatehouse.
-console.log("gatehouse");
-let gh: Gatehouse | null = null;
-try {
-  gh = await startGatehouse({ echo: { command: process.execPath, args: [echoServer], enabled: true } }, [
-    "echo_echo",
-    "echo_write",
-  ]);
-  const g = gh;
-  await measure("Gatehouse REST POST /api/calls", async () => {
-    const r = await g.call("echo_echo", { text: "hi" });
-    if (r.status !== 200) throw new Error(`REST call answered ${r.status}: ${JSON.stringify(r.body)}`);
-  });
-  if (existsSync(path.join(root, "app", "mcp", "route.ts"))) {
-    const client = await sdkClient(
-      new StreamableHTTPClientTransport(new URL(`${g.base}/mcp`), {
-        requestInit: { headers: { Authorization: `Bearer ${g.token}` } },
-      }),
-    );
-    await measure("Gatehouse /mcp", () => client.callTool({ name: "echo_echo", arguments: { text: "hi" } }));
-    await client.close();
-  } else {
-    notes.push("Gatehouse /mcp: not measured (no app/mcp/route.ts in this build)");
-  }
+if (want("gatehouse")) {
+  console.log("gatehouse");
+  let gh: Gatehouse | null = null;
+  try {
+    gh = await startGatehouse({ echo: { command: process.execPath, args: [echoServer], enabled: true } }, [
+      "echo_echo",
+      "echo_write",
+    ]);
+    const g = gh;
+    await measure("Gatehouse REST POST /api/calls", async () => {
+      const r = await g.call("echo_echo", { text: "hi" });
+      if (r.status !== 200) throw new Error(`REST call answered ${r.status}: ${JSON.stringify(r.body)}`);
+    });
+    if (existsSync(path.join(root, "app", "mcp", "route.ts"))) {
+      const client = await sdkClient(
+        new StreamableHTTPClientTransport(new URL(`${g.base}/mcp`), {
+          requestInit: { headers: { Authorization: `Bearer ${g.token}` } },
+        }),
+      );
+      await measure("Gatehouse /mcp", () =>
+        client.callTool({ name: "echo_echo", arguments: { text: "hi" } }),
+      );
+      await client.close();
+    } else {
+      notes.push("Gatehouse /mcp: not measured (no app/mcp/route.ts in this build)");
+    }
 
-  // Reviewer approval → agent result, the tool itself being instant.
-  const latencies: number[] = [];
-  for (let i = 0; i < SIZE.approvals; i++) {
-    const pending = await g.call("echo_write", { text: `w${i}` });
-    const id = String(pending.body.id);
-    const waiting = g.waitFor(id, 30);
-    // Let the long-poll reach the server before the decision (it subscribes, then waits).
-    await new Promise((r) => setTimeout(r, 20));
-    const t = performance.now();
-    const status = await g.approve(id);
-    const done = await waiting;
-    const ms = performance.now() - t;
-    if (status !== 200 || done.status !== "succeeded")
-      throw new Error(`approval run ${i}: ${status} ${done.status}`);
-    latencies.push(ms);
+    // Reviewer approval → agent result, the tool itself being instant.
+    const latencies: number[] = [];
+    for (let i = 0; i < SIZE.approvals; i++) {
+      const pending = await g.call("echo_write", { text: `w${i}` });
+      const id = String(pending.body.id);
+      const waiting = g.waitFor(id, 30);
+      // Let the long-poll reach the server before the decision (it subscribes, then waits).
+      await new Promise((r) => setTimeout(r, 20));
+      const t = performance.now();
+      const status = await g.approve(id);
+      const done = await waiting;
+      const ms = performance.now() - t;
+      if (status !== 200 || done.status !== "succeeded")
+        throw new Error(`approval run ${i}: ${status} ${done.status}`);
+      latencies.push(ms);
+    }
+    extra.approvalToResult = percentiles(latencies);
+    console.log(
+      `  approve click → agent result: p50 ${percentiles(latencies).p50.toFixed(2)} ms, p99 ${percentiles(latencies).p99.toFixed(2)} ms`,
+    );
+  } finally {
+    await gh?.stop();
   }
-  extra.approvalToResult = percentiles(latencies);
-  console.log(
-    `  approve click → agent result: p50 ${percentiles(latencies).p50.toFixed(2)} ms, p99 ${percentiles(latencies).p99.toFixed(2)} ms`,
-  );
-} finally {
-  await gh?.stop();
 }
 
 // 4. The peer: supergateway exposing the same stdio server over streamable HTTP.
-console.log("supergateway");
-{
+if (want("supergateway")) {
+  console.log("supergateway");
   const port = await freePort();
   const sg = await startProcess(
     process.execPath,
@@ -194,8 +208,8 @@ console.log("supergateway");
 }
 
 // 5. Dial of an HTTP server by Gatehouse's manager: time and requests, against the SDK Client.
-console.log("dial");
-{
+if (want("dial")) {
+  console.log("dial");
   const srv = await startProcess(process.execPath, [echoServer, "--http"], { ready: /listening (\d+)/ });
   const url = `http://127.0.0.1:${srv.port}/mcp`;
   const requests = async () =>
@@ -253,8 +267,8 @@ console.log("dial");
 }
 
 // 6. Catalogue refresh: servers × tools through syncServerTools on a SQLite file.
-console.log("catalogue refresh");
-{
+if (want("catalogue")) {
+  console.log("catalogue refresh");
   const dir = mkdtempSync(path.join(os.tmpdir(), "gatehouse-bench-cat-"));
   const db = openDb(path.join(dir, "cat.db"));
   const tools: Tool[] = Array.from({ length: SIZE.catTools }, (_, i) => ({
@@ -297,8 +311,8 @@ console.log("catalogue refresh");
 }
 
 // 7. RSS with many stdio servers (Gatehouse's own process; children are separate processes).
-console.log("memory");
-{
+if (want("memory")) {
+  console.log("memory");
   const servers: Record<string, unknown> = {};
   for (let i = 0; i < SIZE.servers; i++)
     servers[`e${i}`] = { command: process.execPath, args: [echoServer], enabled: true };
@@ -328,8 +342,8 @@ console.log("memory");
 }
 
 // 8. The tools page with many rows: first-load JS (gzip) and time until the table shows.
-console.log("tools page");
-{
+if (want("tools")) {
+  console.log("tools page");
   const servers: Record<string, unknown> = {};
   for (let i = 0; i < SIZE.crowd; i++) {
     servers[`crowd${i}`] = {
@@ -411,7 +425,7 @@ for (const n of notes) console.log(`note: ${n}`);
 const resultsDir = path.join(root, "bench", "results");
 mkdirSync(resultsDir, { recursive: true });
 writeFileSync(
-  path.join(resultsDir, smoke ? "smoke.json" : "latest.json"),
+  path.join(resultsDir, only ? "partial.json" : smoke ? "smoke.json" : "latest.json"),
   JSON.stringify({ at: new Date().toISOString(), smoke, size: SIZE, rows, extra, notes }, null, 2),
 );
 process.exit(0);

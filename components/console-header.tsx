@@ -40,6 +40,9 @@ export function ConsoleHeader({ links, userName }: { links: NavLink[]; userName:
               <Link
                 key={link.href}
                 href={link.href}
+                // Prefetching every page on each load made six server renders compete with the
+                // page's own data on a small server; a click costs one round trip instead.
+                prefetch={false}
                 aria-current={active ? "page" : undefined}
                 className={cx(
                   "rounded-md px-3 py-1.5 text-sm font-medium",

@@ -102,7 +102,11 @@ function useUpdateTool(localName: string) {
   });
 }
 
-export function ToolsView() {
+/**
+ * The owner's catalogue table. `initial` is the catalogue as the server rendered the page at
+ * `renderedAt`; without it the table loads it itself.
+ */
+export function ToolsView({ initial, renderedAt }: { initial?: CatalogueData; renderedAt?: number } = {}) {
   const params = useSearchParams();
   const linked = params.get("tool");
   const ids = { search: useId(), server: useId(), status: useId(), kind: useId(), size: useId() };
@@ -125,6 +129,8 @@ export function ToolsView() {
   const query = useQuery({
     queryKey: queryKeys.catalogue.list(),
     queryFn: ({ signal }) => api<CatalogueData>("/api/catalogue", { signal }),
+    initialData: initial,
+    initialDataUpdatedAt: renderedAt,
   });
 
   const sorted = useMemo(

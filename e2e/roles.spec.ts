@@ -1,3 +1,4 @@
+import securityHeaders from "../server/http/security-headers.json" with { type: "json" };
 import { people, readState } from "./support/env";
 import { expect, snap, test } from "./support/fixtures";
 
@@ -48,6 +49,24 @@ test.describe("roles", () => {
     expect(after.status).toBe("pending");
     await agent.dispose();
     await owner.dispose();
+  });
+
+  test("pages, API routes and the agent hot paths all carry the security headers", async ({ playwright }) => {
+    const api = await playwright.request.newContext({ baseURL: readState().baseURL });
+    // A page and an API route answered by Next, and the two paths server/main.ts answers itself.
+    const answers = [
+      await api.get("/login"),
+      await api.get("/api/me"),
+      await api.post("/api/calls", { data: { tool: "demo_list_notes", arguments: {} } }),
+      await api.post("/mcp", { data: { jsonrpc: "2.0", id: 1, method: "ping" } }),
+    ];
+    expect(answers.map((a) => a.status())).toEqual([200, 401, 401, 401]);
+    for (const answer of answers) {
+      for (const { key, value } of securityHeaders) {
+        expect(answer.headers()[key.toLowerCase()], `${key} on ${answer.url()}`).toBe(value);
+      }
+    }
+    await api.dispose();
   });
 
   test("a signed-out visitor is sent to the sign-in page", async ({ page }) => {

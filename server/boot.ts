@@ -1,7 +1,7 @@
 import "server-only";
 import { configPathFromEnv, formatIssues, loadConfigFile } from "./config";
 import { logger } from "./log";
-import { announceSetup, createRuntime, getRuntime, setRuntime } from "./runtime";
+import { announceSetup, createRuntime, getRuntime, type Runtime, setRuntime } from "./runtime";
 import { dbPathFromEnv } from "./store/db";
 
 const log = logger("boot");
@@ -15,13 +15,13 @@ export function baseUrlFromEnv(env = process.env): string {
 
 /**
  * Starts the process-wide runtime once: validates the config (exiting non-zero on any error),
- * opens the store, applies migrations, starts the MCP manager in the background and prints the
- * setup link while no user exists.
+ * opens the store, applies migrations, starts the MCP manager in the background and, unless
+ * `announce` is false (server/main.ts prints it once it listens), prints the setup link while no
+ * user exists. A second call returns the running runtime.
  */
-export function boot(): void {
+export function boot({ announce = true }: { announce?: boolean } = {}): Runtime {
   try {
-    getRuntime();
-    return;
+    return getRuntime();
   } catch {
     // Not started yet.
   }
@@ -40,7 +40,7 @@ export function boot(): void {
   });
   setRuntime(runtime);
   log.info(`config ${path}; store ${dbPathFromEnv()}; ${result.config.servers.length} server(s)`);
-  announceSetup(runtime, baseUrlFromEnv());
+  if (announce) announceSetup(runtime, baseUrlFromEnv());
 
   let stopping = false;
   const shutdown = (signal: NodeJS.Signals) => {
@@ -51,4 +51,5 @@ export function boot(): void {
   };
   process.once("SIGTERM", shutdown);
   process.once("SIGINT", shutdown);
+  return runtime;
 }

@@ -3,7 +3,12 @@ import "server-only";
 type Level = "debug" | "info" | "warn" | "error";
 const order: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
-const secrets = new Set<string>();
+// Next.js evaluates server modules more than once (instrumentation, each route, server/main.ts),
+// so the registry lives on globalThis: a secret registered by one copy is redacted by every copy.
+const SECRETS = Symbol.for("gatehouse.log.secrets");
+const holder = globalThis as { [SECRETS]?: Set<string> };
+holder[SECRETS] ??= new Set<string>();
+const secrets: Set<string> = holder[SECRETS];
 
 /**
  * Registers values (header and env values from the config) that must never be written to a

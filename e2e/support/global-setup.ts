@@ -4,6 +4,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { serverCommand } from "../../scripts/server-command.mjs";
 import { E2E_SECRET, type E2EState, STATE_FILE } from "./env";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -20,7 +21,7 @@ function freePort(): Promise<number> {
 }
 
 /**
- * Starts `next start` on a fresh temporary store and config (the demo server only) and waits
+ * Starts the production server (server/main.ts) on a fresh temporary store and config (the demo server only) and waits
  * for the setup link Gatehouse prints on its console.
  */
 export default async function globalSetup(): Promise<void> {
@@ -77,30 +78,20 @@ export default async function globalSetup(): Promise<void> {
   const baseURL = `http://127.0.0.1:${port}`;
   const logFile = path.join(dir, "server.log");
   const log = createWriteStream(logFile);
-  const child = spawn(
-    process.execPath,
-    [
-      path.join(root, "node_modules", "next", "dist", "bin", "next"),
-      "start",
-      "-H",
-      "127.0.0.1",
-      "-p",
-      String(port),
-    ],
-    {
-      cwd: root,
-      env: {
-        ...process.env,
-        GATEHOUSE_CONFIG: configFile,
-        GATEHOUSE_DB: dbFile,
-        E2E_SECRET: E2E_SECRET,
-        HOST: "127.0.0.1",
-        PORT: String(port),
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
+  const server = serverCommand(root);
+  const child = spawn(server.command, server.args, {
+    cwd: root,
+    env: {
+      ...process.env,
+      GATEHOUSE_CONFIG: configFile,
+      GATEHOUSE_DB: dbFile,
+      E2E_SECRET: E2E_SECRET,
+      HOST: "127.0.0.1",
+      PORT: String(port),
     },
-  );
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   child.stderr.pipe(log);
   const setupLink = await new Promise<string>((resolve, reject) => {
     let seen = "";

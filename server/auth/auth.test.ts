@@ -25,8 +25,9 @@ import {
   type TestRuntime,
 } from "@/test/support/runtime";
 import { listEnabledTools } from "../catalogue/catalogue";
+import { MAX_REQUEST_BODY_BYTES } from "../http/node-bridge";
 import { route } from "../http/route";
-import { agentTokens, sessions, tools, users } from "../store/schema";
+import { agentTokens, calls, sessions, tools, users } from "../store/schema";
 import { type Access, LoginThrottle } from "./access";
 import { hashPassword, sha256, verifyPassword } from "./crypto";
 import { createSession, SESSION_COOKIE, SESSION_TTL_MS } from "./sessions";
@@ -666,5 +667,36 @@ describe("API errors", () => {
     expect(JSON.parse(text)).toEqual({ error: { code: "internal", message: "internal error" } });
     expect(text).not.toContain("SQLITE");
     expect(text).not.toContain("gh_abc123");
+  });
+});
+
+describe("request body limit", () => {
+  it("a JSON body over 4 MiB is refused with 413 payload_too_large and stores nothing", async () => {
+    const rt = await start();
+    enableTool(rt.runtime, ADD_NOTE);
+    const agent = createAgentToken(rt.runtime, "robot");
+    const callCount = () => rt.runtime.db.select({ id: calls.id }).from(calls).all().length;
+    // JSON allows any amount of whitespace, so padding keeps the body a valid call at any size:
+    // only its size can be the reason for a refusal.
+    const call = JSON.stringify({ tool: ADD_NOTE, arguments: { text: "padded" } });
+    const padded = (bytes: number) => call + " ".repeat(bytes - call.length);
+    expect(MAX_REQUEST_BODY_BYTES).toBe(4 * 1024 * 1024);
+
+    await expectError(
+      await request("POST", "/api/calls", { bearer: agent, body: padded(MAX_REQUEST_BODY_BYTES + 1) }),
+      413,
+      "payload_too_large",
+    );
+    expect(callCount()).toBe(0);
+
+    // The same call at exactly the limit is accepted and stored.
+    const accepted = await request("POST", "/api/calls", {
+      bearer: agent,
+      body: padded(MAX_REQUEST_BODY_BYTES),
+    });
+    expect(accepted.status).toBe(202);
+    expect((await bodyOf<CallView>(accepted)).status).toBe("pending");
+    expect(callCount()).toBe(1);
+    expect(rt.demoRuns()).toBe(0);
   });
 });

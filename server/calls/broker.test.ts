@@ -109,6 +109,20 @@ describe("the confirm flow", () => {
     expect(auditActions(rt, call.id)).toEqual(["call.started", "call.succeeded"]);
   });
 
+  it("the answers to a read-only and a destructive call are the calls as stored", async () => {
+    const rt = await start();
+    const { agent } = await people(rt);
+    // Both answers are built from what was written, not read back: they must match a read.
+    const read = await bodyOf<CallView>(
+      await request("POST", "/api/calls", { bearer: agent, body: { tool: LIST_NOTES, arguments: {} } }),
+    );
+    const pending = await addNote(agent, "as stored");
+    for (const answered of [read, pending]) {
+      const stored = await bodyOf<CallView>(await getCall(answered.id, { bearer: agent }));
+      expect(answered).toEqual(stored);
+    }
+  });
+
   it("a destructive tool becomes pending (202) and the server runs nothing", async () => {
     const rt = await start();
     const { agent } = await people(rt);

@@ -1,7 +1,6 @@
 import "server-only";
-import { randomUUID } from "node:crypto";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { and, asc, desc, eq, gte, lt, lte, or, type SQL, sql } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, gte, lt, lte, or, type SQL, sql } from "drizzle-orm";
 import {
   type AuditEventView,
   type CallStatus,
@@ -22,7 +21,9 @@ import type { Logger } from "../log";
 import type { Db } from "../store/db";
 import { prepared } from "../store/prepared";
 import { auditEvents, calls, tools } from "../store/schema";
+import { WriteBatch } from "../store/write-batch";
 import { argumentsDigest, checkArguments } from "./arguments";
+import { newCallId } from "./ids";
 
 type CallRow = typeof calls.$inferSelect;
 
@@ -89,6 +90,28 @@ function toView(row: CallRow, tool: ToolNow, fullResult?: unknown): CallView {
     durationMs: Number.isFinite(started) && Number.isFinite(finished) ? finished - started : null,
   };
 }
+
+/** The columns a call's outcome sets. */
+type OutcomeColumns = Pick<
+  CallRow,
+  "status" | "finishedAt" | "result" | "resultTruncated" | "errorCode" | "errorMessage"
+> & { status: CallStatus };
+
+/** A call row's optional columns, unset; new rows spread it and fill in the rest. */
+const emptyCall = {
+  definitionHash: null,
+  approvalReason: null,
+  expiresAt: null,
+  decidedAt: null,
+  decidedBy: null,
+  reason: null,
+  startedAt: null,
+  finishedAt: null,
+  result: null,
+  resultTruncated: false,
+  errorCode: null,
+  errorMessage: null,
+} satisfies Partial<CallRow>;
 
 /**
  * The stored form of a result: its JSON when that fits in {@link RESULT_STORE_MAX_BYTES}, else
@@ -204,8 +227,12 @@ export class CallBroker {
   private readonly recent = new Map<string, { result: unknown; at: number }>();
   private expiryTimer: NodeJS.Timeout | null = null;
   private readonly running = new Set<Promise<void>>();
+  /** The call path's writes (new calls, outcomes and their audit rows), group-committed. */
+  private readonly writes: WriteBatch;
 
-  constructor(private readonly deps: BrokerDeps) {}
+  constructor(private readonly deps: BrokerDeps) {
+    this.writes = new WriteBatch(deps.db.$client);
+  }
 
   /** Marks calls left `running` by a crash as `interrupted` (never re-run) and starts expiry. */
   start(): void {
@@ -231,6 +258,22 @@ export class CallBroker {
   async stop(): Promise<void> {
     if (this.expiryTimer) clearInterval(this.expiryTimer);
     await Promise.allSettled([...this.running]);
+    this.writes.flush();
+  }
+
+  /** Inserts a whole call row: one prepared statement, every column a placeholder. */
+  private insertCall(row: CallRow): void {
+    const { db } = this.deps;
+    const insert = prepared(db, "calls.insert", () => {
+      const values = Object.fromEntries(
+        Object.keys(getTableColumns(calls)).map((k) => [k, sql.placeholder(k)]),
+      );
+      return db
+        .insert(calls)
+        .values(values as unknown as typeof calls.$inferInsert)
+        .prepare();
+    });
+    insert.run(row);
   }
 
   private audit(
@@ -262,8 +305,8 @@ export class CallBroker {
     this.deps.bus.publish({ type: "call", id, status });
   }
 
-  /** Records a refused attempt and throws the refusal. */
-  private refuse(
+  /** Records a refused attempt (committed before the caller hears of it), then throws the refusal. */
+  private async refuse(
     requester: Requester,
     base: {
       tool: string;
@@ -274,11 +317,12 @@ export class CallBroker {
     },
     code: ErrorCode,
     message: string,
-  ): never {
-    const id = randomUUID();
-    this.deps.db
-      .insert(calls)
-      .values({
+  ): Promise<never> {
+    const id = newCallId();
+    const now = nowIso();
+    await this.writes.write(() => {
+      this.insertCall({
+        ...emptyCall,
         id,
         tool: base.tool,
         server: base.server,
@@ -289,20 +333,21 @@ export class CallBroker {
         requesterKind: requester.kind,
         requesterName: requester.name,
         status: "refused",
-        createdAt: nowIso(),
-        finishedAt: nowIso(),
+        createdAt: now,
+        finishedAt: now,
         errorCode: code,
         errorMessage: message,
-      })
-      .run();
-    this.audit(requester.name, "call.refused", base.tool, id, `${code}: ${message}`);
+      });
+      this.audit(requester.name, "call.refused", base.tool, id, `${code}: ${message}`);
+    });
     this.publish(id, "refused");
     throw new GatehouseError(code, message);
   }
 
   /**
    * A call from an agent or a person. Read-only tools run now (`200`); destructive ones become
-   * pending (`202`). Refusals throw after recording the attempt.
+   * pending (`202`). Refusals throw after recording the attempt. Every row is committed before
+   * this resolves.
    */
   async request(
     requester: Requester,
@@ -318,12 +363,12 @@ export class CallBroker {
       args,
       destructive: row ? !row.readOnly : true,
     };
-    if (!row) this.refuse(requester, base, "tool_not_found", `no tool named "${body.tool}"`);
+    if (!row) return this.refuse(requester, base, "tool_not_found", `no tool named "${body.tool}"`);
     if (row.status !== "enabled")
-      this.refuse(requester, base, "tool_not_enabled", `${row.localName} is not enabled`);
+      return this.refuse(requester, base, "tool_not_enabled", `${row.localName} is not enabled`);
     const availability = availabilityOf(row);
     if (availability === "changed") {
-      this.refuse(
+      return this.refuse(
         requester,
         base,
         "tool_changed",
@@ -331,24 +376,29 @@ export class CallBroker {
       );
     }
     if (availability === "gone")
-      this.refuse(requester, base, "tool_gone", `${row.localName} is no longer listed by its server`);
+      return this.refuse(requester, base, "tool_gone", `${row.localName} is no longer listed by its server`);
     if (availability === "unusable") {
-      this.refuse(requester, base, "tool_unusable", `${row.localName} is unusable: ${row.unusableReason}`);
+      return this.refuse(
+        requester,
+        base,
+        "tool_unusable",
+        `${row.localName} is unusable: ${row.unusableReason}`,
+      );
     }
     const definition = parseDefinition(row);
     try {
       checkArguments(row.definitionHash, definition.inputSchema, args);
     } catch (err) {
-      if (err instanceof GatehouseError) this.refuse(requester, base, err.code, err.message);
+      if (err instanceof GatehouseError) return this.refuse(requester, base, err.code, err.message);
       throw err;
     }
 
-    const id = randomUUID();
     const createdAt = nowIso();
     // The catalogue's one answer to "does this call wait?": annotations, an owner's vouch, "Always confirm".
     const need = approvalNeed(row, definition.annotations);
-    const common = {
-      id,
+    const call: Omit<CallRow, "status"> = {
+      ...emptyCall,
+      id: newCallId(),
       tool: row.localName,
       server: row.server,
       remoteName: row.remoteName,
@@ -361,81 +411,106 @@ export class CallBroker {
       requesterName: requester.name,
       createdAt,
     };
+    const toolNow = { description: row.description, definitionHash: row.definitionHash };
     if (need.reason === null) {
-      // One commit for the row and its audit entry (better-sqlite3's cached BEGIN/COMMIT).
-      db.$client.transaction(() => {
-        db.insert(calls)
-          .values({ ...common, status: "running", startedAt: createdAt })
-          .run();
-        this.audit(requester.name, "call.started", row.localName, id, "read-only");
-      })();
-      const view = await this.execute(id);
-      return { httpStatus: 200, call: view };
+      const started: CallRow = { ...call, status: "running", startedAt: createdAt };
+      // The row exists before the tool is asked: a crash mid-call leaves it `interrupted`.
+      await this.writes.write(() => {
+        this.insertCall(started);
+        this.audit(requester.name, "call.started", row.localName, call.id, "read-only");
+      });
+      const outcome = await this.execute({ ...started, args });
+      // The view is built from what was just written: no read-back of the row.
+      return { httpStatus: 200, call: toView({ ...started, ...outcome.stored }, toolNow, outcome.full) };
     }
-    const expiresAt = new Date(Date.now() + this.deps.approvals.expireAfterSeconds * 1000).toISOString();
-    db.insert(calls)
-      .values({ ...common, status: "pending", expiresAt })
-      .run();
-    this.audit(requester.name, "call.pending", row.localName, id, need.reason);
-    this.publish(id, "pending");
-    const view = this.get(id);
-    if (!view) throw new GatehouseError("internal", "the call was not recorded");
-    return { httpStatus: 202, call: view };
+    const pending: CallRow = {
+      ...call,
+      status: "pending",
+      expiresAt: new Date(Date.now() + this.deps.approvals.expireAfterSeconds * 1000).toISOString(),
+    };
+    await this.writes.write(() => {
+      this.insertCall(pending);
+      this.audit(requester.name, "call.pending", row.localName, call.id, need.reason);
+    });
+    this.publish(call.id, "pending");
+    return { httpStatus: 202, call: toView(pending, toolNow) };
   }
 
-  /** Runs a call that is already `running` and records its outcome. */
-  private async execute(id: string): Promise<CallView> {
+  /**
+   * Runs a call that is already `running` and records its outcome (committed before this
+   * resolves). Returns the columns it wrote and the full result, when there is one.
+   */
+  private async execute(
+    call: Pick<CallRow, "id" | "tool" | "server" | "remoteName" | "requesterName" | "destructive"> & {
+      args: Record<string, unknown>;
+    },
+  ): Promise<{ stored: OutcomeColumns; full: unknown }> {
     const { db } = this.deps;
-    const row = prepared(db, "calls.byId", () =>
-      db
-        .select()
-        .from(calls)
-        .where(eq(calls.id, sql.placeholder("id")))
-        .prepare(),
-    ).get({ id });
-    if (!row) throw new GatehouseError("call_not_found", `no call ${id}`);
+    const { id } = call;
     const started = Date.now();
-    let status: CallStatus;
-    let update: Partial<CallRow>;
     let full: unknown;
     let truncatedNote: string | null = null;
+    const stored: OutcomeColumns = {
+      status: "failed",
+      finishedAt: "",
+      result: null,
+      resultTruncated: false,
+      errorCode: null,
+      errorMessage: null,
+    };
     try {
-      const result = await this.deps.callTool(row.server, row.remoteName, JSON.parse(row.arguments));
+      const result = await this.deps.callTool(call.server, call.remoteName, call.args);
       full = result;
       const capped = capResult(result);
-      status = result.isError === true ? "failed" : "succeeded";
-      update = { result: capped.text, resultTruncated: capped.truncated };
-      if (result.isError === true) update.errorCode = "tool_error";
-      if (result.isError === true) update.errorMessage = "the tool reported an error";
+      stored.status = result.isError === true ? "failed" : "succeeded";
+      stored.result = capped.text;
+      stored.resultTruncated = capped.truncated;
+      if (result.isError === true) {
+        stored.errorCode = "tool_error";
+        stored.errorMessage = "the tool reported an error";
+      }
       if (capped.truncated) truncatedNote = `result stored truncated to ${RESULT_STORE_MAX_BYTES} bytes`;
     } catch (err) {
-      status = "failed";
-      const code = err instanceof GatehouseError ? err.code : "internal";
-      const message = err instanceof GatehouseError ? err.message : "the call failed unexpectedly";
+      stored.errorCode = err instanceof GatehouseError ? err.code : "internal";
+      stored.errorMessage = err instanceof GatehouseError ? err.message : "the call failed unexpectedly";
       if (!(err instanceof GatehouseError)) this.deps.log.error(`call ${id} failed`, { error: String(err) });
-      update = { errorCode: code, errorMessage: message };
     }
-    db.$client.transaction(() => {
-      db.update(calls)
-        .set({ ...update, status, finishedAt: nowIso() })
-        .where(and(eq(calls.id, id), eq(calls.status, "running")))
-        .run();
+    stored.finishedAt = nowIso();
+    const finish = prepared(db, "calls.finish", () =>
+      db
+        .update(calls)
+        // drizzle binds placeholders in set() through each column's encoder; its types only
+        // list plain values, hence the cast.
+        .set({
+          status: sql.placeholder("status"),
+          finishedAt: sql.placeholder("finishedAt"),
+          result: sql.placeholder("result"),
+          resultTruncated: sql.placeholder("resultTruncated"),
+          errorCode: sql.placeholder("errorCode"),
+          errorMessage: sql.placeholder("errorMessage"),
+        } as unknown as Partial<CallRow>)
+        .where(and(eq(calls.id, sql.placeholder("id")), eq(calls.status, "running")))
+        .prepare(),
+    );
+    const durationMs = Date.now() - started;
+    await this.writes.write(() => {
+      finish.run({ ...stored, id });
       this.audit(
-        row.requesterName,
-        `call.${status}`,
-        row.tool,
+        call.requesterName,
+        `call.${stored.status}`,
+        call.tool,
         id,
-        [update.errorMessage, truncatedNote].filter(Boolean).join("; ") || null,
-        Date.now() - started,
+        [stored.errorMessage, truncatedNote].filter(Boolean).join("; ") || null,
+        durationMs,
       );
-    })();
+    });
     // Only calls someone may be waiting on (held for approval) keep their full result in memory.
-    if (full !== undefined && row.destructive) {
+    if (full !== undefined && call.destructive) {
       this.recent.set(id, { result: full, at: Date.now() });
       this.pruneRecent();
     }
-    this.publish(id, status);
-    return this.view(id, full);
+    this.publish(id, stored.status);
+    return { stored, full };
   }
 
   /** A call as its view, with its tool's current description; `fullResult` replaces a capped one. */
@@ -536,7 +611,7 @@ export class CallBroker {
     if (moved.changes === 0) throw this.alreadyDecided(id);
     this.audit(reviewer, "call.approved", row.tool, id, null, pendingMs(row));
     this.publish(id, "running");
-    const run = this.execute(id).then(
+    const run = this.execute({ ...row, args: JSON.parse(row.arguments) as Record<string, unknown> }).then(
       () => undefined,
       (err) => this.deps.log.error(`call ${id}: ${String(err)}`),
     );

@@ -1,10 +1,12 @@
 import "server-only";
+import { readRequestBody } from "@modelcontextprotocol/sdk/server/requestBody.js";
 import type { z } from "zod";
 import type { ErrorBody } from "@/lib/errors";
 import { GatehouseError } from "@/lib/errors";
 import { type Access, allows, authenticate, checkOrigin, type Principal } from "../auth/access";
 import { logger } from "../log";
 import { getRuntime, type Runtime } from "../runtime";
+import { MAX_REQUEST_BODY_BYTES } from "./node-bridge";
 
 const log = logger("http");
 
@@ -93,9 +95,16 @@ export function route<B extends Schema | undefined = undefined, Q extends Schema
       }
       let body: unknown;
       if (opts.body) {
+        const text = await readRequestBody(req, MAX_REQUEST_BODY_BYTES);
+        if (text.tooLarge) {
+          throw new GatehouseError(
+            "payload_too_large",
+            `request bodies are limited to ${MAX_REQUEST_BODY_BYTES} bytes`,
+          );
+        }
         let raw: unknown;
         try {
-          raw = await req.json();
+          raw = JSON.parse(text.text);
         } catch {
           throw new GatehouseError("invalid_body", "the request body must be JSON");
         }

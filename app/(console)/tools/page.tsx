@@ -4,6 +4,8 @@ import { NotAllowed } from "@/components/not-allowed";
 import { isOwner } from "@/components/roles";
 import { ToolsView } from "@/components/tools-view";
 import { currentPageUser } from "@/server/auth/page";
+import { listCatalogue } from "@/server/catalogue/catalogue";
+import { getRuntime } from "@/server/runtime";
 
 export const metadata: Metadata = { title: "Tools" };
 
@@ -11,5 +13,7 @@ export default async function ToolsPage() {
   const user = await currentPageUser();
   if (!user) redirect("/login");
   if (!isOwner(user)) return <NotAllowed audience="owners" />;
-  return <ToolsView />;
+  // The catalogue comes with the page, so the table is in the first paint instead of waiting
+  // for the scripts and a fetch; live events keep it current from there.
+  return <ToolsView initial={{ tools: listCatalogue(getRuntime().db) }} renderedAt={Date.now()} />;
 }

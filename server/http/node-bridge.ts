@@ -1,0 +1,126 @@
+import "server-only";
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+
+/** Largest request body an API route or `/mcp` accepts (4 MiB); each checks it in its own error format. */
+export const MAX_REQUEST_BODY_BYTES = 4 * 1024 * 1024;
+/**
+ * What server/main.ts buffers at most before a handler runs: a backstop a little above
+ * {@link MAX_REQUEST_BODY_BYTES}, so a handler's own limit answers first and in its own format.
+ */
+export const BRIDGE_MAX_BODY_BYTES = MAX_REQUEST_BODY_BYTES + 64 * 1024;
+
+/**
+ * Reads a Node request's body into one buffer, or `null` once it passes `max` bytes (a
+ * `Content-Length` over `max` is refused before a byte is read). Reading stops there without
+ * destroying the socket, so the caller can still answer 413 (with `Connection: close`).
+ * Methods without a body resolve to an empty buffer.
+ */
+export function readBody(req: IncomingMessage, max: number): Promise<Buffer | null> {
+  if (req.method === "GET" || req.method === "HEAD") return Promise.resolve(Buffer.alloc(0));
+  const declared = Number(req.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > max) return Promise.resolve(null);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) {
+        req.off("data", onData).off("end", onEnd).off("error", reject);
+        resolve(null);
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+    req.on("data", onData).once("end", onEnd).once("error", reject);
+  });
+}
+
+/**
+ * The web `Request` for a Node request whose body was read already. Its `signal` aborts when
+ * the client goes away before the response is finished (what long-polls and held MCP calls
+ * listen to). `origin` is `http://host:port` as the client addressed us.
+ */
+export function webRequest(req: IncomingMessage, res: ServerResponse, origin: string, body: Buffer): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+    else headers.set(name, value);
+  }
+  const aborter = new AbortController();
+  res.once("close", () => {
+    if (!res.writableFinished) aborter.abort();
+  });
+  return new Request(`${origin}${req.url ?? "/"}`, {
+    method: req.method,
+    headers,
+    // Node buffers sit on plain ArrayBuffers; the DOM typing only wants that said.
+    body: body.length > 0 ? (body as Uint8Array<ArrayBuffer>) : undefined,
+    signal: aborter.signal,
+  });
+}
+
+/**
+ * Writes a web `Response` to a Node response: status, headers (each `Set-Cookie` on its own
+ * line), then the body as it is produced, so event streams reach the client unbuffered. A
+ * client that goes away cancels the body's stream. `extraHeaders` are set unless the response
+ * sets the same header itself.
+ */
+export async function sendResponse(
+  res: ServerResponse,
+  response: Response,
+  extraHeaders: readonly { key: string; value: string }[] = [],
+): Promise<void> {
+  if (res.destroyed) {
+    // The client left while the handler worked (a held call it gave up on): nobody to write to,
+    // and 'close' has fired already, so the body's producer is released here.
+    await response.body?.cancel().catch(() => {});
+    return;
+  }
+  const headers: OutgoingHttpHeaders = {};
+  for (const { key, value } of extraHeaders) headers[key.toLowerCase()] = value;
+  for (const [name, value] of response.headers) if (name !== "set-cookie") headers[name] = value;
+  const cookies = response.headers.getSetCookie();
+  if (cookies.length > 0) headers["set-cookie"] = cookies;
+  res.writeHead(response.status, headers);
+  if (!response.body) {
+    res.end();
+    return;
+  }
+  const reader = response.body.getReader();
+  let gone = false;
+  res.once("close", () => {
+    gone = true;
+    reader.cancel().catch(() => {});
+  });
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done || gone || res.destroyed) break;
+      if (!res.write(value)) await drained(res);
+    }
+  } catch {
+    // The body's producer failed mid-stream: the status is sent, so all that is left is to stop.
+    res.destroy();
+    return;
+  }
+  res.end();
+}
+
+/** Resolves when `res` can take more data, or is closed. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    if (res.destroyed) {
+      resolve();
+      return;
+    }
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}

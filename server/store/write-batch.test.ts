@@ -1,0 +1,88 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { WriteBatch } from "./write-batch";
+
+let dir: string;
+let main: Database.Database;
+let other: Database.Database;
+
+beforeEach(() => {
+  dir = mkdtempSync(path.join(os.tmpdir(), "gatehouse-batch-"));
+  main = new Database(path.join(dir, "t.db"));
+  main.pragma("journal_mode = WAL");
+  main.exec("create table t (id integer primary key, v text not null)");
+  // A second connection sees only what is committed.
+  other = new Database(path.join(dir, "t.db"));
+});
+afterEach(() => {
+  main.close();
+  other.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const insert = (v: string) => () => {
+  main.prepare("insert into t (v) values (?)").run(v);
+};
+const committed = () =>
+  (other.prepare("select v from t order by id").all() as { v: string }[]).map((r) => r.v);
+
+describe("group commit", () => {
+  it("a write is committed, visible to another connection, when its promise resolves", async () => {
+    const batch = new WriteBatch(main);
+    const done = batch.write(insert("a"));
+    expect(committed()).toEqual([]);
+    await done;
+    expect(committed()).toEqual(["a"]);
+  });
+
+  it("writes queued in one turn of the event loop share one transaction", async () => {
+    const batch = new WriteBatch(main);
+    let seenByOtherDuringSecond: string[] | null = null;
+    const first = batch.write(insert("a"));
+    const second = batch.write(() => {
+      // The first write is done but not committed: another connection cannot see it yet.
+      seenByOtherDuringSecond = committed();
+      insert("b")();
+    });
+    await Promise.all([first, second]);
+    expect(seenByOtherDuringSecond).toEqual([]);
+    expect(committed()).toEqual(["a", "b"]);
+  });
+
+  it("a write that throws is rolled back alone: only its promise rejects, the others commit", async () => {
+    const batch = new WriteBatch(main);
+    const a = batch.write(insert("a"));
+    const bad = batch.write(() => {
+      insert("half-written")();
+      throw new Error("boom");
+    });
+    const c = batch.write(insert("c"));
+    await expect(bad).rejects.toThrow("boom");
+    await Promise.all([a, c]);
+    expect(committed()).toEqual(["a", "c"]);
+  });
+
+  it("flush commits what is queued at once (as shutdown does before the store closes)", async () => {
+    const batch = new WriteBatch(main);
+    const done = batch.write(insert("a"));
+    batch.flush();
+    expect(committed()).toEqual(["a"]);
+    await done;
+  });
+
+  it("when another writer holds the store every write of the batch rejects and nothing is stored", async () => {
+    const batch = new WriteBatch(main);
+    const a = batch.write(insert("a"));
+    const b = batch.write(insert("b"));
+    // Another connection holds the write lock, and this one does not wait for it.
+    other.exec("begin immediate");
+    main.pragma("busy_timeout = 0");
+    await expect(a).rejects.toThrow(/locked|busy/i);
+    await expect(b).rejects.toThrow(/locked|busy/i);
+    other.exec("rollback");
+    expect(committed()).toEqual([]);
+  });
+});

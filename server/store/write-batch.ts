@@ -1,0 +1,67 @@
+import "server-only";
+import type Database from "better-sqlite3";
+
+interface Queued {
+  write: () => void;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * Group commit for the call path. Writes queued during one turn of the event loop are
+ * committed together, in one transaction, at `setImmediate`; each runs in its own savepoint,
+ * so a write that throws is rolled back alone and only its promise rejects. `write()` resolves
+ * once its transaction has committed, so a caller that awaits it has its row on disk (WAL)
+ * before it answers anyone.
+ *
+ * Why: every SQLite commit writes each page it touched to the WAL, and a call's row and audit
+ * entries touch about ten (table and index pages). Calls arriving together share those pages
+ * and one commit; a lone call pays what it paid before, plus one turn of the event loop.
+ *
+ * Writes that must decide something at once (the conditional `pending → running` update of
+ * an approval) do not go through here; they run on the connection directly.
+ */
+export class WriteBatch {
+  private queue: Queued[] = [];
+  private scheduled: NodeJS.Immediate | null = null;
+
+  constructor(private readonly sqlite: Database.Database) {}
+
+  /** Queues `write` (synchronous statements) for the next group commit. */
+  write(write: () => void): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ write, resolve, reject });
+      this.scheduled ??= setImmediate(() => this.flush());
+    });
+  }
+
+  /** Commits everything queued now (also called on shutdown, before the store closes). */
+  flush(): void {
+    if (this.scheduled) clearImmediate(this.scheduled);
+    this.scheduled = null;
+    const batch = this.queue;
+    this.queue = [];
+    if (batch.length === 0) return;
+    const failures = new Map<Queued, unknown>();
+    try {
+      this.sqlite.transaction(() => {
+        for (const q of batch) {
+          try {
+            // A nested transaction is a savepoint: a failing write rolls back only itself.
+            this.sqlite.transaction(q.write)();
+          } catch (err) {
+            failures.set(q, err);
+          }
+        }
+      })();
+    } catch (err) {
+      // The commit itself failed (disk full, store closed): nothing of the batch was written.
+      for (const q of batch) q.reject(err);
+      return;
+    }
+    for (const q of batch) {
+      if (failures.has(q)) q.reject(failures.get(q));
+      else q.resolve();
+    }
+  }
+}
