@@ -1,7 +1,7 @@
 import { defineConfig } from "@playwright/test";
 
 /**
- * End-to-end tests in Debian's Chromium against a production build (`next build` first).
+ * End-to-end tests in Debian's Chromium against a production build (`npm run build` first).
  * global-setup starts Gatehouse on a free loopback port with a temporary store and config;
  * specs get its address through the `baseURL` fixture (e2e/support/fixtures.ts).
  */

@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { Agent, request } from "undici";
 import { serverCommand } from "../scripts/server-command.mjs";
-import { freePort, root, type Started, startProcess } from "./support";
+import { cpuMsOf, freePort, root, type Started, startProcess } from "./support";
 
 export interface Gatehouse {
   base: string;
@@ -20,6 +20,18 @@ export interface Gatehouse {
   approve(id: string): Promise<number>;
   waitFor(id: string, seconds: number): Promise<Record<string, unknown>>;
   stop(): Promise<void>;
+}
+
+/** Resolves once `pid` used under 2 % of a core over half a second, or after `maxMs`. */
+async function quiet(pid: number, maxMs: number): Promise<void> {
+  const deadline = Date.now() + maxMs;
+  let before = cpuMsOf(pid);
+  while (Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 500));
+    const now = cpuMsOf(pid);
+    if (now - before < 10) return;
+    before = now;
+  }
 }
 
 /** Starts Gatehouse with `servers` (an mcpServers map), creates an owner and an agent token, enables `enable`. */
@@ -84,6 +96,9 @@ export async function startGatehouse(servers: Record<string, unknown>, enable: s
         throw new Error(`enable ${name}: ${res.statusCode} ${await res.body.text()}`);
       await res.body.text();
     }
+    // Next keeps loading its page bundles in the background after it answers; measuring
+    // starts once the server has gone quiet (at most 20 s), as it would be after a minute of uptime.
+    await quiet(started.child.pid ?? 0, 20_000);
     const tok = await request(`${base}/api/tokens`, {
       method: "POST",
       headers: owner,

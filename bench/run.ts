@@ -22,6 +22,7 @@ import { openDb } from "../server/store/db";
 import { type Gatehouse, startGatehouse } from "./gatehouse";
 import {
   concurrent,
+  cpuMsOf,
   freePort,
   mib,
   percentiles,
@@ -57,7 +58,7 @@ const SIZE = smoke
     }
   : {
       seq: 2000,
-      warmup: 200,
+      warmup: 1000,
       conc: 6400,
       approvals: 100,
       servers: 50,
@@ -78,17 +79,27 @@ interface Row {
   name: string;
   seq: Stats;
   rps: number;
+  /** CPU the serving process spent per call during the concurrent run (µs), when there is one. */
+  serverCpuUs: number | null;
 }
 const rows: Row[] = [];
 const notes: string[] = [];
 const extra: Record<string, unknown> = {};
 
-async function measure(name: string, call: () => Promise<unknown>): Promise<void> {
+/**
+ * p50/p99 of sequential calls, then calls/s with {@link CONCURRENCY} callers; `serverPid` is the
+ * serving process (proxy or gateway; its tool server is a separate process), whose CPU time per
+ * call during the concurrent run is reported: on a 2-core machine shared with the caller and
+ * the tool server, calls/s alone hides which side is the bottleneck.
+ */
+async function measure(name: string, call: () => Promise<unknown>, serverPid?: number): Promise<void> {
   const seq = await sequential(call, SIZE.seq, SIZE.warmup);
+  const cpu0 = serverPid ? cpuMsOf(serverPid) : 0;
   const rps = await concurrent(call, SIZE.conc, CONCURRENCY);
-  rows.push({ name, seq, rps });
+  const serverCpuUs = serverPid ? ((cpuMsOf(serverPid) - cpu0) * 1000) / SIZE.conc : null;
+  rows.push({ name, seq, rps, serverCpuUs });
   console.log(
-    `  ${name}: p50 ${seq.p50.toFixed(3)} ms, p99 ${seq.p99.toFixed(3)} ms, ${rps.toFixed(0)} calls/s`,
+    `  ${name}: p50 ${seq.p50.toFixed(3)} ms, p99 ${seq.p99.toFixed(3)} ms, ${rps.toFixed(0)} calls/s${serverCpuUs === null ? "" : `, server CPU ${serverCpuUs.toFixed(0)} µs/call`}`,
   );
 }
 
@@ -124,7 +135,7 @@ if (want("minimal")) {
   const client = await sdkClient(
     new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${proxy.port}/mcp`)),
   );
-  await measure("minimal proxy (SDK server → Client)", echo(client));
+  await measure("minimal proxy (SDK server → Client)", echo(client), proxy.child.pid);
   await client.close();
   await proxy.stop();
 }
@@ -139,18 +150,24 @@ if (want("gatehouse")) {
       "echo_write",
     ]);
     const g = gh;
-    await measure("Gatehouse REST POST /api/calls", async () => {
-      const r = await g.call("echo_echo", { text: "hi" });
-      if (r.status !== 200) throw new Error(`REST call answered ${r.status}: ${JSON.stringify(r.body)}`);
-    });
+    await measure(
+      "Gatehouse REST POST /api/calls",
+      async () => {
+        const r = await g.call("echo_echo", { text: "hi" });
+        if (r.status !== 200) throw new Error(`REST call answered ${r.status}: ${JSON.stringify(r.body)}`);
+      },
+      g.pid,
+    );
     if (existsSync(path.join(root, "app", "mcp", "route.ts"))) {
       const client = await sdkClient(
         new StreamableHTTPClientTransport(new URL(`${g.base}/mcp`), {
           requestInit: { headers: { Authorization: `Bearer ${g.token}` } },
         }),
       );
-      await measure("Gatehouse /mcp", () =>
-        client.callTool({ name: "echo_echo", arguments: { text: "hi" } }),
+      await measure(
+        "Gatehouse /mcp",
+        () => client.callTool({ name: "echo_echo", arguments: { text: "hi" } }),
+        g.pid,
       );
       await client.close();
     } else {
@@ -202,7 +219,7 @@ if (want("supergateway")) {
     { ready: /Listening on port|listening/i, port, timeoutMs: 30_000 },
   );
   const client = await sdkClient(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)));
-  await measure("supergateway (stdio → streamable HTTP)", echo(client));
+  await measure("supergateway (stdio → streamable HTTP)", echo(client), sg.child.pid);
   await client.close();
   await sg.stop();
 }
@@ -412,12 +429,12 @@ const floor = rows.find((r) => r.name.startsWith("minimal proxy"));
 const peer = rows.find((r) => r.name.startsWith("supergateway"));
 const pad = (s: string, n: number) => s.padEnd(n);
 const lines = [
-  `${pad("path", 40)} ${pad("p50 ms", 9)} ${pad("p99 ms", 9)} ${pad("calls/s@32", 11)} ${pad("+p50 vs floor", 14)} ${pad("rps/floor", 10)} rps/peer`,
+  `${pad("path", 40)} ${pad("p50 ms", 9)} ${pad("p99 ms", 9)} ${pad("calls/s@32", 11)} ${pad("server µs/call", 15)} ${pad("+p50 vs floor", 14)} ${pad("rps/floor", 10)} rps/peer`,
 ];
 for (const r of rows) {
   const dp50 = floor ? `${(r.seq.p50 - floor.seq.p50).toFixed(3)} ms` : "-";
   lines.push(
-    `${pad(r.name, 40)} ${pad(r.seq.p50.toFixed(3), 9)} ${pad(r.seq.p99.toFixed(3), 9)} ${pad(r.rps.toFixed(0), 11)} ${pad(dp50, 14)} ${pad(floor ? (r.rps / floor.rps).toFixed(2) : "-", 10)} ${peer ? (r.rps / peer.rps).toFixed(2) : "-"}`,
+    `${pad(r.name, 40)} ${pad(r.seq.p50.toFixed(3), 9)} ${pad(r.seq.p99.toFixed(3), 9)} ${pad(r.rps.toFixed(0), 11)} ${pad(r.serverCpuUs === null ? "-" : r.serverCpuUs.toFixed(0), 15)} ${pad(dp50, 14)} ${pad(floor ? (r.rps / floor.rps).toFixed(2) : "-", 10)} ${peer ? (r.rps / peer.rps).toFixed(2) : "-"}`,
   );
 }
 console.log(`\n${smoke ? "SMOKE RUN (small sizes; figures are not comparable)\n" : ""}${lines.join("\n")}`);

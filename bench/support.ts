@@ -129,6 +129,16 @@ export async function concurrent(
   return total / ((performance.now() - t) / 1000);
 }
 
+/** CPU time (user + system) a process has used so far, in milliseconds, from /proc. */
+export function cpuMsOf(pid: number): number {
+  // Fields after the command name (which may contain spaces) start at the state, field 3.
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  const ticks = Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
+  return (ticks * 1000) / CLOCK_TICKS;
+}
+/** USER_HZ: Linux reports /proc times in 1/100 s on every architecture Node runs on. */
+const CLOCK_TICKS = 100;
+
 /** Resident set size of a process in bytes, from /proc. */
 export function rssOf(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");

@@ -118,7 +118,7 @@ function freePort() {
 async function startGatehouse(dir) {
   if (!existsSync(path.join(root, distDir, "BUILD_ID"))) {
     throw new Error(
-      `no build in ${distDir}: run ${process.env.NEXT_DIST_DIR ? `NEXT_DIST_DIR=${distDir} ` : ""}npx next build first`,
+      `no build in ${distDir}: run ${process.env.NEXT_DIST_DIR ? `NEXT_DIST_DIR=${distDir} ` : ""}npm run build first`,
     );
   }
   const configFile = path.join(dir, "gatehouse.json");

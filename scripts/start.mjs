@@ -8,7 +8,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { serverCommand } from "./server-command.mjs";
+import { serverBundle, serverCommand } from "./server-command.mjs";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const host = process.env.HOST ?? "127.0.0.1";
@@ -22,10 +22,12 @@ const check = spawnSync(
 );
 if (check.status !== 0) process.exit(check.status ?? 1);
 
-if (!existsSync(path.join(root, ".next", "BUILD_ID"))) {
-  console.log("No build yet: running next build (about a minute)…");
-  const build = spawnSync(process.execPath, [nextBin, "build"], { stdio: "inherit", cwd: root });
-  if (build.status !== 0) process.exit(build.status ?? 1);
+if (!existsSync(path.join(root, ".next", "BUILD_ID")) || !existsSync(serverBundle(root))) {
+  console.log("No build yet: running next build and bundling the server (about a minute)…");
+  for (const step of [[nextBin, "build"], [path.join(root, "scripts", "build-server.mjs")]]) {
+    const build = spawnSync(process.execPath, step, { stdio: "inherit", cwd: root });
+    if (build.status !== 0) process.exit(build.status ?? 1);
+  }
 }
 
 const server = serverCommand(root);

@@ -52,7 +52,7 @@ const unitOk = run("unit + integration", npx, [
   "--reporter=json",
   `--outputFile.json=${vitestJson}`,
 ]);
-const buildOk = run("build", npx, ["next", "build"]);
+const buildOk = run("build", "npm", ["run", "build"]);
 const e2eJson = path.join(out, "playwright.json");
 const e2eOk =
   buildOk &&

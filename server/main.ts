@@ -5,8 +5,8 @@
  * and request/response wrapping, which cost more CPU than the whole call (docs/PERFORMANCE.md);
  * every other request, pages and the rest of the API, is Next's.
  *
- * Run with `node --conditions=react-server --import tsx server/main.ts`; HOST (default
- * 127.0.0.1) and PORT (default 3000) say where it listens.
+ * `npm run build` bundles it (scripts/build-server.mjs) and scripts/server-command.mjs runs the
+ * bundle with plain Node; HOST (default 127.0.0.1) and PORT (default 3000) say where it listens.
  */
 import http from "node:http";
 import next from "next";

@@ -127,6 +127,7 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
       await broker.stop();
       await manager.stop();
       await webhook?.close();
+      broker.flushWrites();
       db.$client.close();
     },
   };

@@ -12,6 +12,7 @@ import {
   createAgentToken,
   createTestUser,
   enableTool,
+  LIST_NOTES,
   ORIGIN,
   startTestRuntime,
   type TestRuntime,
@@ -389,5 +390,95 @@ describe("sessions", () => {
     const reviewer = await createTestUser(second.runtime, "rita", ["reviewer"]);
     second.runtime.broker.deny(reviewer.user.name, id, "after the restart");
     expect(callStatus(second.runtime, id)).toBe("denied");
+  });
+});
+
+describe("how a request is answered", () => {
+  /** A POST on an open session, as a client would send it. */
+  async function post(token: string, sessionId: string, message: unknown): Promise<Response> {
+    return routeHandler(
+      new Request(MCP_URL, {
+        method: "POST",
+        headers: {
+          host: "127.0.0.1:3000",
+          authorization: `Bearer ${token}`,
+          "mcp-session-id": sessionId,
+          "mcp-protocol-version": "2025-06-18",
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: JSON.stringify(message),
+      }),
+    );
+  }
+
+  it("a request without a progress token gets its response as application/json, not an event stream", async () => {
+    const t = await start();
+    enableTool(t.runtime, LIST_NOTES);
+    const token = createAgentToken(t.runtime, "bot");
+    const { transport } = await connect({ token });
+    const res = await post(token, transport.sessionId ?? "", {
+      jsonrpc: "2.0",
+      id: 41,
+      method: "tools/call",
+      params: { name: LIST_NOTES, arguments: {} },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/json");
+    expect(res.headers.get("mcp-session-id")).toBe(transport.sessionId);
+    const body = (await res.json()) as { id: number; result: { content: { text: string }[] } };
+    expect(body.id).toBe(41);
+    expect(body.result.content[0]?.text).toBe("The notebook is empty.");
+  });
+
+  it("a request with a progress token keeps its event stream, so progress can reach the client", async () => {
+    const t = await start();
+    enableTool(t.runtime, LIST_NOTES);
+    const token = createAgentToken(t.runtime, "bot");
+    const { transport } = await connect({ token });
+    const res = await post(token, transport.sessionId ?? "", {
+      jsonrpc: "2.0",
+      id: 42,
+      method: "tools/call",
+      params: { name: LIST_NOTES, arguments: {}, _meta: { progressToken: "p-1" } },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/event-stream");
+    expect(await res.text()).toMatch(/^data: \{"result":.*"id":42\}$/m);
+  });
+
+  it("a batch keeps its event stream", async () => {
+    const t = await start();
+    const token = createAgentToken(t.runtime, "bot");
+    const { transport } = await connect({ token });
+    const res = await post(token, transport.sessionId ?? "", [
+      { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} },
+      { jsonrpc: "2.0", id: 2, method: "ping" },
+    ]);
+    expect(res.headers.get("content-type")).toBe("text/event-stream");
+    const text = await res.text();
+    expect(text).toMatch(/"id":1/);
+    expect(text).toMatch(/"id":2/);
+  });
+
+  it("a body that is not JSON is refused with a JSON-RPC parse error and leaves the session usable", async () => {
+    const t = await start();
+    const token = createAgentToken(t.runtime, "bot");
+    const c = await connect({ token });
+    const res = await routeHandler(
+      new Request(MCP_URL, {
+        method: "POST",
+        headers: {
+          host: "127.0.0.1:3000",
+          authorization: `Bearer ${token}`,
+          "mcp-session-id": c.transport.sessionId ?? "",
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: "{not json",
+      }),
+    );
+    expect(await expectRefused(res, 400)).toMatch(/Parse error/);
+    expect((await c.client.listTools()).tools).toEqual([]);
   });
 });

@@ -148,7 +148,17 @@ export class AgentMcpEndpoint {
       if (!session || session.tokenId !== agent.id || session.closing) {
         return rpcError(404, -32001, "Session not found");
       }
-      return this.forward(session, req);
+      if (req.method !== "POST") return this.forward(session, req);
+      // Parsed once here: the transport takes it as is, and it tells whether the answer can be JSON.
+      const body = await readRequestBody(req, MAX_BODY_BYTES);
+      if (body.tooLarge) return rpcError(413, -32000, `Payload Too Large: at most ${MAX_BODY_BYTES} bytes`);
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(body.text);
+      } catch {
+        return rpcError(400, -32700, "Parse error: Invalid JSON");
+      }
+      return this.forward(session, req, parsed, expectsOnlyItsResponse(parsed));
     }
     if (req.method !== "POST") return rpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required");
 
@@ -259,7 +269,16 @@ export class AgentMcpEndpoint {
   }
 
   /** Passes a request to the session's transport; the session counts as busy until the response ends. */
-  private async forward(session: Session, req: Request, parsedBody?: unknown): Promise<Response> {
+  /**
+   * Hands a request to the session's transport and keeps count of open requests and streams.
+   * `json`: the request expects only its response, which then goes out as JSON ({@link asJson}).
+   */
+  private async forward(
+    session: Session,
+    req: Request,
+    parsedBody?: unknown,
+    json = false,
+  ): Promise<Response> {
     session.lastActive = Date.now();
     session.open++;
     let res: Response;
@@ -276,6 +295,13 @@ export class AgentMcpEndpoint {
     if (!res.body) {
       done();
       return res;
+    }
+    if (json && res.headers.get("content-type")?.startsWith("text/event-stream")) {
+      try {
+        return await asJson(res, req.signal);
+      } finally {
+        done();
+      }
     }
     return new Response(tracked(res.body, req.signal, done), {
       status: res.status,
@@ -366,6 +392,83 @@ export class AgentMcpEndpoint {
     clearInterval(this.sweepTimer);
     if (this.debounceTimer) clearTimeout(this.debounceTimer);
     await Promise.all([...this.sessions.values()].map((s) => this.closeSession(s, "Gatehouse is stopping")));
+  }
+}
+
+/**
+ * Whether a POST body is one JSON-RPC request that can hear nothing but its response: the
+ * only messages Gatehouse sends about a request before answering it are progress
+ * notifications, and those need a progress token.
+ */
+function expectsOnlyItsResponse(body: unknown): boolean {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) return false;
+  const m = body as { id?: unknown; method?: unknown; params?: { _meta?: { progressToken?: unknown } } };
+  return m.id !== undefined && typeof m.method === "string" && m.params?._meta?.progressToken === undefined;
+}
+
+/** Headers of an event stream that a JSON body does not carry. */
+const STREAM_ONLY_HEADERS = ["content-type", "cache-control", "connection", "x-accel-buffering"];
+
+/**
+ * The SDK's transport answers every request with an event stream, which a client must parse
+ * for what is, without a progress token, a single message. The protocol lets the server answer
+ * a request with `application/json` instead, which costs both sides less. So a stream that
+ * carried exactly one message, the response, goes out as that message; anything else (an
+ * error status, a JSON answer, more than one message) goes out as it came. Waiting for the
+ * stream to end holds nothing the client could have used: it expects only the response.
+ */
+async function asJson(res: Response, signal: AbortSignal): Promise<Response> {
+  const text = await readAll(res.body, signal);
+  const data: string[] = [];
+  for (const event of text.split(/\r?\n\r?\n/)) {
+    const lines = event.split(/\r?\n/).filter((l) => l.startsWith("data:"));
+    if (lines.length > 0) data.push(lines.map((l) => l.slice(5).replace(/^ /, "")).join("\n"));
+  }
+  const only = data.length === 1 ? parseMessage(data[0] ?? "") : null;
+  if (!only || !("result" in only || "error" in only)) {
+    return new Response(text, { status: res.status, statusText: res.statusText, headers: res.headers });
+  }
+  const headers = new Headers(res.headers);
+  for (const h of STREAM_ONLY_HEADERS) headers.delete(h);
+  headers.set("content-type", "application/json");
+  headers.set("cache-control", "no-store");
+  return new Response(data[0], { status: res.status, headers });
+}
+
+/**
+ * The whole of an event stream as text; a client that goes away cancels the stream (the SDK's
+ * transport then forgets it) and what arrived so far is returned.
+ */
+async function readAll(body: ReadableStream<Uint8Array> | null, signal: AbortSignal): Promise<string> {
+  if (!body) return "";
+  const reader = body.getReader();
+  const onAbort = () => reader.cancel(signal.reason).catch((err: unknown) => void err);
+  if (signal.aborted) onAbort();
+  else signal.addEventListener("abort", onAbort, { once: true });
+  const decoder = new TextDecoder();
+  let text = "";
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+  } catch {
+    // A stream that failed ends here; what arrived is all there is.
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+  }
+  return text + decoder.decode();
+}
+
+function parseMessage(text: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : null;
+  } catch {
+    return null;
   }
 }
 

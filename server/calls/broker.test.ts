@@ -3,6 +3,7 @@
  * demo MCP server as a child process, and the real route modules.
  */
 import { rmSync } from "node:fs";
+import path from "node:path";
 import Database from "better-sqlite3";
 import { and, asc, eq } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
@@ -15,13 +16,14 @@ import {
   createTestUser,
   enableTool,
   LIST_NOTES,
+  REPO_ROOT,
   request,
   startTestRuntime,
   type TestRuntime,
   waitForCallStatus,
   waitForEvent,
 } from "@/test/support/runtime";
-import { getToolRow, setToolStatus, syncServerTools } from "../catalogue/catalogue";
+import { getToolRow, setToolStatus, syncServerTools, updateTool } from "../catalogue/catalogue";
 import { auditEvents, calls } from "../store/schema";
 
 type ErrorBody = { error: { code: string; message: string } };
@@ -408,6 +410,48 @@ describe("restarts", () => {
     expect(res.status).toBe(200);
     await waitForCallStatus(second.runtime, call.id, "succeeded");
     expect(second.demoRuns()).toBe(1);
+  });
+
+  it("a read-only call cut short by shutdown is stored failed, with its audit row, not left running", async () => {
+    const first = await startTestRuntime({
+      servers: {
+        silent: {
+          command: process.execPath,
+          args: [path.join(REPO_ROOT, "test", "fixtures", "servers", "silent.mjs")],
+          enabled: true,
+        },
+      },
+    });
+    extra.push(first);
+    const db = first.runtime.db;
+    await waitForEvent(first.runtime.bus, () => getToolRow(db, "silent_hang") !== null, {
+      already: () => getToolRow(db, "silent_hang") !== null,
+      what: () => "the silent server's tool",
+    });
+    // The tool never answers; vouched read-only, its call runs at once and stays in flight.
+    updateTool(db, { localName: "silent_hang", actor: "owner", status: "enabled", vouch: true });
+    const answer = first.runtime.broker.request(
+      { kind: "agent", name: "agent-a" },
+      { tool: "silent_hang", arguments: {} },
+    );
+    // The start is committed at the next turn of the event loop, and the tool asked right after.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(callStatus(first.runtime, (db.select().from(calls).get() as { id: string }).id)).toBe("running");
+    await first.stop({ keepDir: true });
+    await answer.catch(() => undefined);
+
+    // The outcome of a call failed by the shutdown itself is written before the store closes.
+    const sqlite = new Database(first.dbFile, { readonly: true });
+    const rows = sqlite.prepare("SELECT id, status FROM calls WHERE tool = 'silent_hang'").all() as {
+      id: string;
+      status: string;
+    }[];
+    expect(rows.map((r) => r.status)).toEqual(["failed"]);
+    const actions = sqlite
+      .prepare("SELECT action FROM audit_events WHERE call_id = ? ORDER BY id")
+      .all(rows[0]?.id) as { action: string }[];
+    sqlite.close();
+    expect(actions.map((a) => a.action)).toEqual(["call.started", "call.failed"]);
   });
 
   it("a call left running by a crash becomes interrupted on start and is never run", async () => {

@@ -258,6 +258,14 @@ export class CallBroker {
   async stop(): Promise<void> {
     if (this.expiryTimer) clearInterval(this.expiryTimer);
     await Promise.allSettled([...this.running]);
+    this.flushWrites();
+  }
+
+  /**
+   * Commits queued writes now. The runtime calls it last, before the store closes: calls that
+   * failed because their tool server was stopped queue their outcome after {@link stop}.
+   */
+  flushWrites(): void {
     this.writes.flush();
   }
 
