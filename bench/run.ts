@@ -395,28 +395,34 @@ if (want("tools")) {
       if (res.request().resourceType() === "script") scripts.push(res.body().then((b) => gzipSync(b).length));
     });
     const t = performance.now();
-    await page.goto(`${g.base}/tools`);
+    // Timed to the row's visibility, not to the load event: the table is in the server's HTML.
+    await page.goto(`${g.base}/tools`, { waitUntil: "commit" });
     await page.getByRole("row").filter({ hasText: "crowd0_tool_000" }).first().waitFor();
     const visibleMs = performance.now() - t;
     await page.waitForLoadState("networkidle");
+    // When the scripts had run (the table answers clicks from then on), from navigation start.
+    const loadedMs = await page.evaluate(
+      () => (performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming).loadEventEnd,
+    );
     const rowsShown = await page.getByRole("row").count();
     const firstVisitScripts = scripts.splice(0);
     const jsGzip = (await Promise.all(firstVisitScripts)).reduce((a, b) => a + b, 0);
     // The first visit after start also loads the route's server code; a second one is what a
     // returning owner sees.
     const t2 = performance.now();
-    await page.goto(`${g.base}/tools`);
+    await page.goto(`${g.base}/tools`, { waitUntil: "commit" });
     await page.getByRole("row").filter({ hasText: "crowd0_tool_000" }).first().waitFor();
     const warmMs = performance.now() - t2;
     extra.toolsPage = {
       rows: SIZE.crowd * 200,
       firstLoadJsGzip: jsGzip,
       visibleMs,
+      loadedMs,
       warmMs,
       rowsInDom: rowsShown,
     };
     console.log(
-      `  /tools with ${SIZE.crowd * 200} rows: first-load JS ${(jsGzip / 1024).toFixed(0)} KB gzip, table visible after ${visibleMs.toFixed(0)} ms on the first visit, ${warmMs.toFixed(0)} ms on the next (${rowsShown} rows in the DOM)`,
+      `  /tools with ${SIZE.crowd * 200} rows: first-load JS ${(jsGzip / 1024).toFixed(0)} KB gzip, table visible after ${visibleMs.toFixed(0)} ms on the first visit (scripts run by ${loadedMs.toFixed(0)} ms), ${warmMs.toFixed(0)} ms on the next (${rowsShown} rows in the DOM)`,
     );
   } finally {
     await browser.close();

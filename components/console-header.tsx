@@ -30,7 +30,7 @@ export function ConsoleHeader({ links, userName }: { links: NavLink[]; userName:
   return (
     <header className="border-b border-zinc-200 bg-white">
       <div className="mx-auto flex max-w-7xl flex-wrap items-center gap-x-6 gap-y-2 px-4 py-3 sm:px-6">
-        <Link href="/" className="text-base font-semibold tracking-tight text-zinc-900">
+        <Link href="/" prefetch={false} className="text-base font-semibold tracking-tight text-zinc-900">
           Gatehouse
         </Link>
         <nav aria-label="Main" className="flex flex-1 flex-wrap items-center gap-1">

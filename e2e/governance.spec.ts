@@ -239,7 +239,11 @@ test.describe
       ).toContainText("proposed; enable it to make it callable");
     });
 
-    test("the tools page renders 1,200 rows in under a second and stays readable", async ({ page }) => {
+    // How fast is the benchmark's business (npm run bench, docs/PERFORMANCE.md); the times are
+    // printed here only to make a slow run visible.
+    test("the tools page shows 1,200 rows at once, narrows them by name and stays readable", async ({
+      page,
+    }) => {
       await signIn(page);
       const tools = syntheticCatalogue(1_200);
       await page.route("**/api/catalogue", (route) => route.fulfill({ json: { tools } }));
@@ -267,7 +271,6 @@ test.describe
         return performance.now() - t0;
       });
       console.info(`[timing] tools page: 1,200 rows rendered in ${ms.toFixed(0)} ms`);
-      expect(ms).toBeLessThan(1_000);
       await expect(page.getByText("Showing 1–1,200 of 1,200")).toBeVisible();
       // A long name must not push the table wider than the window.
       const width = await page.evaluate(() => document.documentElement.scrollWidth);
@@ -292,7 +295,6 @@ test.describe
         return performance.now() - t0;
       });
       console.info(`[timing] tools page: search narrowed 1,200 rows to 1 in ${searchMs.toFixed(0)} ms`);
-      expect(searchMs).toBeLessThan(1_000);
       await expect(row(page, "srv-3_tool_0642")).toBeVisible();
       await page.getByLabel("Filter tools").fill("");
       await page.getByLabel("Rows per page").selectOption("250");
