@@ -58,7 +58,7 @@ const SIZE = smoke
     }
   : {
       seq: 2000,
-      warmup: 1000,
+      warmup: 3000,
       conc: 6400,
       approvals: 100,
       servers: 50,
