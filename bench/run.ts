@@ -11,7 +11,6 @@ import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { chromium } from "@playwright/test";
@@ -19,19 +18,9 @@ import { syncServerTools } from "../server/catalogue/catalogue";
 import type { ServerConfig } from "../server/config";
 import { McpManager } from "../server/mcp/manager";
 import { openDb } from "../server/store/db";
+import type { CallerSpec } from "./caller";
 import { type Gatehouse, startGatehouse } from "./gatehouse";
-import {
-  concurrent,
-  cpuMsOf,
-  freePort,
-  mib,
-  percentiles,
-  root,
-  rssOf,
-  type Stats,
-  sequential,
-  startProcess,
-} from "./support";
+import { freePort, mib, percentiles, root, rssOf, type Stats, startProcess } from "./support";
 
 const smoke = process.argv.includes("--smoke");
 /**
@@ -87,42 +76,66 @@ const notes: string[] = [];
 const extra: Record<string, unknown> = {};
 
 /**
- * p50/p99 of sequential calls, then calls/s with {@link CONCURRENCY} callers; `serverPid` is the
- * serving process (proxy or gateway; its tool server is a separate process), whose CPU time per
- * call during the concurrent run is reported: on a 2-core machine shared with the caller and
- * the tool server, calls/s alone hides which side is the bottleneck.
+ * p50/p99 of sequential calls, then calls/s with {@link CONCURRENCY} callers, from a caller
+ * process of its own (bench/caller.ts); `serverPid` is the serving process (proxy or gateway;
+ * its tool server is a separate process), whose CPU time per call during the concurrent run is
+ * reported: on a 2-core machine shared with the caller and the tool server, calls/s alone hides
+ * which side is the bottleneck.
  */
-async function measure(name: string, call: () => Promise<unknown>, serverPid?: number): Promise<void> {
-  const seq = await sequential(call, SIZE.seq, SIZE.warmup);
-  const cpu0 = serverPid ? cpuMsOf(serverPid) : 0;
-  const rps = await concurrent(call, SIZE.conc, CONCURRENCY);
-  const serverCpuUs = serverPid ? ((cpuMsOf(serverPid) - cpu0) * 1000) / SIZE.conc : null;
+async function measure(
+  name: string,
+  target: Pick<CallerSpec, "kind" | "command" | "args" | "url" | "token" | "tool">,
+  serverPid?: number,
+): Promise<void> {
+  const spec: CallerSpec = {
+    ...target,
+    warmup: SIZE.warmup,
+    seq: SIZE.seq,
+    conc: SIZE.conc,
+    concurrency: CONCURRENCY,
+    serverPid,
+  };
+  const caller = await startProcess(
+    process.execPath,
+    [
+      "--conditions=react-server",
+      "--import",
+      "tsx",
+      path.join(root, "bench", "caller.ts"),
+      JSON.stringify(spec),
+    ],
+    { ready: /^\{"seq".*\}$/m, timeoutMs: 600_000 },
+  );
+  const line = /^\{"seq".*\}$/m.exec(caller.output())?.[0] ?? "{}";
+  await caller.stop();
+  const { seq, rps, serverCpuUs } = JSON.parse(line) as Omit<Row, "name">;
   rows.push({ name, seq, rps, serverCpuUs });
   console.log(
     `  ${name}: p50 ${seq.p50.toFixed(3)} ms, p99 ${seq.p99.toFixed(3)} ms, ${rps.toFixed(0)} calls/s${serverCpuUs === null ? "" : `, server CPU ${serverCpuUs.toFixed(0)} µs/call`}`,
   );
 }
 
-async function sdkClient(transport: StdioClientTransport | StreamableHTTPClientTransport): Promise<Client> {
+async function sdkClient(transport: StreamableHTTPClientTransport): Promise<Client> {
   const client = new Client({ name: "bench", version: "1.0.0" });
   await client.connect(transport);
   return client;
 }
 
-const echo = (client: Client) => () => client.callTool({ name: "echo", arguments: { text: "hi" } });
-
 // 1. The floor: the SDK Client straight to the echo server.
 if (want("floor")) {
   console.log("floor");
-  const client = await sdkClient(new StdioClientTransport({ command: process.execPath, args: [echoServer] }));
-  await measure("direct stdio (SDK Client)", echo(client));
-  await client.close();
+  await measure("direct stdio (SDK Client)", {
+    kind: "stdio",
+    command: process.execPath,
+    args: [echoServer],
+    tool: "echo",
+  });
   const srv = await startProcess(process.execPath, [echoServer, "--http"], { ready: /listening (\d+)/ });
-  const http = await sdkClient(
-    new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${srv.port}/mcp`)),
-  );
-  await measure("direct streamable HTTP (SDK Client)", echo(http));
-  await http.close();
+  await measure("direct streamable HTTP (SDK Client)", {
+    kind: "http",
+    url: `http://127.0.0.1:${srv.port}/mcp`,
+    tool: "echo",
+  });
   await srv.stop();
 }
 
@@ -132,11 +145,11 @@ if (want("minimal")) {
   const proxy = await startProcess(process.execPath, [path.join(root, "bench", "proxy-floor.mjs")], {
     ready: /listening (\d+)/,
   });
-  const client = await sdkClient(
-    new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${proxy.port}/mcp`)),
+  await measure(
+    "minimal proxy (SDK server → Client)",
+    { kind: "http", url: `http://127.0.0.1:${proxy.port}/mcp`, tool: "echo" },
+    proxy.child.pid,
   );
-  await measure("minimal proxy (SDK server → Client)", echo(client), proxy.child.pid);
-  await client.close();
   await proxy.stop();
 }
 
@@ -152,24 +165,15 @@ if (want("gatehouse")) {
     const g = gh;
     await measure(
       "Gatehouse REST POST /api/calls",
-      async () => {
-        const r = await g.call("echo_echo", { text: "hi" });
-        if (r.status !== 200) throw new Error(`REST call answered ${r.status}: ${JSON.stringify(r.body)}`);
-      },
+      { kind: "rest", url: `${g.base}/api/calls`, token: g.token, tool: "echo_echo" },
       g.pid,
     );
     if (existsSync(path.join(root, "app", "mcp", "route.ts"))) {
-      const client = await sdkClient(
-        new StreamableHTTPClientTransport(new URL(`${g.base}/mcp`), {
-          requestInit: { headers: { Authorization: `Bearer ${g.token}` } },
-        }),
-      );
       await measure(
         "Gatehouse /mcp",
-        () => client.callTool({ name: "echo_echo", arguments: { text: "hi" } }),
+        { kind: "http", url: `${g.base}/mcp`, token: g.token, tool: "echo_echo" },
         g.pid,
       );
-      await client.close();
     } else {
       notes.push("Gatehouse /mcp: not measured (no app/mcp/route.ts in this build)");
     }
@@ -218,9 +222,11 @@ if (want("supergateway")) {
     ],
     { ready: /Listening on port|listening/i, port, timeoutMs: 30_000 },
   );
-  const client = await sdkClient(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)));
-  await measure("supergateway (stdio → streamable HTTP)", echo(client), sg.child.pid);
-  await client.close();
+  await measure(
+    "supergateway (stdio → streamable HTTP)",
+    { kind: "http", url: `http://127.0.0.1:${port}/mcp`, tool: "echo" },
+    sg.child.pid,
+  );
   await sg.stop();
 }
 

@@ -1,0 +1,67 @@
+/**
+ * One benchmark row's caller, run as its own process by bench/run.ts so that no row inherits
+ * another's heap, JIT state or leftover listeners (the SDK client leaves an abort listener per
+ * request until a GC). Takes a {@link CallerSpec} as JSON in argv[2]; prints one JSON line:
+ * `{seq, rps, serverCpuUs}`.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { Agent, request } from "undici";
+import { concurrent, cpuMsOf, sequential } from "./support";
+
+export interface CallerSpec {
+  /** `stdio`: SDK Client spawning `command`; `http`: SDK Client to `url`; `rest`: POST /api/calls at `url`. */
+  kind: "stdio" | "http" | "rest";
+  command?: string;
+  args?: string[];
+  url?: string;
+  /** Bearer token (Gatehouse rows). */
+  token?: string;
+  tool: string;
+  warmup: number;
+  seq: number;
+  conc: number;
+  concurrency: number;
+  /** The serving process, whose CPU per call during the concurrent run is reported. */
+  serverPid?: number;
+}
+
+const spec = JSON.parse(process.argv[2] ?? "{}") as CallerSpec;
+const args = { text: "hi" };
+let call: () => Promise<unknown>;
+let close: () => Promise<void>;
+
+if (spec.kind === "rest") {
+  const agent = new Agent({ connections: 64, keepAliveTimeout: 60_000 });
+  const headers = { authorization: `Bearer ${spec.token}`, "content-type": "application/json" };
+  const body = JSON.stringify({ tool: spec.tool, arguments: args });
+  call = async () => {
+    const res = await request(spec.url ?? "", { method: "POST", headers, body, dispatcher: agent });
+    const text = await res.body.text();
+    if (res.statusCode !== 200) throw new Error(`REST call answered ${res.statusCode}: ${text}`);
+  };
+  close = () => agent.close();
+} else {
+  const transport =
+    spec.kind === "stdio"
+      ? new StdioClientTransport({ command: spec.command ?? "", args: spec.args ?? [] })
+      : new StreamableHTTPClientTransport(new URL(spec.url ?? ""), {
+          requestInit: spec.token ? { headers: { Authorization: `Bearer ${spec.token}` } } : undefined,
+        });
+  const client = new Client({ name: "bench", version: "1.0.0" });
+  await client.connect(transport);
+  call = async () => {
+    const result = await client.callTool({ name: spec.tool, arguments: args });
+    if (result.isError) throw new Error(`the call failed: ${JSON.stringify(result)}`);
+  };
+  close = () => client.close();
+}
+
+const seq = await sequential(call, spec.seq, spec.warmup);
+const cpu0 = spec.serverPid ? cpuMsOf(spec.serverPid) : 0;
+const rps = await concurrent(call, spec.conc, spec.concurrency);
+const serverCpuUs = spec.serverPid ? ((cpuMsOf(spec.serverPid) - cpu0) * 1000) / spec.conc : null;
+await close();
+process.stdout.write(`${JSON.stringify({ seq, rps, serverCpuUs })}\n`);
+process.exit(0);
