@@ -51,7 +51,7 @@ async function answerHot(
   const body = await readBody(req, BRIDGE_MAX_BODY_BYTES);
   if (body === null) {
     // The rest of the body is never read: the connection cannot carry another request.
-    res.shouldKeepAlive = false;
+    res.setHeader("Connection", "close");
     const tooLarge = new GatehouseError(
       "payload_too_large",
       `request bodies are limited to ${MAX_REQUEST_BODY_BYTES} bytes`,

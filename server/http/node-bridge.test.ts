@@ -89,7 +89,7 @@ async function serve(
       const body = await readBody(req, opts.max ?? BRIDGE_MAX_BODY_BYTES);
       bridge.bodies.push(body);
       if (body === null) {
-        res.shouldKeepAlive = false;
+        res.setHeader("Connection", "close");
         const tooLarge = { error: { code: "payload_too_large", message: "request body too large" } };
         await sendResponse(res, Response.json(tooLarge, { status: 413 }), opts.extraHeaders);
         return;
