@@ -7,7 +7,7 @@ import { ConfigError, childPath, validateConfig } from "./schema";
 /** The config file's path: `GATEHOUSE_CONFIG`, else "gatehouse.json", resolved against process.cwd(). */
 export function configPathFromEnv(env: Record<string, string | undefined> = process.env): string {
   const configured = env.GATEHOUSE_CONFIG?.trim();
-  return resolve(process.cwd(), configured ? configured : "gatehouse.json");
+  return resolve(/*turbopackIgnore: true*/ process.cwd(), configured ? configured : "gatehouse.json");
 }
 
 /**
