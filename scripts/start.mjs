@@ -22,7 +22,10 @@ const check = spawnSync(
 );
 if (check.status !== 0) process.exit(check.status ?? 1);
 
-if (!existsSync(path.join(root, ".next", "BUILD_ID")) || !existsSync(serverBundle(root))) {
+if (
+  !existsSync(path.join(root, process.env.NEXT_DIST_DIR ?? ".next", "BUILD_ID")) ||
+  !existsSync(serverBundle(root))
+) {
   console.log("No build yet: running next build and bundling the server (about a minute)…");
   for (const step of [[nextBin, "build"], [path.join(root, "scripts", "build-server.mjs")]]) {
     const build = spawnSync(process.execPath, step, { stdio: "inherit", cwd: root });

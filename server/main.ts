@@ -10,29 +10,19 @@
  */
 import http from "node:http";
 import next from "next";
-import { GatehouseError } from "@/lib/errors";
 import * as callsRoute from "../app/api/calls/route";
 import * as mcpRoute from "../app/mcp/route";
+import { authenticate } from "./auth/access";
 import { baseUrlFromEnv, boot } from "./boot";
-import {
-  BRIDGE_MAX_BODY_BYTES,
-  MAX_REQUEST_BODY_BYTES,
-  readBody,
-  sendResponse,
-  webRequest,
-} from "./http/node-bridge";
-import { errorResponse } from "./http/route";
+import { answerHot, type HotPathOptions, type RouteHandler } from "./http/hot-path";
 import securityHeaders from "./http/security-headers.json";
 import { announceSetup } from "./runtime";
 
-type Handler = (req: Request, ctx: { params: Promise<Record<string, string>> }) => Promise<Response>;
-
 /** Paths answered without Next: the route module's export for the method, when it has one. */
-const hot = new Map<string, Partial<Record<string, Handler>>>([
+const hot = new Map<string, Partial<Record<string, RouteHandler>>>([
   ["/api/calls", callsRoute],
   ["/mcp", mcpRoute],
 ]);
-const noParams = { params: Promise.resolve({}) };
 
 const host = process.env.HOST ?? "127.0.0.1";
 const port = Number(process.env.PORT ?? "3000");
@@ -40,42 +30,22 @@ const runtime = boot({ announce: false });
 const app = next({ dev: false, dir: process.cwd(), hostname: host, port });
 await app.prepare();
 const nextHandler = app.getRequestHandler();
-// The URL the hot handlers see; only its path and query are read (Origin checks use Host).
-const self = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
-
-async function answerHot(
-  req: http.IncomingMessage,
-  res: http.ServerResponse,
-  handler: Handler,
-): Promise<void> {
-  const body = await readBody(req, BRIDGE_MAX_BODY_BYTES);
-  if (body === null) {
-    // The rest of the body is never read: the connection cannot carry another request.
-    res.setHeader("Connection", "close");
-    const tooLarge = new GatehouseError(
-      "payload_too_large",
-      `request bodies are limited to ${MAX_REQUEST_BODY_BYTES} bytes`,
-    );
-    await sendResponse(res, errorResponse(tooLarge), securityHeaders);
-    return;
-  }
-  await sendResponse(res, await handler(webRequest(req, res, self, body), noParams), securityHeaders);
-}
+const listenHost = `${host.includes(":") ? `[${host}]` : host}:${port}`;
+const self = `http://${listenHost}`;
+const hotOptions: HotPathOptions = {
+  listenHost,
+  authenticated: (headers) => authenticate(runtime.db, headers) !== null,
+  extraHeaders: securityHeaders,
+};
 
 const server = http.createServer((req, res) => {
   const url = req.url ?? "/";
   const q = url.indexOf("?");
   const handler = hot.get(q === -1 ? url : url.slice(0, q))?.[req.method ?? ""];
-  if (!handler) {
-    void nextHandler(req, res);
-    return;
-  }
-  answerHot(req, res, handler).catch((err: unknown) => {
-    // A client that went away mid-request needs no answer; anything else is logged by errorResponse.
-    if (req.destroyed || res.headersSent) res.destroy();
-    else void sendResponse(res, errorResponse(err), securityHeaders);
-  });
+  if (handler) void answerHot(req, res, handler, hotOptions);
+  else void nextHandler(req, res);
 });
+
 /** Pages asked for once at start, without credentials: see {@link warmUp}. */
 const WARM_PATHS = ["/login", "/servers", "/tools", "/changes", "/approvals", "/activity", "/settings"];
 

@@ -431,6 +431,41 @@ describe("how a request is answered", () => {
     expect(body.result.content[0]?.text).toBe("The notebook is empty.");
   });
 
+  it("a call held past the JSON window keeps its event stream, open before the decision, with the result after it", async () => {
+    const t = await start({ approvals: { waitSeconds: 30 } });
+    enableTool(t.runtime, ADD_NOTE);
+    const e = endpoint(t, { jsonAnswerWindowMs: 20 });
+    const token = createAgentToken(t.runtime, "bot");
+    const { transport } = await connect({ token, handler: (req) => e.handle(req) });
+    const pending = waitForEvent(t.runtime.bus, (ev) => ev.type === "call" && ev.status === "pending");
+    const res = await e.handle(
+      new Request(MCP_URL, {
+        method: "POST",
+        headers: {
+          host: "127.0.0.1:3000",
+          authorization: `Bearer ${token}`,
+          "mcp-session-id": transport.sessionId ?? "",
+          "mcp-protocol-version": "2025-06-18",
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 43,
+          method: "tools/call",
+          params: { name: ADD_NOTE, arguments: { text: "held" } },
+        }),
+      }),
+    );
+    // The answer's headers are out while the call still waits for a reviewer.
+    expect(res.headers.get("content-type")).toBe("text/event-stream");
+    await pending;
+    const reviewer = await createTestUser(t.runtime, "rita", ["reviewer"]);
+    const [call] = t.runtime.broker.list({ status: "pending", limit: 1 });
+    t.runtime.broker.approve(reviewer.user.name, call?.id ?? "");
+    expect(await res.text()).toMatch(/^data: \{"result":.*"id":43\}$/m);
+  });
+
   it("a request with a progress token keeps its event stream, so progress can reach the client", async () => {
     const t = await start();
     enableTool(t.runtime, LIST_NOTES);

@@ -26,6 +26,12 @@ export const MAX_SESSIONS_PER_TOKEN = 16;
 export const PROGRESS_INTERVAL_MS = 5000;
 /** Bursts of catalogue events (a refresh, a bulk enable) become one `list_changed`. */
 export const LIST_CHANGED_DEBOUNCE_MS = 250;
+/**
+ * A request that expects only its response gets it as JSON when it is ready within this long;
+ * one that takes longer (a call held for a reviewer) keeps its event stream, whose headers and
+ * keep-alive comments tell proxies and clients the request is alive.
+ */
+export const JSON_ANSWER_WINDOW_MS = 1000;
 /** Largest POST body read to start a session (the SDK transport applies the same to the rest). */
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
@@ -45,6 +51,8 @@ export interface AgentMcpOptions {
   maxSessionsPerToken?: number;
   progressIntervalMs?: number;
   listChangedDebounceMs?: number;
+  /** How long an answer may take and still go out as JSON; default {@link JSON_ANSWER_WINDOW_MS}. */
+  jsonAnswerWindowMs?: number;
   /** `HOST` and `PORT` for the default Host/Origin allow-list; default `process.env`. */
   env?: { HOST?: string; PORT?: string };
 }
@@ -88,6 +96,7 @@ export class AgentMcpEndpoint {
   private readonly maxSessionsPerToken: number;
   private readonly progressIntervalMs: number;
   private readonly debounceMs: number;
+  private readonly jsonWindowMs: number;
   private readonly unsubscribe: () => void;
   private readonly sweepTimer: NodeJS.Timeout;
   private debounceTimer: NodeJS.Timeout | null = null;
@@ -111,6 +120,7 @@ export class AgentMcpEndpoint {
     this.maxSessionsPerToken = options.maxSessionsPerToken ?? MAX_SESSIONS_PER_TOKEN;
     this.progressIntervalMs = options.progressIntervalMs ?? PROGRESS_INTERVAL_MS;
     this.debounceMs = options.listChangedDebounceMs ?? LIST_CHANGED_DEBOUNCE_MS;
+    this.jsonWindowMs = options.jsonAnswerWindowMs ?? JSON_ANSWER_WINDOW_MS;
     this.toolsSeen = this.toolsNow();
     this.serversSeen = this.serversNow();
     this.unsubscribe = deps.bus.subscribe((e) => {
@@ -271,7 +281,7 @@ export class AgentMcpEndpoint {
   /** Passes a request to the session's transport; the session counts as busy until the response ends. */
   /**
    * Hands a request to the session's transport and keeps count of open requests and streams.
-   * `json`: the request expects only its response, which then goes out as JSON ({@link asJson}).
+   * `json`: the request expects only its response, which then goes out as JSON ({@link asJsonIfQuick}).
    */
   private async forward(
     session: Session,
@@ -297,11 +307,7 @@ export class AgentMcpEndpoint {
       return res;
     }
     if (json && res.headers.get("content-type")?.startsWith("text/event-stream")) {
-      try {
-        return await asJson(res, req.signal);
-      } finally {
-        done();
-      }
+      return asJsonIfQuick(res, req.signal, this.jsonWindowMs, done);
     }
     return new Response(tracked(res.body, req.signal, done), {
       status: res.status,
@@ -412,13 +418,70 @@ const STREAM_ONLY_HEADERS = ["content-type", "cache-control", "connection", "x-a
 /**
  * The SDK's transport answers every request with an event stream, which a client must parse
  * for what is, without a progress token, a single message. The protocol lets the server answer
- * a request with `application/json` instead, which costs both sides less. So a stream that
- * carried exactly one message, the response, goes out as that message; anything else (an
- * error status, a JSON answer, more than one message) goes out as it came. Waiting for the
- * stream to end holds nothing the client could have used: it expects only the response.
+ * a request with `application/json` instead, which costs both sides less. So when the stream
+ * ends within `windowMs` having carried exactly one message, the response, that message goes
+ * out as JSON; a stream with anything else goes out as it came. A stream still open after
+ * `windowMs` (a call held for a reviewer) goes out as a stream from then on: what arrived, then
+ * the rest, keep-alive comments included. `done` is called once the stream is over.
  */
-async function asJson(res: Response, signal: AbortSignal): Promise<Response> {
-  const text = await readAll(res.body, signal);
+async function asJsonIfQuick(
+  res: Response,
+  signal: AbortSignal,
+  windowMs: number,
+  done: () => void,
+): Promise<Response> {
+  if (!res.body) {
+    done();
+    return res;
+  }
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<"late">((resolve) => {
+    timer = setTimeout(() => resolve("late"), windowMs);
+  });
+  let pending = reader.read();
+  const onAbort = () => reader.cancel(signal.reason).catch((err: unknown) => void err);
+  if (signal.aborted) onAbort();
+  else signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    for (;;) {
+      const next = await Promise.race([pending, late]);
+      if (next === "late") {
+        signal.removeEventListener("abort", onAbort);
+        // The read in flight is the stream's next chunk: the rest starts with it.
+        let first: typeof pending | null = pending;
+        const rest = new ReadableStream<Uint8Array>({
+          start(controller) {
+            for (const chunk of chunks) controller.enqueue(chunk);
+          },
+          async pull(controller) {
+            const { value, done: end } = await (first ?? reader.read());
+            first = null;
+            if (end) controller.close();
+            else controller.enqueue(value);
+          },
+          cancel: (reason) => reader.cancel(reason),
+        });
+        return new Response(tracked(rest, signal, done), {
+          status: res.status,
+          statusText: res.statusText,
+          headers: res.headers,
+        });
+      }
+      if (next.done) break;
+      chunks.push(next.value);
+      pending = reader.read();
+    }
+  } catch {
+    // A stream that failed ends here; what arrived is all there is.
+  } finally {
+    clearTimeout(timer);
+  }
+  signal.removeEventListener("abort", onAbort);
+  done();
+  const decoder = new TextDecoder();
+  const text = chunks.map((c) => decoder.decode(c, { stream: true })).join("") + decoder.decode();
   const data: string[] = [];
   for (const event of text.split(/\r?\n\r?\n/)) {
     const lines = event.split(/\r?\n/).filter((l) => l.startsWith("data:"));
@@ -433,32 +496,6 @@ async function asJson(res: Response, signal: AbortSignal): Promise<Response> {
   headers.set("content-type", "application/json");
   headers.set("cache-control", "no-store");
   return new Response(data[0], { status: res.status, headers });
-}
-
-/**
- * The whole of an event stream as text; a client that goes away cancels the stream (the SDK's
- * transport then forgets it) and what arrived so far is returned.
- */
-async function readAll(body: ReadableStream<Uint8Array> | null, signal: AbortSignal): Promise<string> {
-  if (!body) return "";
-  const reader = body.getReader();
-  const onAbort = () => reader.cancel(signal.reason).catch((err: unknown) => void err);
-  if (signal.aborted) onAbort();
-  else signal.addEventListener("abort", onAbort, { once: true });
-  const decoder = new TextDecoder();
-  let text = "";
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      text += decoder.decode(value, { stream: true });
-    }
-  } catch {
-    // A stream that failed ends here; what arrived is all there is.
-  } finally {
-    signal.removeEventListener("abort", onAbort);
-  }
-  return text + decoder.decode();
 }
 
 function parseMessage(text: string): Record<string, unknown> | null {

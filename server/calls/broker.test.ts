@@ -384,6 +384,15 @@ describe("waiting for the outcome", () => {
     expect(rt.demoRuns()).toBe(1);
   });
 
+  it("a wait whose signal was aborted before it began returns at once instead of holding", async () => {
+    const rt = await start();
+    const { agent } = await people(rt);
+    const call = await addNote(agent);
+    // Asked for 30 s, within the test's 5 s timeout only if nothing is waited on.
+    const view = await rt.runtime.broker.wait(call.id, 30, AbortSignal.abort());
+    expect(view.status).toBe("pending");
+  });
+
   it("a long-poll on a call nobody decides returns it still pending when the wait is over", async () => {
     const rt = await start();
     const { agent } = await people(rt);

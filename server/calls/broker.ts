@@ -729,7 +729,9 @@ export class CallBroker {
   async wait(id: string, seconds: number, signal?: AbortSignal): Promise<CallView> {
     const first = this.get(id);
     if (!first) throw new GatehouseError("call_not_found", `no call ${id}`);
-    if (isFinal(first.status) || seconds <= 0) return first;
+    // An abort that came before the wait (a cancellation while the call was being stored) would
+    // never fire its listener: it ends the wait at once, as a later one does.
+    if (isFinal(first.status) || seconds <= 0 || signal?.aborted) return first;
     await new Promise<void>((resolve) => {
       const done = () => {
         clearTimeout(timer);

@@ -36,18 +36,30 @@ export function readBody(req: IncomingMessage, max: number): Promise<Buffer | nu
   });
 }
 
-/**
- * The web `Request` for a Node request whose body was read already. Its `signal` aborts when
- * the client goes away before the response is finished (what long-polls and held MCP calls
- * listen to). `origin` is `http://host:port` as the client addressed us.
- */
-export function webRequest(req: IncomingMessage, res: ServerResponse, origin: string, body: Buffer): Request {
+/** A Node request's headers as web `Headers` (a repeated header keeps every value). */
+export function headersOf(req: IncomingMessage): Headers {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined) continue;
     if (Array.isArray(value)) for (const v of value) headers.append(name, v);
     else headers.set(name, value);
   }
+  return headers;
+}
+
+/**
+ * The web `Request` for a Node request whose body was read already. Its `signal` aborts when
+ * the client goes away before the response is finished (what long-polls and held MCP calls
+ * listen to). `origin` is `scheme://host:port` as the client addressed us; `headers` default to
+ * the request's own ({@link headersOf}).
+ */
+export function webRequest(
+  req: IncomingMessage,
+  res: ServerResponse,
+  origin: string,
+  body: Buffer,
+  headers: Headers = headersOf(req),
+): Request {
   const aborter = new AbortController();
   res.once("close", () => {
     if (!res.writableFinished) aborter.abort();

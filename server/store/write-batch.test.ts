@@ -85,4 +85,21 @@ describe("group commit", () => {
     other.exec("rollback");
     expect(committed()).toEqual([]);
   });
+
+  it("a write that makes SQLite roll back the whole transaction fails the whole batch, and nothing after it is stored", async () => {
+    main.exec(
+      "create trigger no_bad before insert on t when new.v = 'bad' begin select raise(rollback, 'bad row'); end",
+    );
+    const batch = new WriteBatch(main);
+    const a = batch.write(insert("a"));
+    const bad = batch.write(insert("bad"));
+    const c = batch.write(insert("c"));
+    await expect(bad).rejects.toThrow("bad row");
+    await expect(a).rejects.toThrow("bad row");
+    await expect(c).rejects.toThrow("bad row");
+    expect(committed()).toEqual([]);
+    // The batch is usable afterwards.
+    await batch.write(insert("d"));
+    expect(committed()).toEqual(["d"]);
+  });
 });

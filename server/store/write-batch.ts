@@ -44,16 +44,23 @@ export class WriteBatch {
     if (batch.length === 0) return;
     const failures = new Map<Queued, unknown>();
     try {
-      this.sqlite.transaction(() => {
-        for (const q of batch) {
-          try {
-            // A nested transaction is a savepoint: a failing write rolls back only itself.
-            this.sqlite.transaction(q.write)();
-          } catch (err) {
-            failures.set(q, err);
+      // IMMEDIATE: the write lock is taken once, up front, so a store locked by another
+      // process fails the batch once (after busy_timeout) instead of once per write.
+      this.sqlite
+        .transaction(() => {
+          for (const q of batch) {
+            try {
+              // A nested transaction is a savepoint: a failing write rolls back only itself.
+              this.sqlite.transaction(q.write)();
+            } catch (err) {
+              // Some errors (a full disk, RAISE(ROLLBACK)) end the whole transaction: the
+              // writes before were rolled back too, and the ones after must not run outside it.
+              if (!this.sqlite.inTransaction) throw err;
+              failures.set(q, err);
+            }
           }
-        }
-      })();
+        })
+        .immediate();
     } catch (err) {
       // The commit itself failed (disk full, store closed): nothing of the batch was written.
       for (const q of batch) q.reject(err);

@@ -1,0 +1,111 @@
+/**
+ * The hot-path bridge of server/main.ts, over a real node:http server and real sockets: what a
+ * request must carry before its body is read, and how failures are answered.
+ */
+import http from "node:http";
+import net from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { answerHot, type RouteHandler } from "./hot-path";
+
+const servers: http.Server[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
+});
+
+interface Seen {
+  url: string;
+  body: string;
+}
+
+/** A server answering every request through answerHot with `handler`; `seen` collects what the handler got. */
+async function serve(handler: (req: Request) => Promise<Response>, seen: Seen[]): Promise<number> {
+  const wrapped: RouteHandler = async (req) => {
+    seen.push({ url: req.url, body: await req.text() });
+    return handler(req);
+  };
+  const server = http.createServer((req, res) => {
+    void answerHot(req, res, wrapped, {
+      listenHost: "127.0.0.1:3000",
+      authenticated: (headers) => headers.get("authorization") === "Bearer good",
+      extraHeaders: [{ key: "X-Frame-Options", value: "DENY" }],
+    });
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return (server.address() as net.AddressInfo).port;
+}
+
+/** Sends raw request bytes and resolves with everything the server sent back until it closed or `until` matched. */
+function raw(port: number, head: string, until: RegExp): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, "127.0.0.1", () => socket.write(head));
+    let got = "";
+    socket.on("data", (d) => {
+      got += d.toString("utf8");
+      if (until.test(got)) {
+        socket.destroy();
+        resolve(got);
+      }
+    });
+    socket.on("error", reject);
+    socket.on("close", () => resolve(got));
+  });
+}
+
+describe("the hot path", () => {
+  it("never reads the body of a request without working credentials: it is refused from its headers and the connection closes", async () => {
+    const seen: Seen[] = [];
+    const port = await serve(
+      async () => Response.json({ error: { code: "unauthenticated" } }, { status: 401 }),
+      seen,
+    );
+    // 4 MB announced, 10 bytes sent: the answer must not wait for the rest.
+    const answer = await raw(
+      port,
+      "POST /api/calls HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer wrong\r\nContent-Type: application/json\r\nContent-Length: 4000000\r\n\r\n0123456789",
+      /unauthenticated/,
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 401/);
+    expect(answer).toMatch(/\r\nconnection: close\r\n/i);
+    expect(answer).toMatch(/\r\nx-frame-options: DENY\r\n/i);
+    expect(seen).toEqual([{ url: "http://127.0.0.1:3000/api/calls", body: "" }]);
+  });
+
+  it("reads the body of an authenticated request and hands it to the handler", async () => {
+    const seen: Seen[] = [];
+    const port = await serve(async () => Response.json({ ok: true }), seen);
+    const res = await fetch(`http://127.0.0.1:${port}/api/calls?x=1`, {
+      method: "POST",
+      headers: { authorization: "Bearer good", "content-type": "application/json" },
+      body: '{"tool":"t"}',
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-frame-options")).toBe("DENY");
+    expect(seen).toEqual([{ url: "http://127.0.0.1:3000/api/calls?x=1", body: '{"tool":"t"}' }]);
+  });
+
+  it("an unexpected failure of the handler is answered 500 internal, not a reset connection", async () => {
+    const seen: Seen[] = [];
+    const port = await serve(async () => {
+      throw new Error("boom with /secret/path");
+    }, seen);
+    const res = await fetch(`http://127.0.0.1:${port}/api/calls`, {
+      method: "POST",
+      headers: { authorization: "Bearer good" },
+      body: "{}",
+    });
+    expect(res.status).toBe(500);
+    expect(await res.json()).toEqual({ error: { code: "internal", message: "internal error" } });
+  });
+
+  it("a request that came through a TLS proxy (X-Forwarded-Proto: https) is seen as https, as Next sees it", async () => {
+    const seen: Seen[] = [];
+    const port = await serve(async () => new Response(null, { status: 204 }), seen);
+    await fetch(`http://127.0.0.1:${port}/mcp`, {
+      method: "POST",
+      headers: { authorization: "Bearer good", "x-forwarded-proto": "https" },
+      body: "{}",
+    });
+    expect(seen[0]?.url).toBe("https://127.0.0.1:3000/mcp");
+  });
+});
