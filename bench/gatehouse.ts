@@ -20,8 +20,6 @@ export interface Gatehouse {
   approve(id: string): Promise<number>;
   waitFor(id: string, seconds: number): Promise<Record<string, unknown>>;
   stop(): Promise<void>;
-  /** Everything the server printed so far (stdout and stderr). */
-  output(): string;
 }
 
 /** Resolves once `pid` used under 2 % of a core over half a second, or after `maxMs`. */
@@ -140,7 +138,6 @@ export async function startGatehouse(servers: Record<string, unknown>, enable: s
         });
         return (await res.body.json()) as Record<string, unknown>;
       },
-      output: () => started.output(),
       async stop() {
         await agent.close();
         await started.stop();

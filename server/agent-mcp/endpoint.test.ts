@@ -394,9 +394,17 @@ describe("sessions", () => {
 });
 
 describe("how a request is answered", () => {
-  /** A POST on an open session, as a client would send it. */
-  async function post(token: string, sessionId: string, message: unknown): Promise<Response> {
-    return routeHandler(
+  /**
+   * A POST on an open session, as a client would send it; `message` is sent as JSON unless it
+   * is already a string, and `handler` defaults to the route module.
+   */
+  async function post(
+    token: string,
+    sessionId: string,
+    message: unknown,
+    handler: McpHandler = routeHandler,
+  ): Promise<Response> {
+    return handler(
       new Request(MCP_URL, {
         method: "POST",
         headers: {
@@ -407,7 +415,7 @@ describe("how a request is answered", () => {
           "content-type": "application/json",
           accept: "application/json, text/event-stream",
         },
-        body: JSON.stringify(message),
+        body: typeof message === "string" ? message : JSON.stringify(message),
       }),
     );
   }
@@ -436,26 +444,19 @@ describe("how a request is answered", () => {
     enableTool(t.runtime, ADD_NOTE);
     const e = endpoint(t, { jsonAnswerWindowMs: 20 });
     const token = createAgentToken(t.runtime, "bot");
-    const { transport } = await connect({ token, handler: (req) => e.handle(req) });
+    const handler: McpHandler = (req) => e.handle(req);
+    const { transport } = await connect({ token, handler });
     const pending = waitForEvent(t.runtime.bus, (ev) => ev.type === "call" && ev.status === "pending");
-    const res = await e.handle(
-      new Request(MCP_URL, {
-        method: "POST",
-        headers: {
-          host: "127.0.0.1:3000",
-          authorization: `Bearer ${token}`,
-          "mcp-session-id": transport.sessionId ?? "",
-          "mcp-protocol-version": "2025-06-18",
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-        },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 43,
-          method: "tools/call",
-          params: { name: ADD_NOTE, arguments: { text: "held" } },
-        }),
-      }),
+    const res = await post(
+      token,
+      transport.sessionId ?? "",
+      {
+        jsonrpc: "2.0",
+        id: 43,
+        method: "tools/call",
+        params: { name: ADD_NOTE, arguments: { text: "held" } },
+      },
+      handler,
     );
     // The answer's headers are out while the call still waits for a reviewer.
     expect(res.headers.get("content-type")).toBe("text/event-stream");
@@ -500,19 +501,7 @@ describe("how a request is answered", () => {
     const t = await start();
     const token = createAgentToken(t.runtime, "bot");
     const c = await connect({ token });
-    const res = await routeHandler(
-      new Request(MCP_URL, {
-        method: "POST",
-        headers: {
-          host: "127.0.0.1:3000",
-          authorization: `Bearer ${token}`,
-          "mcp-session-id": c.transport.sessionId ?? "",
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-        },
-        body: "{not json",
-      }),
-    );
+    const res = await post(token, c.transport.sessionId ?? "", "{not json");
     expect(await expectRefused(res, 400)).toMatch(/Parse error/);
     expect((await c.client.listTools()).tools).toEqual([]);
   });

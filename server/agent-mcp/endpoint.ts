@@ -9,6 +9,7 @@ import type { CallBroker } from "../calls/broker";
 import { listEnabledTools } from "../catalogue/catalogue";
 import type { GatehouseConfig } from "../config";
 import type { EventBus } from "../events";
+import { MAX_REQUEST_BODY_BYTES } from "../http/node-bridge";
 import type { Logger } from "../log";
 import type { McpManager } from "../mcp/manager";
 import type { Db } from "../store/db";
@@ -32,8 +33,6 @@ export const LIST_CHANGED_DEBOUNCE_MS = 250;
  * keep-alive comments tell proxies and clients the request is alive.
  */
 export const JSON_ANSWER_WINDOW_MS = 1000;
-/** Largest POST body read to start a session (the SDK transport applies the same to the rest). */
-const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 export interface AgentMcpDeps {
   db: Db;
@@ -80,6 +79,19 @@ function rpcError(status: number, code: number, message: string, headers?: Recor
     { jsonrpc: "2.0", error: { code, message }, id: null },
     { status, headers: { "Cache-Control": "no-store", ...headers } },
   );
+}
+
+/** A POST body as parsed JSON, or the JSON-RPC error answering a body too large or not JSON. */
+async function readMessage(req: Request): Promise<{ parsed: unknown } | Response> {
+  const body = await readRequestBody(req, MAX_REQUEST_BODY_BYTES);
+  if (body.tooLarge) {
+    return rpcError(413, -32000, `Payload Too Large: at most ${MAX_REQUEST_BODY_BYTES} bytes`);
+  }
+  try {
+    return { parsed: JSON.parse(body.text) as unknown };
+  } catch {
+    return rpcError(400, -32700, "Parse error: Invalid JSON");
+  }
 }
 
 /**
@@ -160,26 +172,15 @@ export class AgentMcpEndpoint {
       }
       if (req.method !== "POST") return this.forward(session, req);
       // Parsed once here: the transport takes it as is, and it tells whether the answer can be JSON.
-      const body = await readRequestBody(req, MAX_BODY_BYTES);
-      if (body.tooLarge) return rpcError(413, -32000, `Payload Too Large: at most ${MAX_BODY_BYTES} bytes`);
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(body.text);
-      } catch {
-        return rpcError(400, -32700, "Parse error: Invalid JSON");
-      }
-      return this.forward(session, req, parsed, expectsOnlyItsResponse(parsed));
+      const body = await readMessage(req);
+      if (body instanceof Response) return body;
+      return this.forward(session, req, body.parsed, expectsOnlyItsResponse(body.parsed));
     }
     if (req.method !== "POST") return rpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required");
 
-    const body = await readRequestBody(req, MAX_BODY_BYTES);
-    if (body.tooLarge) return rpcError(413, -32000, `Payload Too Large: at most ${MAX_BODY_BYTES} bytes`);
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(body.text);
-    } catch {
-      return rpcError(400, -32700, "Parse error: Invalid JSON");
-    }
+    const body = await readMessage(req);
+    if (body instanceof Response) return body;
+    const { parsed } = body;
     const messages: unknown[] = Array.isArray(parsed) ? parsed : [parsed];
     if (!messages.some((m) => isInitializeRequest(m))) {
       return rpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required");

@@ -113,6 +113,32 @@ const emptyCall = {
   errorMessage: null,
 } satisfies Partial<CallRow>;
 
+/** A new call's row, created now, before its status and outcome are known. */
+function newCall(
+  requester: Requester,
+  c: {
+    tool: string;
+    server: string;
+    remoteName: string;
+    args: Record<string, unknown>;
+    destructive: boolean;
+  },
+): Omit<CallRow, "status"> {
+  return {
+    ...emptyCall,
+    id: newCallId(),
+    tool: c.tool,
+    server: c.server,
+    remoteName: c.remoteName,
+    arguments: JSON.stringify(c.args),
+    argumentsDigest: argumentsDigest(c.args),
+    destructive: c.destructive,
+    requesterKind: requester.kind,
+    requesterName: requester.name,
+    createdAt: nowIso(),
+  };
+}
+
 /**
  * The stored form of a result: its JSON when that fits in {@link RESULT_STORE_MAX_BYTES}, else
  * `{truncated: true, bytes, preview}` whose own JSON fits (the preview is the start of the JSON
@@ -326,29 +352,18 @@ export class CallBroker {
     code: ErrorCode,
     message: string,
   ): Promise<never> {
-    const id = newCallId();
-    const now = nowIso();
+    const call = newCall(requester, base);
     await this.writes.write(() => {
       this.insertCall({
-        ...emptyCall,
-        id,
-        tool: base.tool,
-        server: base.server,
-        remoteName: base.remoteName,
-        arguments: JSON.stringify(base.args),
-        argumentsDigest: argumentsDigest(base.args),
-        destructive: base.destructive,
-        requesterKind: requester.kind,
-        requesterName: requester.name,
+        ...call,
         status: "refused",
-        createdAt: now,
-        finishedAt: now,
+        finishedAt: call.createdAt,
         errorCode: code,
         errorMessage: message,
       });
-      this.audit(requester.name, "call.refused", base.tool, id, `${code}: ${message}`);
+      this.audit(requester.name, "call.refused", base.tool, call.id, `${code}: ${message}`);
     });
-    this.publish(id, "refused");
+    this.publish(call.id, "refused");
     throw new GatehouseError(code, message);
   }
 
@@ -401,27 +416,16 @@ export class CallBroker {
       throw err;
     }
 
-    const createdAt = nowIso();
     // The catalogue's one answer to "does this call wait?": annotations, an owner's vouch, "Always confirm".
     const need = approvalNeed(row, definition.annotations);
     const call: Omit<CallRow, "status"> = {
-      ...emptyCall,
-      id: newCallId(),
-      tool: row.localName,
-      server: row.server,
-      remoteName: row.remoteName,
-      arguments: JSON.stringify(args),
-      argumentsDigest: argumentsDigest(args),
+      ...newCall(requester, { ...base, tool: row.localName, destructive: need.destructive }),
       definitionHash: row.definitionHash,
-      destructive: need.destructive,
       approvalReason: need.reason,
-      requesterKind: requester.kind,
-      requesterName: requester.name,
-      createdAt,
     };
     const toolNow = { description: row.description, definitionHash: row.definitionHash };
     if (need.reason === null) {
-      const started: CallRow = { ...call, status: "running", startedAt: createdAt };
+      const started: CallRow = { ...call, status: "running", startedAt: call.createdAt };
       // The row exists before the tool is asked: a crash mid-call leaves it `interrupted`.
       await this.writes.write(() => {
         this.insertCall(started);
