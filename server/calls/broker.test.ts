@@ -1,12 +1,5 @@
-/**
- * The call state machine (PRODUCT.md §6) against a real runtime: a real SQLite file, the real
- * demo MCP server as a child process, and the real route modules.
- */
-import { rmSync } from "node:fs";
-import path from "node:path";
-import Database from "better-sqlite3";
-import { and, asc, eq } from "drizzle-orm";
-import { afterEach, describe, expect, it } from "vitest";
+import { and, eq } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
 import type { CallView } from "@/lib/api-types";
 import {
   ADD_NOTE,
@@ -16,84 +9,25 @@ import {
   createTestUser,
   enableTool,
   LIST_NOTES,
-  REPO_ROOT,
   request,
-  startTestRuntime,
   type TestRuntime,
   waitForCallStatus,
-  waitForEvent,
 } from "@/test/support/runtime";
-import { getToolRow, setToolStatus, syncServerTools, updateTool } from "../catalogue/catalogue";
+import { getToolRow, setToolStatus, syncServerTools } from "../catalogue/catalogue";
 import { auditEvents, calls } from "../store/schema";
+import {
+  addNote,
+  approve,
+  auditActions,
+  callRow,
+  deny,
+  type ErrorBody,
+  getCall,
+  people,
+  runtimes,
+} from "./call-fixtures";
 
-type ErrorBody = { error: { code: string; message: string } };
-
-let t: TestRuntime | undefined;
-const extra: TestRuntime[] = [];
-
-afterEach(async () => {
-  await t?.stop();
-  t = undefined;
-  for (const r of extra.splice(0)) {
-    await r.stop();
-    // A runtime stopped with keepDir hands its dir to the next one; remove it if that never started.
-    rmSync(r.dir, { recursive: true, force: true });
-  }
-});
-
-async function start(opts: Parameters<typeof startTestRuntime>[0] = {}): Promise<TestRuntime> {
-  t = await startTestRuntime(opts);
-  return t;
-}
-
-/** An agent token and two reviewers, with both demo tools enabled. */
-async function people(rt: TestRuntime) {
-  enableTool(rt.runtime, LIST_NOTES);
-  enableTool(rt.runtime, ADD_NOTE);
-  return {
-    agent: createAgentToken(rt.runtime, "agent-a"),
-    alice: await createTestUser(rt.runtime, "alice", ["reviewer"]),
-    bob: await createTestUser(rt.runtime, "bob", ["reviewer"]),
-  };
-}
-
-async function addNote(bearer: string, text = "hello"): Promise<CallView> {
-  const res = await request("POST", "/api/calls", { bearer, body: { tool: ADD_NOTE, arguments: { text } } });
-  expect(res.status).toBe(202);
-  const call = await bodyOf<CallView>(res);
-  expect(call.status).toBe("pending");
-  return call;
-}
-
-function approve(id: string, cookie: string): Promise<Response> {
-  return request("POST", `/api/calls/${id}/approve`, { cookie });
-}
-
-function deny(id: string, cookie: string, reason: string): Promise<Response> {
-  return request("POST", `/api/calls/${id}/deny`, { cookie, body: { reason } });
-}
-
-async function getCall(
-  id: string,
-  auth: { bearer?: string; cookie?: string },
-  wait?: number,
-): Promise<Response> {
-  return request("GET", `/api/calls/${id}${wait === undefined ? "" : `?wait=${wait}`}`, auth);
-}
-
-function auditActions(rt: TestRuntime, callId: string): string[] {
-  return rt.runtime.db
-    .select({ action: auditEvents.action })
-    .from(auditEvents)
-    .where(eq(auditEvents.callId, callId))
-    .orderBy(asc(auditEvents.id))
-    .all()
-    .map((r) => r.action);
-}
-
-function callRow(rt: TestRuntime, id: string) {
-  return rt.runtime.db.select().from(calls).where(eq(calls.id, id)).get();
-}
+const { start } = runtimes();
 
 describe("the confirm flow", () => {
   it("a read-only tool runs at once and answers 200 with its result", async () => {
@@ -400,121 +334,5 @@ describe("waiting for the outcome", () => {
     const res = await getCall(call.id, { bearer: agent }, 1);
     expect(res.status).toBe(200);
     expect((await bodyOf<CallView>(res)).status).toBe("pending");
-  });
-});
-
-describe("restarts", () => {
-  it("a pending call survives a restart and approving it afterwards runs it once", async () => {
-    const first = await startTestRuntime();
-    extra.push(first);
-    const { agent, alice } = await people(first);
-    const call = await addNote(agent);
-    await first.stop({ keepDir: true });
-
-    const second = await start({ dir: first.dir });
-    expect(callStatus(second.runtime, call.id)).toBe("pending");
-    const seen = await getCall(call.id, { bearer: agent });
-    expect((await bodyOf<CallView>(seen)).status).toBe("pending");
-    const res = await approve(call.id, alice.cookie);
-    expect(res.status).toBe(200);
-    await waitForCallStatus(second.runtime, call.id, "succeeded");
-    expect(second.demoRuns()).toBe(1);
-  });
-
-  it("a read-only call cut short by shutdown is stored failed, with its audit row, not left running", async () => {
-    const first = await startTestRuntime({
-      servers: {
-        silent: {
-          command: process.execPath,
-          args: [path.join(REPO_ROOT, "test", "fixtures", "servers", "silent.mjs")],
-          enabled: true,
-        },
-      },
-    });
-    extra.push(first);
-    const db = first.runtime.db;
-    await waitForEvent(first.runtime.bus, () => getToolRow(db, "silent_hang") !== null, {
-      already: () => getToolRow(db, "silent_hang") !== null,
-      what: () => "the silent server's tool",
-    });
-    // The tool never answers; vouched read-only, its call runs at once and stays in flight.
-    updateTool(db, { localName: "silent_hang", actor: "owner", status: "enabled", vouch: true });
-    const answer = first.runtime.broker.request(
-      { kind: "agent", name: "agent-a" },
-      { tool: "silent_hang", arguments: {} },
-    );
-    // The start is committed at the next turn of the event loop, and the tool asked right after.
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(callStatus(first.runtime, (db.select().from(calls).get() as { id: string }).id)).toBe("running");
-    await first.stop({ keepDir: true });
-    await answer.catch(() => undefined);
-
-    // The outcome of a call failed by the shutdown itself is written before the store closes.
-    const sqlite = new Database(first.dbFile, { readonly: true });
-    const rows = sqlite.prepare("SELECT id, status FROM calls WHERE tool = 'silent_hang'").all() as {
-      id: string;
-      status: string;
-    }[];
-    expect(rows.map((r) => r.status)).toEqual(["failed"]);
-    const actions = sqlite
-      .prepare("SELECT action FROM audit_events WHERE call_id = ? ORDER BY id")
-      .all(rows[0]?.id) as { action: string }[];
-    sqlite.close();
-    expect(actions.map((a) => a.action)).toEqual(["call.started", "call.failed"]);
-  });
-
-  it("a call left running by a crash becomes interrupted on start and is never run", async () => {
-    const first = await startTestRuntime();
-    extra.push(first);
-    const { agent, alice } = await people(first);
-    const call = await addNote(agent);
-    await first.stop({ keepDir: true });
-    // Simulate a crash in the middle of the run: the row says running, nothing finished it.
-    const sqlite = new Database(first.dbFile);
-    sqlite
-      .prepare("UPDATE calls SET status = 'running', started_at = ? WHERE id = ?")
-      .run(new Date().toISOString(), call.id);
-    sqlite.close();
-
-    const second = await start({ dir: first.dir });
-    expect(callRow(second, call.id)).toMatchObject({ status: "interrupted", errorCode: "interrupted" });
-    expect(auditActions(second, call.id)).toContain("call.interrupted");
-    const res = await approve(call.id, alice.cookie);
-    expect(res.status).toBe(409);
-    expect((await bodyOf<ErrorBody>(res)).error.code).toBe("already_decided");
-    expect(second.demoRuns()).toBe(0);
-  });
-});
-
-describe("who sees which call", () => {
-  it("an agent sees its own calls, and another token's call answers 404", async () => {
-    const rt = await start();
-    const { agent, alice } = await people(rt);
-    const other = createAgentToken(rt.runtime, "agent-b");
-    const call = await addNote(agent);
-
-    const foreign = await getCall(call.id, { bearer: other });
-    expect(foreign.status).toBe(404);
-    expect((await bodyOf<ErrorBody>(foreign)).error.code).toBe("call_not_found");
-    const list = await bodyOf<{ calls: CallView[] }>(await request("GET", "/api/calls", { bearer: other }));
-    expect(list.calls.map((c) => c.id)).not.toContain(call.id);
-
-    expect((await getCall(call.id, { bearer: agent })).status).toBe(200);
-    const own = await bodyOf<{ calls: CallView[] }>(await request("GET", "/api/calls", { bearer: agent }));
-    expect(own.calls.map((c) => c.id)).toEqual([call.id]);
-    expect((await getCall(call.id, { cookie: alice.cookie })).status).toBe(200);
-  });
-
-  it("the approval publishes running and then the final status on the bus", async () => {
-    const rt = await start();
-    const { agent, alice } = await people(rt);
-    const call = await addNote(agent);
-    const running = waitForEvent(
-      rt.runtime.bus,
-      (e) => e.type === "call" && e.id === call.id && e.status === "running",
-    );
-    await approve(call.id, alice.cookie);
-    await expect(running).resolves.toEqual({ type: "call", id: call.id, status: "running" });
-    await waitForCallStatus(rt.runtime, call.id, "succeeded");
   });
 });

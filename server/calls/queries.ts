@@ -1,0 +1,183 @@
+import "server-only";
+import { and, asc, desc, eq, getTableColumns, gte, lt, lte, or, type SQL, sql } from "drizzle-orm";
+import type { AuditEventView, CallStatus, CallView } from "@/lib/api-types";
+import { GatehouseError } from "@/lib/errors";
+import type { Db } from "../store/db";
+import { prepared } from "../store/prepared";
+import { auditEvents, calls, tools } from "../store/schema";
+import { type CallRow, type OutcomeColumns, type Requester, toView } from "./call-row";
+
+/**
+ * The calls room's queries, db first. The ones every call runs are prepared once per store
+ * (`prepared`); the rest are built when asked. Nothing here publishes or decides.
+ */
+
+/** One audit row. `detail` and `durationMs` default to null. */
+export interface AuditParams {
+  actor: string;
+  action: string;
+  subject: string;
+  callId: string | null;
+  detail?: string | null;
+  durationMs?: number | null;
+}
+
+export function insertAudit(db: Db, p: AuditParams): void {
+  const insert = prepared(db, "audit.insert", () =>
+    db
+      .insert(auditEvents)
+      .values({
+        actor: sql.placeholder("actor"),
+        action: sql.placeholder("action"),
+        subject: sql.placeholder("subject"),
+        callId: sql.placeholder("callId"),
+        detail: sql.placeholder("detail"),
+        durationMs: sql.placeholder("durationMs"),
+      })
+      .prepare(),
+  );
+  insert.run({ ...p, detail: p.detail ?? null, durationMs: p.durationMs ?? null });
+}
+
+/** Inserts a whole call row: one prepared statement, every column a placeholder. */
+export function insertCall(db: Db, row: CallRow): void {
+  const insert = prepared(db, "calls.insert", () => {
+    const values = Object.fromEntries(
+      Object.keys(getTableColumns(calls)).map((k) => [k, sql.placeholder(k)]),
+    );
+    return db
+      .insert(calls)
+      .values(values as unknown as typeof calls.$inferInsert)
+      .prepare();
+  });
+  insert.run(row);
+}
+
+/**
+ * Writes a running call's outcome; a call no longer `running` (interrupted by a restart meanwhile)
+ * is left as it is. Returns whether the row moved.
+ */
+export function finishCall(db: Db, id: string, outcome: OutcomeColumns): boolean {
+  const finish = prepared(db, "calls.finish", () =>
+    db
+      .update(calls)
+      // drizzle binds placeholders in set() through each column's encoder; its types only
+      // list plain values, hence the cast.
+      .set({
+        status: sql.placeholder("status"),
+        finishedAt: sql.placeholder("finishedAt"),
+        result: sql.placeholder("result"),
+        resultTruncated: sql.placeholder("resultTruncated"),
+        errorCode: sql.placeholder("errorCode"),
+        errorMessage: sql.placeholder("errorMessage"),
+      } as unknown as Partial<CallRow>)
+      .where(and(eq(calls.id, sql.placeholder("id")), eq(calls.status, "running")))
+      .prepare(),
+  );
+  return finish.run({ ...outcome, id }).changes > 0;
+}
+
+export function findCall(db: Db, id: string): CallRow | null {
+  return db.select().from(calls).where(eq(calls.id, id)).get() ?? null;
+}
+
+export function getCall(db: Db, id: string): CallRow {
+  const row = findCall(db, id);
+  if (!row) throw new GatehouseError("call_not_found", `no call ${id}`);
+  return row;
+}
+
+/** A call row with its tool's current description and hash: one left join, no extra lookups. */
+const viewSelection = {
+  call: calls,
+  toolDescription: tools.description,
+  toolHash: tools.definitionHash,
+};
+
+/** A call as its view, with its tool's current description; `fullResult` replaces a capped one. */
+export function callView(db: Db, id: string, fullResult?: unknown): CallView {
+  const query = prepared(db, "calls.view", () =>
+    db
+      .select(viewSelection)
+      .from(calls)
+      .leftJoin(tools, eq(tools.localName, calls.tool))
+      .where(eq(calls.id, sql.placeholder("id")))
+      .prepare(),
+  );
+  const r = query.get({ id });
+  if (!r) throw new GatehouseError("call_not_found", `no call ${id}`);
+  return toView(r.call, { description: r.toolDescription, definitionHash: r.toolHash }, fullResult);
+}
+
+/** Every audit row about one call, oldest first. */
+export function callAudit(db: Db, id: string): AuditEventView[] {
+  return db
+    .select({
+      id: auditEvents.id,
+      at: auditEvents.at,
+      actor: auditEvents.actor,
+      action: auditEvents.action,
+      detail: auditEvents.detail,
+      durationMs: auditEvents.durationMs,
+    })
+    .from(auditEvents)
+    .where(eq(auditEvents.callId, id))
+    .orderBy(asc(auditEvents.id))
+    .all();
+}
+
+/** Filters of {@link listCalls}; every field narrows the list. */
+export interface CallListParams {
+  status?: CallStatus;
+  server?: string;
+  /** Part of the tool's local name (case-insensitive). */
+  tool?: string;
+  /** A requester's name (agent token or person). */
+  requesterName?: string;
+  /** Only this requester's calls (an agent sees only its own). */
+  requester?: Requester;
+  /** Created at or after this ISO time. */
+  from?: string;
+  /** Created at or before this ISO time. */
+  to?: string;
+  /** Only calls older than this cursor (`callCursor`). */
+  before?: string;
+  limit: number;
+}
+
+/** `%`, `_` and the backslash in a search text match themselves (the query escapes with a backslash). */
+function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+/** Calls newest first (ties by id), narrowed by `params`; page on with `before`. */
+export function listCalls(db: Db, params: CallListParams): CallView[] {
+  const conds: (SQL | undefined)[] = [];
+  if (params.status) conds.push(eq(calls.status, params.status));
+  if (params.server) conds.push(eq(calls.server, params.server));
+  if (params.tool) conds.push(sql`${calls.tool} LIKE ${`%${escapeLike(params.tool)}%`} ESCAPE '\\'`);
+  if (params.requesterName) conds.push(eq(calls.requesterName, params.requesterName));
+  if (params.requester) {
+    conds.push(
+      eq(calls.requesterKind, params.requester.kind),
+      eq(calls.requesterName, params.requester.name),
+    );
+  }
+  if (params.from) conds.push(gte(calls.createdAt, params.from));
+  if (params.to) conds.push(lte(calls.createdAt, params.to));
+  if (params.before) {
+    const cut = params.before.lastIndexOf("|");
+    const at = params.before.slice(0, cut);
+    const id = params.before.slice(cut + 1);
+    conds.push(or(lt(calls.createdAt, at), and(eq(calls.createdAt, at), lt(calls.id, id))));
+  }
+  return db
+    .select(viewSelection)
+    .from(calls)
+    .leftJoin(tools, eq(tools.localName, calls.tool))
+    .where(and(...conds))
+    .orderBy(desc(calls.createdAt), desc(calls.id))
+    .limit(params.limit)
+    .all()
+    .map((r) => toView(r.call, { description: r.toolDescription, definitionHash: r.toolHash }));
+}

@@ -1,0 +1,108 @@
+import "server-only";
+import { and, eq, lte } from "drizzle-orm";
+import type { CallStatus } from "@/lib/api-types";
+import type { EventBus } from "../events";
+import type { Db } from "../store/db";
+import { calls } from "../store/schema";
+import type { CallRow } from "./call-row";
+import { insertAudit } from "./queries";
+
+/**
+ * A call's state machine. A call is born `refused`, `pending` or `running` (its insert and audit
+ * row are one group-committed write, see the broker); after that it moves only along these
+ * edges, each named by the audit action that records it:
+ *
+ * ```
+ * pending → running      call.approved     a reviewer approved it (the only way a held call runs)
+ * pending → denied       call.denied       a reviewer denied it
+ * pending → expired      call.expired      nobody decided within approvals.expireAfterSeconds
+ * pending → withdrawn    call.withdrawn    its requester took it back
+ * pending → refused      call.refused      approval came, but the tool is no longer what was shown
+ * running → succeeded    call.succeeded    the tool answered (the outcome write, see run.ts)
+ * running → failed       call.failed       the tool failed or reported an error (likewise)
+ * running → interrupted  call.interrupted  Gatehouse stopped meanwhile: outcome unknown, never re-run
+ * ```
+ */
+export const CALL_TRANSITIONS = {
+  pending: {
+    running: "call.approved",
+    denied: "call.denied",
+    expired: "call.expired",
+    withdrawn: "call.withdrawn",
+    refused: "call.refused",
+  },
+  running: { succeeded: "call.succeeded", failed: "call.failed", interrupted: "call.interrupted" },
+} as const satisfies Partial<Record<CallStatus, Partial<Record<CallStatus, string>>>>;
+
+type Transitions = typeof CALL_TRANSITIONS;
+export type MovableStatus = keyof Transitions;
+
+/** The columns a transition may set beside the status. */
+type TransitionColumns = Partial<
+  Pick<
+    CallRow,
+    "decidedAt" | "decidedBy" | "reason" | "startedAt" | "finishedAt" | "errorCode" | "errorMessage"
+  >
+>;
+
+/** What a transition returns of each call it moved. */
+export interface MovedCall {
+  id: string;
+  tool: string;
+  createdAt: string;
+}
+
+export interface TransitionSpec<F extends MovableStatus> {
+  from: F;
+  to: keyof Transitions[F] & CallStatus;
+  /** One call; absent, every call in `from` (narrowed by `dueBy`). */
+  id?: string;
+  /** Only calls whose `expiresAt` is at or before this ISO time. */
+  dueBy?: string;
+  set: TransitionColumns;
+  /** Who made the move, as the audit log names them ("gatehouse" for the host itself). */
+  actor: string;
+  /** The audit row's detail and duration for one moved call. */
+  audit: (call: MovedCall) => { detail?: string | null; durationMs?: number | null };
+}
+
+/**
+ * Moves calls from `from` to `to` with one conditional update, and writes each moved call's audit
+ * row in the same transaction: either both are stored or neither is (a failed audit insert rolls
+ * the status back, and the error reaches the caller). Only calls still in `from` move, so of two
+ * concurrent deciders exactly one wins; the other finds nothing moved (an empty result). Once
+ * committed, each moved call is published on the bus, once.
+ */
+export function transition<F extends MovableStatus>(
+  db: Db,
+  bus: EventBus,
+  spec: TransitionSpec<F>,
+): MovedCall[] {
+  const action = (CALL_TRANSITIONS[spec.from] as Record<string, string>)[spec.to];
+  if (!action) throw new Error(`no transition from ${spec.from} to ${spec.to}`);
+  const moved = db.transaction((tx) => {
+    const rows = tx
+      .update(calls)
+      .set({ ...spec.set, status: spec.to })
+      .where(
+        and(
+          eq(calls.status, spec.from),
+          spec.id === undefined ? undefined : eq(calls.id, spec.id),
+          spec.dueBy === undefined ? undefined : lte(calls.expiresAt, spec.dueBy),
+        ),
+      )
+      .returning({ id: calls.id, tool: calls.tool, createdAt: calls.createdAt })
+      .all();
+    for (const row of rows) {
+      insertAudit(db, { actor: spec.actor, action, subject: row.tool, callId: row.id, ...spec.audit(row) });
+    }
+    return rows;
+  });
+  for (const row of moved) bus.publish({ type: "call", id: row.id, status: spec.to });
+  return moved;
+}
+
+/** The audit action of a call's outcome (`running → succeeded | failed`). */
+export function outcomeAction(status: "succeeded" | "failed"): string {
+  return CALL_TRANSITIONS.running[status];
+}
