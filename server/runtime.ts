@@ -5,12 +5,13 @@ import { AgentMcpEndpoint } from "./agent-mcp/endpoint";
 import { LoginThrottle } from "./auth/access";
 import { issueSetupCode } from "./auth/users";
 import { CallBroker } from "./calls/broker";
-import { hasChanges, syncServerTools, toolCounts } from "./catalogue/catalogue";
+import { hasChanges, syncServerTools } from "./catalogue/catalogue";
 import { createCatalogueWebhook } from "./catalogue/webhook";
-import { describeTarget, type GatehouseConfig } from "./config";
+import type { GatehouseConfig } from "./config";
 import { EventBus } from "./events";
 import { logger, registerSecrets } from "./log";
 import { McpManager } from "./mcp/manager";
+import { serverViews } from "./servers/status";
 import { type Db, openDb } from "./store/db";
 
 const log = logger("gatehouse");
@@ -23,10 +24,11 @@ export interface Runtime {
   manager: McpManager;
   broker: CallBroker;
   throttle: LoginThrottle;
-  /** `/mcp`: Gatehouse as an MCP server for agents, with its in-memory sessions (issue 7). */
+  /** `/mcp`: Gatehouse as an MCP server for agents, with its in-memory sessions. */
   agentMcp: AgentMcpEndpoint;
   /** `GATEHOUSE_PUBLIC_ORIGIN`, when Gatehouse is reached through a proxy. */
   publicOrigin: string | undefined;
+  /** Every configured server's status, as the owner's status page shows it. */
   servers(): ServerView[];
   stop(): Promise<void>;
 }
@@ -101,26 +103,7 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
       publicOrigin: opts.publicOrigin,
     }),
     publicOrigin: opts.publicOrigin,
-    servers() {
-      const counts = toolCounts(db);
-      return manager.list().map(({ config: c, status }) => {
-        const n = counts.get(c.name) ?? { proposed: 0, enabled: 0, disabled: 0, overCap: 0 };
-        return {
-          name: c.name,
-          transport: c.transport,
-          target: describeTarget(c),
-          enabled: c.enabled,
-          state: status.state,
-          lastError: status.lastError,
-          nextRetryAt: status.nextRetryAt,
-          readySince: status.readySince,
-          serverInfo: status.serverInfo,
-          tools: { listed: status.listedTools, ...n },
-          stderrTail: status.stderrTail,
-          history: status.history,
-        };
-      });
-    },
+    servers: () => serverViews(manager, db),
     async stop() {
       // Sessions first: their held calls stop waiting (and stay pending in the store).
       await runtime.agentMcp.close();

@@ -3,7 +3,7 @@ import type { ReactNode } from "react";
 import { ConsoleHeader, type NavLink } from "@/components/console-header";
 import { canReview, isOwner } from "@/components/roles";
 import type { UserView } from "@/lib/api-types";
-import { currentPageUser } from "@/server/auth/page";
+import { currentPageUser } from "@/server/http/page";
 
 function linksFor(user: UserView): NavLink[] {
   const owner = isOwner(user);

@@ -1,5 +1,5 @@
 import "server-only";
-import { asc, eq, isNull, sql } from "drizzle-orm";
+import { asc, eq, sql } from "drizzle-orm";
 import type { TokenView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import type { Db } from "../store/db";
@@ -86,9 +86,4 @@ export function tokenFromSecret(db: Db, secret: string): { id: number; name: str
       .run();
   }
   return { id: row.id, name: row.name };
-}
-
-export function activeTokenCount(db: Db): number {
-  return db.select({ id: agentTokens.id }).from(agentTokens).where(isNull(agentTokens.revokedAt)).all()
-    .length;
 }

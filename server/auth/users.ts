@@ -24,11 +24,6 @@ export function listUsers(db: Db): UserView[] {
   return db.select().from(users).orderBy(asc(users.name)).all().map(toUserView);
 }
 
-export function getUser(db: Db, id: number): UserView | null {
-  const row = db.select().from(users).where(eq(users.id, id)).get();
-  return row ? toUserView(row) : null;
-}
-
 export interface CreateUserParams {
   name: string;
   password: string;

@@ -6,6 +6,7 @@ import { callProblem } from "../catalogue/callable";
 import { approvalNeed, getToolRow, parseDefinition } from "../catalogue/catalogue";
 import type { EventBus } from "../events";
 import type { Logger } from "../log";
+import { writeAudit } from "../store/audit";
 import type { Db } from "../store/db";
 import { WriteBatch } from "../store/write-batch";
 import { checkArguments } from "./arguments";
@@ -26,7 +27,6 @@ import {
   callView,
   findCall,
   getCall,
-  insertAudit,
   insertCall,
   listCalls,
 } from "./queries";
@@ -124,7 +124,7 @@ export class CallBroker {
         errorCode: code,
         errorMessage: message,
       });
-      insertAudit(db, {
+      writeAudit(db, {
         actor: requester.name,
         action: "call.refused",
         subject: subject.tool,
@@ -184,7 +184,7 @@ export class CallBroker {
       // The row exists before the tool is asked: a crash mid-call leaves it `interrupted`.
       await this.writes.write(() => {
         insertCall(db, started);
-        insertAudit(db, {
+        writeAudit(db, {
           actor: requester.name,
           action: "call.started",
           subject: row.localName,
@@ -203,7 +203,7 @@ export class CallBroker {
     };
     await this.writes.write(() => {
       insertCall(db, pending);
-      insertAudit(db, {
+      writeAudit(db, {
         actor: requester.name,
         action: "call.pending",
         subject: row.localName,

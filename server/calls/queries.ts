@@ -12,33 +12,6 @@ import { type CallRow, type OutcomeColumns, type Requester, toView } from "./cal
  * (`prepared`); the rest are built when asked. Nothing here publishes or decides.
  */
 
-/** One audit row. `detail` and `durationMs` default to null. */
-export interface AuditParams {
-  actor: string;
-  action: string;
-  subject: string;
-  callId: string | null;
-  detail?: string | null;
-  durationMs?: number | null;
-}
-
-export function insertAudit(db: Db, p: AuditParams): void {
-  const insert = prepared(db, "audit.insert", () =>
-    db
-      .insert(auditEvents)
-      .values({
-        actor: sql.placeholder("actor"),
-        action: sql.placeholder("action"),
-        subject: sql.placeholder("subject"),
-        callId: sql.placeholder("callId"),
-        detail: sql.placeholder("detail"),
-        durationMs: sql.placeholder("durationMs"),
-      })
-      .prepare(),
-  );
-  insert.run({ ...p, detail: p.detail ?? null, durationMs: p.durationMs ?? null });
-}
-
 /** Inserts a whole call row: one prepared statement, every column a placeholder. */
 export function insertCall(db: Db, row: CallRow): void {
   const insert = prepared(db, "calls.insert", () => {

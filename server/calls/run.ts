@@ -2,10 +2,11 @@ import "server-only";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { GatehouseError } from "@/lib/errors";
 import type { Logger } from "../log";
+import { writeAudit } from "../store/audit";
 import type { Db } from "../store/db";
 import type { WriteBatch } from "../store/write-batch";
 import { type CallRow, capResult, nowIso, type OutcomeColumns, RESULT_STORE_MAX_BYTES } from "./call-row";
-import { finishCall, insertAudit } from "./queries";
+import { finishCall } from "./queries";
 import { outcomeAction } from "./transition";
 
 /** What running a call needs: the store, the call path's group commit and the way to the tool. */
@@ -63,7 +64,7 @@ export async function runCall(
   const durationMs = Date.now() - started;
   await deps.writes.write(() => {
     finishCall(deps.db, call.id, stored);
-    insertAudit(deps.db, {
+    writeAudit(deps.db, {
       actor: call.requesterName,
       action: outcomeAction(stored.status),
       subject: call.tool,

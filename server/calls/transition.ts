@@ -2,10 +2,10 @@ import "server-only";
 import { and, eq, lte } from "drizzle-orm";
 import type { CallStatus } from "@/lib/api-types";
 import type { EventBus } from "../events";
+import { writeAudit } from "../store/audit";
 import type { Db } from "../store/db";
 import { calls } from "../store/schema";
 import type { CallRow } from "./call-row";
-import { insertAudit } from "./queries";
 
 /**
  * A call's state machine. A call is born `refused`, `pending` or `running` (its insert and audit
@@ -94,7 +94,7 @@ export function transition<F extends MovableStatus>(
       .returning({ id: calls.id, tool: calls.tool, createdAt: calls.createdAt })
       .all();
     for (const row of rows) {
-      insertAudit(db, { actor: spec.actor, action, subject: row.tool, callId: row.id, ...spec.audit(row) });
+      writeAudit(db, { actor: spec.actor, action, subject: row.tool, callId: row.id, ...spec.audit(row) });
     }
     return rows;
   });

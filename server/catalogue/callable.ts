@@ -32,7 +32,8 @@ export function availabilityOf(row: ToolRow): ToolAvailability {
  */
 export function callProblem(row: ToolRow | null, name: string): CallProblem | null {
   if (!row) return { code: "tool_not_found", message: `no tool named "${name}"` };
-  if (row.status !== "enabled") return { code: "tool_not_enabled", message: `${row.localName} is not enabled` };
+  if (row.status !== "enabled")
+    return { code: "tool_not_enabled", message: `${row.localName} is not enabled` };
   switch (availabilityOf(row)) {
     case "changed":
       return {

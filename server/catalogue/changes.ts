@@ -20,13 +20,14 @@ import { auditEvents, catalogueChanges, changeReads, tools } from "../store/sche
 
 type ChangeRow = typeof catalogueChanges.$inferSelect;
 
-/** A change as `syncServerTools` records it, before it has an id. */
-export interface NewChange {
-  kind: ChangeKind;
-  tool: string;
-  localName: string | null;
-  detail?: ChangeDetail;
-}
+/** A change-feed row as a refresh wrote it. */
+export type RecordedChange = Omit<ChangeView, "unread">;
+
+/**
+ * A change as a refresh plans it, before the writer gives it an id and a time (its server is
+ * the refresh's). `detail` is null rather than empty.
+ */
+export type NewChange = Omit<RecordedChange, "id" | "at" | "server">;
 
 export function toChangeView(row: ChangeRow, lastSeenId: number): ChangeView {
   let detail: ChangeDetail | null = null;

@@ -1,7 +1,7 @@
 import "server-only";
 import { type Logger, registerSecrets } from "../log";
 import { createGuardedAgent, guardedFetch } from "../net/guarded-fetch";
-import type { RecordedChange } from "./catalogue";
+import type { RecordedChange } from "./changes";
 
 /**
  * The optional catalogue webhook (`catalogue.webhook`, PRODUCT.md §5): each refresh that changed

@@ -3,7 +3,7 @@ import { redirect } from "next/navigation";
 import { type ActivityFilters, ActivityView } from "@/components/activity-view";
 import { NotAllowed } from "@/components/not-allowed";
 import { canReview } from "@/components/roles";
-import { currentPageUser } from "@/server/auth/page";
+import { currentPageUser } from "@/server/http/page";
 
 export const metadata: Metadata = { title: "Activity" };
 

@@ -3,7 +3,7 @@ import { redirect } from "next/navigation";
 import { ApprovalsView } from "@/components/approvals-view";
 import { NotAllowed } from "@/components/not-allowed";
 import { canReview } from "@/components/roles";
-import { currentPageUser } from "@/server/auth/page";
+import { currentPageUser } from "@/server/http/page";
 
 export const metadata: Metadata = { title: "Approvals" };
 

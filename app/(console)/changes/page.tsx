@@ -3,7 +3,7 @@ import { redirect } from "next/navigation";
 import { ChangesView } from "@/components/changes-view";
 import { NotAllowed } from "@/components/not-allowed";
 import { isOwner } from "@/components/roles";
-import { currentPageUser } from "@/server/auth/page";
+import { currentPageUser } from "@/server/http/page";
 
 export const metadata: Metadata = { title: "Changes" };
 

@@ -3,7 +3,7 @@ import { redirect } from "next/navigation";
 import { NotAllowed } from "@/components/not-allowed";
 import { isOwner } from "@/components/roles";
 import { ServersView } from "@/components/servers-view";
-import { currentPageUser } from "@/server/auth/page";
+import { currentPageUser } from "@/server/http/page";
 
 export const metadata: Metadata = { title: "Servers" };
 

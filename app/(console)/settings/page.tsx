@@ -5,7 +5,7 @@ import { isOwner } from "@/components/roles";
 import { TokensSection } from "@/components/tokens-section";
 import { PageHeader } from "@/components/ui";
 import { UsersSection } from "@/components/users-section";
-import { currentPageUser } from "@/server/auth/page";
+import { currentPageUser } from "@/server/http/page";
 
 export const metadata: Metadata = { title: "Settings" };
 

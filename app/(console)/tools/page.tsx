@@ -3,8 +3,8 @@ import { redirect } from "next/navigation";
 import { NotAllowed } from "@/components/not-allowed";
 import { isOwner } from "@/components/roles";
 import { ToolsView } from "@/components/tools-view";
-import { currentPageUser } from "@/server/auth/page";
 import { listCatalogue } from "@/server/catalogue/catalogue";
+import { currentPageUser } from "@/server/http/page";
 import { getRuntime } from "@/server/runtime";
 
 export const metadata: Metadata = { title: "Tools" };

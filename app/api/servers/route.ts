@@ -1,3 +1,6 @@
 import { route } from "@/server/http/route";
+import { serverViews } from "@/server/servers/status";
 
-export const GET = route({ access: ["owner"] }, ({ runtime }) => ({ servers: runtime.servers() }));
+export const GET = route({ access: ["owner"] }, ({ runtime }) => ({
+  servers: serverViews(runtime.manager, runtime.db),
+}));

@@ -4,7 +4,7 @@ import { isSecure, signIn } from "@/server/auth/signin";
 import { json, route } from "@/server/http/route";
 
 export const POST = route({ access: ["public"], body: SignInBody }, async ({ req, runtime, body }) => {
-  const { user, cookie } = await signIn(runtime, { ...body, secure: isSecure(req) });
+  const { user, cookie } = await signIn(runtime.db, runtime.throttle, { ...body, secure: isSecure(req) });
   return json({ user }, 200, { "Set-Cookie": cookie });
 });
 

@@ -1,6 +1,6 @@
 import { route } from "@/server/http/route";
-import { listServerPrompts } from "@/server/mcp/inspect";
+import { listServerPrompts } from "@/server/servers/inspect";
 
 export const GET = route({ access: ["owner"] }, (ctx) =>
-  listServerPrompts(ctx.runtime, ctx.params.name ?? ""),
+  listServerPrompts(ctx.runtime.manager.get(ctx.params.name ?? "")),
 );

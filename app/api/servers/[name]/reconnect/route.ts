@@ -1,7 +1,9 @@
 import { principalName } from "@/server/auth/access";
 import { json, route, who } from "@/server/http/route";
-import { reconnectServer } from "@/server/mcp/actions";
+import { reconnectServer } from "@/server/servers/reconnect";
 
-export const POST = route({ access: ["owner"] }, (ctx) =>
-  json({ server: reconnectServer(ctx.runtime, ctx.params.name ?? "", principalName(who(ctx))) }, 202),
-);
+export const POST = route({ access: ["owner"] }, (ctx) => {
+  const { manager, db } = ctx.runtime;
+  const params = { name: ctx.params.name ?? "", actor: principalName(who(ctx)) };
+  return json({ server: reconnectServer(manager, db, params) }, 202);
+});

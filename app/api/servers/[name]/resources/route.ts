@@ -1,6 +1,6 @@
 import { route } from "@/server/http/route";
-import { listServerResources } from "@/server/mcp/inspect";
+import { listServerResources } from "@/server/servers/inspect";
 
 export const GET = route({ access: ["owner"] }, (ctx) =>
-  listServerResources(ctx.runtime, ctx.params.name ?? ""),
+  listServerResources(ctx.runtime.manager.get(ctx.params.name ?? "")),
 );

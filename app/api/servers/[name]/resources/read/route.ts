@@ -1,7 +1,7 @@
 import { ResourceReadQuery } from "@/lib/api-types";
 import { route } from "@/server/http/route";
-import { readServerResource } from "@/server/mcp/inspect";
+import { readServerResource } from "@/server/servers/inspect";
 
 export const GET = route({ access: ["owner"], query: ResourceReadQuery }, (ctx) =>
-  readServerResource(ctx.runtime, ctx.params.name ?? "", ctx.query.uri),
+  readServerResource(ctx.runtime.manager.get(ctx.params.name ?? ""), ctx.query.uri),
 );

@@ -2,8 +2,8 @@ import "server-only";
 import type { PromptView, ResourceContentView, ResourceView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import { cleanDescription } from "../catalogue/definition";
-import type { Runtime } from "../runtime";
-import { collectPages } from "./pages";
+import { collectPages } from "../mcp/pages";
+import type { ServerSupervisor } from "../mcp/supervisor";
 
 /** Pages of resources/prompts followed for the owner's view. */
 const MAX_PAGES = 10;
@@ -16,10 +16,9 @@ const clean = (v: unknown, max = TEXT_MAX): string | null =>
 
 /** The server's resources, for the owner's server page; empty when it offers none. */
 export async function listServerResources(
-  runtime: Runtime,
-  name: string,
+  server: ServerSupervisor,
 ): Promise<{ supported: boolean; resources: ResourceView[] }> {
-  return runtime.manager.get(name).read(async (client, options) => {
+  return server.read(async (client, options) => {
     if (!client.getServerCapabilities()?.resources) return { supported: false, resources: [] };
     const listed = await collectPages(
       async (params) => {
@@ -40,13 +39,12 @@ export async function listServerResources(
 
 /** One resource's contents: text (capped), binary parts only described. */
 export async function readServerResource(
-  runtime: Runtime,
-  name: string,
+  server: ServerSupervisor,
   uri: string,
 ): Promise<ResourceContentView> {
-  return runtime.manager.get(name).read(async (client, options) => {
+  return server.read(async (client, options) => {
     if (!client.getServerCapabilities()?.resources) {
-      throw new GatehouseError("not_found", `server ${name} offers no resources`);
+      throw new GatehouseError("not_found", `server ${server.config.name} offers no resources`);
     }
     const res = await client.readResource({ uri }, options);
     return {
@@ -71,10 +69,9 @@ export async function readServerResource(
 
 /** The server's prompts (names, descriptions, arguments), for the owner's server page. */
 export async function listServerPrompts(
-  runtime: Runtime,
-  name: string,
+  server: ServerSupervisor,
 ): Promise<{ supported: boolean; prompts: PromptView[] }> {
-  return runtime.manager.get(name).read(async (client, options) => {
+  return server.read(async (client, options) => {
     if (!client.getServerCapabilities()?.prompts) return { supported: false, prompts: [] };
     const listed = await collectPages(
       async (params) => {

@@ -1,6 +1,6 @@
 /**
- * The owner's look into a server (issue: observability): resources (list and read of text)
- * and prompts, through the real routes against @modelcontextprotocol/server-everything.
+ * The owner's look into a server: resources (list and read of text) and prompts, through the
+ * real routes against @modelcontextprotocol/server-everything.
  */
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";

@@ -1,0 +1,92 @@
+import "server-only";
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { eq, sql } from "drizzle-orm";
+import type { ServerConfig } from "../config";
+import type { Db } from "../store/db";
+import { auditEvents, catalogueChanges, overCapTools, tools } from "../store/schema";
+import type { RecordedChange } from "./changes";
+import type { Tx } from "./rows";
+import { planRefresh, type RefreshPlan, type SyncSummary } from "./sync-plan";
+
+/**
+ * Records one complete tool list from `server` (see {@link planRefresh} for what changes): the
+ * rows, the over-cap list, the change feed and the audit rows are read and written in one
+ * transaction, so a refresh that fails leaves no trace, and one that changes nothing writes no
+ * feed entry. The summary is the plan's, with the ids and the one time given to its feed rows.
+ */
+export function syncServerTools(
+  db: Db,
+  server: ServerConfig,
+  listed: Tool[],
+  opts: { descriptionMaxChars: number },
+): SyncSummary {
+  const now = new Date().toISOString();
+  return db.transaction((tx) => {
+    const plan = planRefresh({
+      server,
+      listed,
+      rows: tx.select().from(tools).where(eq(tools.server, server.name)).all(),
+      overCapBefore: overCapBefore(tx, server.name),
+      // Only allowTools excludes anything, so without it the feed need not be asked.
+      excludedBefore: server.allowTools ? excludedBefore(tx, server.name) : new Set(),
+      descriptionMaxChars: opts.descriptionMaxChars,
+    });
+    return { ...plan.summary, changes: applyRefresh(tx, plan, now) };
+  });
+}
+
+function overCapBefore(tx: Tx, server: string): Set<string> {
+  return new Set(
+    tx
+      .select({ name: overCapTools.remoteName })
+      .from(overCapTools)
+      .where(eq(overCapTools.server, server))
+      .all()
+      .map((r) => r.name),
+  );
+}
+
+/** Remote names whose latest entry in `server`'s change feed is `excluded`. */
+function excludedBefore(tx: Tx, server: string): Set<string> {
+  // SQLite returns the bare columns of the row that holds max(id).
+  const latest = tx.all<{ tool: string; kind: string }>(
+    sql`SELECT ${catalogueChanges.tool} AS tool, ${catalogueChanges.kind} AS kind, max(${catalogueChanges.id})
+        FROM ${catalogueChanges} WHERE ${catalogueChanges.server} = ${server}
+        GROUP BY ${catalogueChanges.tool}`,
+  );
+  return new Set(latest.filter((r) => r.kind === "excluded").map((r) => r.tool));
+}
+
+/** Writes `plan` inside `tx`; returns its feed rows as written, in id order. */
+function applyRefresh(tx: Tx, plan: RefreshPlan, now: string): RecordedChange[] {
+  const server = plan.summary.server;
+  for (const { localName, set } of plan.update) {
+    tx.update(tools)
+      .set({ ...set, updatedAt: now })
+      .where(eq(tools.localName, localName))
+      .run();
+  }
+  for (const row of plan.insert) tx.insert(tools).values(row).run();
+  for (const localName of plan.summary.gone) {
+    tx.update(tools).set({ present: false, updatedAt: now }).where(eq(tools.localName, localName)).run();
+  }
+
+  tx.delete(overCapTools).where(eq(overCapTools.server, server)).run();
+  for (const name of plan.summary.overCap) tx.insert(overCapTools).values({ server, remoteName: name }).run();
+
+  const changes: RecordedChange[] = [];
+  for (const change of plan.feed) {
+    const { id } = tx
+      .insert(catalogueChanges)
+      .values({ at: now, server, ...change, detail: change.detail ? JSON.stringify(change.detail) : null })
+      .returning({ id: catalogueChanges.id })
+      .get();
+    changes.push({ id, at: now, server, ...change });
+  }
+
+  for (const audit of plan.audit)
+    tx.insert(auditEvents)
+      .values({ actor: `server:${server}`, ...audit })
+      .run();
+  return changes;
+}

@@ -1,0 +1,81 @@
+import "server-only";
+import { asc, eq } from "drizzle-orm";
+import type { AgentToolView, CatalogueToolView, ToolChangeView, ToolStatus } from "@/lib/api-types";
+import type { Db } from "../store/db";
+import { tools } from "../store/schema";
+import { approvalNeed, vouchProblem } from "./approval";
+import { availabilityOf, callProblem } from "./callable";
+import type { ToolDefinition } from "./definition";
+import { diffDefinitions } from "./diff";
+import { parseDefinition, type ToolRow } from "./rows";
+
+/** What owners and agents see of catalogue rows. */
+
+/** The enabled (pinned) definition against the current one, for the owner's review. */
+export function changeOf(row: ToolRow, current: ToolDefinition = parseDefinition(row)): ToolChangeView {
+  let before: ToolDefinition | null = null;
+  if (row.pinnedDefinition) {
+    try {
+      before = parseDefinition({ definition: row.pinnedDefinition });
+    } catch {
+      before = null;
+    }
+  }
+  return { before, after: current, diff: before ? diffDefinitions(before, current) : null };
+}
+
+export function toCatalogueView(row: ToolRow): CatalogueToolView {
+  const def = parseDefinition(row);
+  const need = approvalNeed(row, def.annotations);
+  const availability = availabilityOf(row);
+  return {
+    localName: row.localName,
+    server: row.server,
+    remoteName: row.remoteName,
+    status: row.status as ToolStatus,
+    availability,
+    unusableReason: row.unusableReason,
+    description: row.description,
+    inputSchema: def.inputSchema,
+    annotations: def.annotations,
+    destructive: need.destructive,
+    updatedAt: row.updatedAt,
+    approvalReason: need.reason,
+    readOnlyBy: need.readOnlyBy,
+    alwaysConfirm: row.alwaysConfirm,
+    vouch:
+      need.readOnlyBy === "vouch" && row.vouchedBy && row.vouchedAt
+        ? { by: row.vouchedBy, at: row.vouchedAt }
+        : null,
+    vouchProblem: vouchProblem(def.annotations),
+    change: availability === "changed" ? changeOf(row, def) : null,
+  };
+}
+
+export function listCatalogue(db: Db): CatalogueToolView[] {
+  return db.select().from(tools).orderBy(asc(tools.server), asc(tools.remoteName)).all().map(toCatalogueView);
+}
+
+/**
+ * The tools an agent may call, by local name: those {@link callProblem} lets through (enabled,
+ * present, usable and unchanged since enabled).
+ */
+export function listEnabledTools(db: Db): AgentToolView[] {
+  return db
+    .select()
+    .from(tools)
+    .where(eq(tools.status, "enabled"))
+    .orderBy(asc(tools.localName))
+    .all()
+    .filter((r) => callProblem(r, r.localName) === null)
+    .map((r) => {
+      const def = parseDefinition(r);
+      return {
+        name: r.localName,
+        description: r.description,
+        inputSchema: def.inputSchema,
+        annotations: def.annotations,
+        destructive: approvalNeed(r, def.annotations).destructive,
+      };
+    });
+}

@@ -1,0 +1,111 @@
+/**
+ * How the outbound HTTP guard sends what it lets through (PRODUCT.md §4): pacing with
+ * minIntervalMs, kept-alive connections reused, and proxy environment variables ignored. The
+ * servers and the loopback-only safety net are in guard-fixtures.ts.
+ */
+import { EnvHttpProxyAgent, fetch as undiciFetch } from "undici";
+import { describe, expect, it, vi } from "vitest";
+import { client, listen, registerGuardHooks, type Seen } from "./guard-fixtures";
+
+registerGuardHooks();
+
+describe("pacing and connection reuse", () => {
+  const gaps = (seen: Seen[]) => seen.slice(1).map((r, i) => r.at - (seen[i]?.at ?? 0));
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+
+  it.each([
+    ["by default", undefined],
+    ["with minIntervalMs 0", 0],
+  ])(
+    "%s, 20 sequential requests are not spaced and reuse kept-alive connections",
+    async (_name, minIntervalMs) => {
+      const server = await listen("127.0.0.1");
+      const fetch = client({ allowPrivate: true, minIntervalMs });
+      for (let i = 0; i < 20; i++) {
+        expect(await (await fetch(`http://127.0.0.1:${server.port}/${i}`)).text()).toBe("ok");
+      }
+      expect(server.requests).toHaveLength(20);
+      // Pacing of even 10 ms would put every gap at 10 ms or more; the median resists one slow tick.
+      expect(median(gaps(server.requests))).toBeLessThan(10);
+      // Kept alive and reused. Not exactly 1: undici's fetch resolves the body a tick before its
+      // client is free again, so a request sent at once opens a second connection and back-to-back
+      // requests alternate between the two (plain undici does the same). Without keep-alive: 20.
+      expect(server.connections).toBeLessThanOrEqual(2);
+    },
+  );
+
+  it("with minIntervalMs 100, consecutive requests arrive at least ~100 ms apart", async () => {
+    const server = await listen("127.0.0.1");
+    const fetch = client({ allowPrivate: true, minIntervalMs: 100 });
+    for (let i = 0; i < 5; i++) await (await fetch(`http://127.0.0.1:${server.port}/${i}`)).text();
+    // Pacing spaces the sends; arrivals also carry each request's latency. The first request pays
+    // for the TCP connect, so it is left out: the others share one warm connection.
+    const spaced = gaps(server.requests.slice(1));
+    expect(spaced).toHaveLength(3);
+    for (const gap of spaced) expect(gap).toBeGreaterThanOrEqual(95);
+    // Spaced requests find the connection free again: exactly one, kept alive.
+    expect(server.connections).toBe(1);
+  });
+
+  it("with minIntervalMs 100, concurrent requests take turns", async () => {
+    const server = await listen("127.0.0.1");
+    const fetch = client({ allowPrivate: true, minIntervalMs: 100 });
+    await (await fetch(`http://127.0.0.1:${server.port}/warm`)).text();
+    await Promise.all(
+      [0, 1, 2].map(async (i) => (await fetch(`http://127.0.0.1:${server.port}/${i}`)).text()),
+    );
+    const spaced = gaps(server.requests);
+    expect(spaced).toHaveLength(3);
+    for (const gap of spaced) expect(gap).toBeGreaterThanOrEqual(90);
+  });
+
+  it("with minIntervalMs 100, a stalled event loop does not let the next request through early", async () => {
+    const server = await listen("127.0.0.1");
+    const fetch = client({ allowPrivate: true, minIntervalMs: 100 });
+    const url = `http://127.0.0.1:${server.port}/`;
+    await (await fetch(`${url}a`)).text();
+    // B waits for its turn; a long synchronous task (a big JSON parse, a GC pause) makes its timer
+    // fire ~150 ms late. C must still wait a full interval after B actually went out.
+    const b = fetch(`${url}b`);
+    setTimeout(() => {
+      const until = performance.now() + 150;
+      while (performance.now() < until) {
+        // stalled
+      }
+    }, 10);
+    await (await b).text();
+    await (await fetch(`${url}c`)).text();
+    expect(server.requests.map((r) => r.url)).toEqual(["/a", "/b", "/c"]);
+    const [, bToC] = gaps(server.requests);
+    expect(bToC).toBeGreaterThanOrEqual(90);
+  });
+});
+
+describe("proxy environment variables are ignored", () => {
+  it("a request reaches the real server and the proxy sees nothing", async () => {
+    const proxy = await listen("127.0.0.1", (_req, res) => {
+      res.end("from the proxy");
+    });
+    const server = await listen("127.0.0.1");
+    const proxyUrl = `http://127.0.0.1:${proxy.port}`;
+    for (const name of ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"]) vi.stubEnv(name, proxyUrl);
+    for (const name of ["NO_PROXY", "no_proxy"]) vi.stubEnv(name, "");
+    const url = `http://127.0.0.1:${server.port}/`;
+
+    // Control: an env-reading dispatcher does go through this proxy in this environment
+    // (forwarding rather than tunnelling, so the stand-in proxy can answer it itself).
+    const envAgent = new EnvHttpProxyAgent({ proxyTunnel: false });
+    try {
+      expect(await (await undiciFetch(url, { dispatcher: envAgent })).text()).toBe("from the proxy");
+    } finally {
+      await envAgent.destroy();
+    }
+    expect(proxy.requests).toHaveLength(1);
+
+    const res = await client({ allowPrivate: true })(url);
+    expect(await res.text()).toBe("ok");
+    expect(server.requests).toHaveLength(1);
+    expect(proxy.requests).toHaveLength(1);
+    expect(proxy.connections).toBe(1);
+  });
+});

@@ -1,0 +1,43 @@
+import "server-only";
+import { sql } from "drizzle-orm";
+import type { Db } from "./db";
+import { prepared } from "./prepared";
+import { auditEvents } from "./schema";
+
+/** One `audit_events` row. `callId`, `detail` and `durationMs` default to null; `at` to now. */
+export interface AuditParams {
+  actor: string;
+  action: string;
+  subject: string;
+  callId?: string | null;
+  detail?: string | null;
+  durationMs?: number | null;
+}
+
+/**
+ * Appends one audit row. Prepared once per store, since the call path writes one on every
+ * transition; it runs on the store's connection, so inside a transaction it is part of it.
+ */
+export function writeAudit(db: Db, params: AuditParams): void {
+  const insert = prepared(db, "audit.write", () =>
+    db
+      .insert(auditEvents)
+      .values({
+        actor: sql.placeholder("actor"),
+        action: sql.placeholder("action"),
+        subject: sql.placeholder("subject"),
+        callId: sql.placeholder("callId"),
+        detail: sql.placeholder("detail"),
+        durationMs: sql.placeholder("durationMs"),
+      })
+      .prepare(),
+  );
+  insert.run({
+    actor: params.actor,
+    action: params.action,
+    subject: params.subject,
+    callId: params.callId ?? null,
+    detail: params.detail ?? null,
+    durationMs: params.durationMs ?? null,
+  });
+}

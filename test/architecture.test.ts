@@ -1,0 +1,154 @@
+/**
+ * The import directions of docs/ARCHITECTURE.md, checked on the source itself. Biome's
+ * `noRestrictedImports` rules (biome.json) refuse single forbidden edges as they are written;
+ * this test adds what a per-file rule cannot see: cycles between the rooms of server/.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+
+const root = path.resolve(__dirname, "..");
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return sourceFiles(p);
+    return /\.tsx?$/.test(e.name) && !/\.test\.tsx?$/.test(e.name) ? [p] : [];
+  });
+}
+
+/** A file's room: its top-level folder, or under server/ its folder or top-level module. */
+export function roomOf(file: string): string {
+  const parts = path.relative(root, file).split(path.sep);
+  if (parts[0] !== "server") return parts[0] ?? "";
+  const second = parts[1] ?? "";
+  return parts.length > 2 ? `server/${second}` : `server/${second.replace(/\.(tsx?|json)$/, "")}`;
+}
+
+const IMPORT =
+  /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g;
+
+/** Room → rooms it imports (static, dynamic and type-only imports alike), with one example file each. */
+function roomGraph(): Map<string, Map<string, string>> {
+  const graph = new Map<string, Map<string, string>>();
+  for (const file of ["server", "lib", "components", "app"].flatMap((d) => sourceFiles(path.join(root, d)))) {
+    const text = readFileSync(file, "utf8");
+    for (const m of text.matchAll(IMPORT)) {
+      const spec = m[1] ?? m[2] ?? "";
+      let target: string;
+      if (spec.startsWith("@/")) target = path.join(root, spec.slice(2));
+      else if (spec.startsWith(".")) target = path.resolve(path.dirname(file), spec);
+      else continue;
+      const from = roomOf(file);
+      const to = roomOf(/\.[a-z]+$/.test(target) ? target : `${target}.ts`);
+      if (from === to) continue;
+      let edges = graph.get(from);
+      if (!edges) graph.set(from, (edges = new Map()));
+      if (!edges.has(to)) edges.set(to, path.relative(root, file));
+    }
+  }
+  return graph;
+}
+
+/** Every cycle's rooms, each found once (from its first room in iteration order). */
+export function cyclesOf(graph: Map<string, Iterable<string>>): string[][] {
+  const cycles: string[][] = [];
+  const state = new Map<string, "open" | "done">();
+  const stack: string[] = [];
+  const visit = (node: string) => {
+    state.set(node, "open");
+    stack.push(node);
+    for (const next of graph.get(node) ?? []) {
+      if (state.get(next) === "open") cycles.push([...stack.slice(stack.indexOf(next)), next]);
+      else if (!state.has(next)) visit(next);
+    }
+    stack.pop();
+    state.set(node, "done");
+  };
+  for (const node of graph.keys()) if (!state.has(node)) visit(node);
+  return cycles;
+}
+
+function importers(
+  graph: Map<string, Map<string, string>>,
+  from: (r: string) => boolean,
+  to: (r: string) => boolean,
+) {
+  const found: string[] = [];
+  for (const [a, edges] of graph) {
+    if (!from(a)) continue;
+    for (const [b, file] of edges) if (to(b)) found.push(`${file} (${a} → ${b})`);
+  }
+  return found;
+}
+
+describe("the rooms and their arrows", () => {
+  const graph = roomGraph();
+  const serverOnly = new Map(
+    [...graph]
+      .filter(([room]) => room.startsWith("server/"))
+      .map(([room, edges]) => [room, [...edges.keys()].filter((r) => r.startsWith("server/"))]),
+  );
+
+  it("the cycle finder finds a cycle between rooms, and none in a chain", () => {
+    expect(
+      cyclesOf(
+        new Map([
+          ["a", ["b"]],
+          ["b", ["c"]],
+          ["c", ["a"]],
+        ]),
+      ),
+    ).toEqual([["a", "b", "c", "a"]]);
+    expect(
+      cyclesOf(
+        new Map([
+          ["a", ["b"]],
+          ["b", ["c"]],
+          ["c", []],
+        ]),
+      ),
+    ).toEqual([]);
+  });
+
+  it("no two rooms of server/ import each other, directly or around a cycle", () => {
+    expect(cyclesOf(serverOnly)).toEqual([]);
+  });
+
+  it("server/ imports neither app/ nor components/", () => {
+    const bad = importers(
+      graph,
+      (r) => r.startsWith("server/"),
+      (r) => r === "app" || r === "components",
+    );
+    expect(bad).toEqual([]);
+  });
+
+  it("components/ and lib/ never import server/", () => {
+    const bad = importers(
+      graph,
+      (r) => r === "components" || r === "lib",
+      (r) => r.startsWith("server/"),
+    );
+    expect(bad).toEqual([]);
+  });
+
+  it("server/mcp and server/net never touch the store", () => {
+    const bad = importers(
+      graph,
+      (r) => r === "server/mcp" || r === "server/net",
+      (r) => r === "server/store",
+    );
+    expect(bad).toEqual([]);
+  });
+
+  it("only the edge, boot, the CLI and the production server reach for the runtime", () => {
+    const allowed = new Set(["server/http", "server/boot", "server/main", "server/cli", "app"]);
+    const bad = importers(
+      graph,
+      (r) => !allowed.has(r),
+      (r) => r === "server/runtime",
+    );
+    expect(bad).toEqual([]);
+  });
+});
