@@ -3,7 +3,7 @@ import { people, readState } from "./support/env";
 import { demoRuns, expect, snap, test } from "./support/fixtures";
 
 /**
- * The confirm flow in the browser (issue 6), after the journey (its owner, reviewer and enabled
+ * The confirm flow in the browser, after the journey (its owner, reviewer and enabled
  * demo tools): what a reviewer sees to decide (why, what the tool does, the countdown, long
  * arguments folded), two reviewers deciding live and at the same moment, an owner's "Try" that
  * the owner cannot approve, and the activity list with one call's story.

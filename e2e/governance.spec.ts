@@ -6,7 +6,7 @@ import { people, readState } from "./support/env";
 import { expect, snap, test } from "./support/fixtures";
 
 /**
- * Catalogue governance (issue 5) in the browser: bulk enable with filters, vouching and "Always
+ * Catalogue governance in the browser: bulk enable with filters, vouching and "Always
  * confirm", a server changing an enabled tool's definition (the before/after diff, escaped, and
  * "Accept change"), the change feed with unread marks and live updates, and the tools page with
  * 1,200 rows. The "shifty" server (global-setup) lists the tools of a JSON file that these tests

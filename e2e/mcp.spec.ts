@@ -10,7 +10,7 @@ import { people, readState } from "./support/env";
 import { demoRuns, expect, test } from "./support/fixtures";
 
 /**
- * An agent that speaks MCP (issue 7): the SDK's own Client over real HTTP to the running app's
+ * An agent that speaks MCP: the SDK's own Client over real HTTP to the running app's
  * `/mcp`, after the journey enabled the demo tools. It lists tools, reads at once, and its
  * mutation is held open until the reviewer approves it through the reviewer API.
  */

@@ -80,7 +80,7 @@ try {
   failed += 1;
 }
 if (!buildOk) failed += 1;
-// The protocol's own conformance suite against /mcp (issue 7): each scenario that ran counts,
+// The protocol's own conformance suite against /mcp: each scenario that ran counts,
 // an excluded one (conformance/expected-failures.txt) as skipped.
 const conformanceOk = buildOk && run("conformance", "node", ["scripts/conformance.mjs"]);
 try {

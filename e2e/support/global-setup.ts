@@ -61,7 +61,7 @@ export default async function globalSetup(): Promise<void> {
           enabled: true,
         },
         dark: { url: "https://tools.example.com/mcp", enabled: false },
-        // Catalogue governance (issue 5): its tool definitions are a JSON file that
+        // Catalogue governance: its tool definitions are a JSON file that
         // e2e/governance.spec.ts rewrites (path: <dir>/shifty-tools.json), re-read on every tools/list.
         shifty: {
           command: process.execPath,

@@ -1,6 +1,6 @@
 /**
  * Arguments are checked against untrusted input schemas without letting a schema freeze the
- * process (issue 6 behaviour 1; docs/ARCHITECTURE.md: a hostile `pattern` needs a bound).
+ * process (docs/ARCHITECTURE.md: a hostile `pattern` needs a bound).
  */
 import { describe, expect, it } from "vitest";
 import { GatehouseError } from "@/lib/errors";

@@ -1,5 +1,5 @@
 /**
- * Never lost, never re-run (PRODUCT.md §6.6, issue 6 behaviour 4) with a real host process killed
+ * Never lost, never re-run (PRODUCT.md §6.6) with a real host process killed
  * with SIGKILL: test/fixtures/host-runtime.ts runs the real runtime (store, MCP manager, broker)
  * in a child process on a SQLite file in a temp dir; the test kills it at the worst moment and
  * starts another on the same file. The tool servers count their real runs in files.

@@ -1,25 +1,23 @@
+/**
+ * The config room's public face: import from "../config" (or "@/server/config"), not from the
+ * files behind it. load.ts reads the file, validate.ts and servers.ts check it, expand.ts owns
+ * `${VAR}` references, display.ts shows issues and targets, types.ts holds the shapes.
+ */
+export { ConfigError, childPath, describeTarget, formatIssues, safeUrl } from "./display";
+export type { Expansion } from "./expand";
+export { expandVars } from "./expand";
 export { configPathFromEnv, loadConfig, loadConfigFile, scanJson } from "./load";
+export { closestKey, LIMITS } from "./readers";
+export { SERVER_NAME_PATTERN } from "./servers";
 export type {
   AgentEndpointConfig,
   ApprovalsConfig,
   CatalogueConfig,
   ConfigIssue,
   ConfigResult,
-  Expansion,
   GatehouseConfig,
   ServerConfig,
   Transport,
   ValidateOptions,
-} from "./schema";
-export {
-  ConfigError,
-  childPath,
-  closestKey,
-  describeTarget,
-  expandVars,
-  formatIssues,
-  LIMITS,
-  SERVER_NAME_PATTERN,
-  safeUrl,
-  validateConfig,
-} from "./schema";
+} from "./types";
+export { validateConfig } from "./validate";

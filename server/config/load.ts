@@ -1,8 +1,9 @@
 import "server-only";
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import type { ConfigIssue, ConfigResult, GatehouseConfig } from "./schema";
-import { ConfigError, childPath, validateConfig } from "./schema";
+import { ConfigError, childPath } from "./display";
+import type { ConfigIssue, ConfigResult, GatehouseConfig } from "./types";
+import { validateConfig } from "./validate";
 
 /** The config file's path: `GATEHOUSE_CONFIG`, else "gatehouse.json", resolved against process.cwd(). */
 export function configPathFromEnv(env: Record<string, string | undefined> = process.env): string {

@@ -1,0 +1,70 @@
+import "server-only";
+import { mentionsVars } from "./expand";
+import type { ConfigIssue, ConfigResult, ServerConfig } from "./types";
+
+/**
+ * How config findings and servers are shown to people: issue lines, JSON paths, and targets with
+ * every secret left out.
+ */
+
+/** Thrown by callers that cannot continue with an invalid configuration (boot, the CLI). */
+export class ConfigError extends Error {
+  readonly issues: ConfigIssue[];
+  constructor(issues: ConfigIssue[], options?: { cause?: unknown }) {
+    const lines = issues.map((issue) => formatIssue("error", issue));
+    const count = issues.length === 1 ? "1 error" : `${issues.length} errors`;
+    super(`invalid configuration (${count}):\n${lines.join("\n")}`, options);
+    this.name = "ConfigError";
+    this.issues = issues;
+  }
+}
+
+/** Human text, one line per issue, errors first: `error: mcpServers.files.url: "srv/mcp" is not ...`. */
+export function formatIssues(result: ConfigResult): string {
+  return [
+    ...result.errors.map((issue) => formatIssue("error", issue)),
+    ...result.warnings.map((issue) => formatIssue("warning", issue)),
+  ].join("\n");
+}
+
+function formatIssue(level: "error" | "warning", issue: ConfigIssue): string {
+  return issue.path === "" ? `${level}: ${issue.message}` : `${level}: ${issue.path}: ${issue.message}`;
+}
+
+/**
+ * A view of a server safe to show anywhere: no header values, no env values, URL without
+ * user-info, query string or fragment. stdio: the command and its args (args are shown, env is
+ * not); http/sse: origin + pathname.
+ */
+export function describeTarget(s: ServerConfig): string {
+  if (s.transport === "stdio") return [s.command ?? "", ...s.args].map(quoteArg).join(" ");
+  return safeUrl(s.url ?? "");
+}
+
+/** origin + pathname of a URL; for text that does not parse (a dark server's unexpanded `${VAR}`), the same cut by hand. */
+export function safeUrl(url: string): string {
+  // The URL parser would accept "https://${HOST}/mcp" and lowercase the reference; show it as written.
+  if (!mentionsVars(url)) {
+    try {
+      const u = new URL(url);
+      return `${u.origin}${u.pathname}`;
+    } catch {
+      // fall through to the cut by hand
+    }
+  }
+  return url.replace(/[?#].*$/s, "").replace(/^([^:/?#]+:\/\/)?[^/?#]*@/, "$1");
+}
+
+function quoteArg(arg: string): string {
+  return /^[\w\-./:=@%+,]+$/.test(arg) ? arg : JSON.stringify(arg);
+}
+
+/**
+ * JSON path of a child: `parent.key`, or `parent["odd key"]` when the key would not read back
+ * unambiguously (dots, spaces, a leading digit).
+ */
+export function childPath(parent: string, key: string | number): string {
+  if (typeof key === "number") return `${parent}[${key}]`;
+  if (/^[A-Za-z_$][\w$-]*$/.test(key)) return parent === "" ? key : `${parent}.${key}`;
+  return `${parent}[${JSON.stringify(key)}]`;
+}

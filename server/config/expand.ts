@@ -1,0 +1,78 @@
+import "server-only";
+
+/**
+ * `${VAR}` references in config text: the one place that knows their syntax. Validation expands
+ * through {@link expandVars}, display asks {@link mentionsVars}, and messages write names back as
+ * references with {@link writeRefs}.
+ */
+
+const OPEN = "${";
+const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?$/s;
+
+/** Result of expanding `${VAR}` references in one string. */
+export interface Expansion {
+  value: string;
+  /** Names referenced but unset (their references are left as written). */
+  unset: string[];
+  /** A `${` without a valid `NAME}` / `NAME:-default}` after it. */
+  malformed: boolean;
+  /** Every name referenced. */
+  names: string[];
+}
+
+/**
+ * Expands `${NAME}` and `${NAME:-default}` (the default applies when NAME is unset or empty, as
+ * in the shell and in other MCP clients' config files). An unset reference without a default is
+ * left as written so a dark server's record still shows what it needs, never an empty credential.
+ */
+export function expandVars(text: string, env: Record<string, string | undefined>): Expansion {
+  const unset: string[] = [];
+  const names: string[] = [];
+  let malformed = false;
+  let value = "";
+  let at = 0;
+  for (;;) {
+    const start = text.indexOf(OPEN, at);
+    if (start < 0) {
+      value += text.slice(at);
+      break;
+    }
+    value += text.slice(at, start);
+    const end = text.indexOf("}", start + OPEN.length);
+    if (end < 0) {
+      malformed = true;
+      value += text.slice(start);
+      break;
+    }
+    const written = text.slice(start, end + 1);
+    at = end + 1;
+    const match = REFERENCE.exec(text.slice(start + OPEN.length, end));
+    const name = match?.[1];
+    if (match === null || name === undefined) {
+      malformed = true;
+      value += written;
+      continue;
+    }
+    if (!names.includes(name)) names.push(name);
+    const fallback = match[2];
+    // Object.hasOwn: a plain-object env must not answer "constructor" from its prototype.
+    const current = Object.hasOwn(env, name) ? env[name] : undefined;
+    if (current !== undefined && !(fallback !== undefined && current === "")) value += current;
+    else if (fallback !== undefined) value += fallback;
+    else {
+      if (!unset.includes(name)) unset.push(name);
+      value += written;
+    }
+  }
+  return { value, unset, malformed, names };
+}
+
+/** Whether `text` holds a `${` that {@link expandVars} would look at (a reference, or a malformed one). */
+export function mentionsVars(text: string): boolean {
+  return text.includes(OPEN);
+}
+
+/** Names written back as references for a message: `${A}, ${B}`. */
+export function writeRefs(names: readonly string[]): string {
+  return names.map((name) => `${OPEN}${name}}`).join(", ");
+}

@@ -1,0 +1,115 @@
+/**
+ * The shapes of a validated gatehouse.json (PRODUCT.md §2): what `validateConfig` (validate.ts)
+ * returns, every default applied. The defaults and bounds of the numbers live in `LIMITS`
+ * (readers.ts), the server name rule in `SERVER_NAME_PATTERN` (servers.ts).
+ */
+
+/** How Gatehouse talks to a server: a child process, streamable HTTP, or legacy HTTP+SSE. */
+export type Transport = "stdio" | "http" | "sse";
+
+/** One entry of `mcpServers`, validated, with defaults applied and `${VAR}` references expanded. */
+export interface ServerConfig {
+  /** The key in `mcpServers`; matches `SERVER_NAME_PATTERN`. */
+  name: string;
+  /** "stdio" when the entry has `command`; "http" when it has `url` ("sse" when `type: "sse"`). */
+  transport: Transport;
+  /** stdio only: the program to run (not run through a shell); null for HTTP servers. */
+  command: string | null;
+  /** stdio only: arguments, `${VAR}`-expanded; [] otherwise. */
+  args: string[];
+  /** stdio only: the child's environment, values `${VAR}`-expanded (secrets); {} otherwise. */
+  env: Record<string, string>;
+  /** stdio only: absolute working directory, resolved against the config file's folder (default: that folder); null for HTTP servers. */
+  cwd: string | null;
+  /** http/sse only: the absolute http(s) URL, `${VAR}`-expanded; null for stdio servers. */
+  url: string | null;
+  /** http/sse only: headers sent on every request, values `${VAR}`-expanded (secrets); {} otherwise. */
+  headers: Record<string, string>;
+  /** May the server's address be loopback / private / link-local. Default false. */
+  allowPrivate: boolean;
+  /** Only these remote tool names are ever considered; null (the default) = all. */
+  allowTools: string[] | null;
+  /** Most tools admitted to the catalogue. Default 12, integer 1..200. */
+  maxTools: number;
+  /** One request's deadline. Default 15000, integer 100..600000. */
+  timeoutMs: number;
+  /** Least gap between two requests. Default 0, integer 0..60000. */
+  minIntervalMs: number;
+  /** Largest single message accepted. Default 4 MiB, integer 1024..256 MiB. */
+  maxFrameBytes: number;
+  /** Dial this server at all. Default false: a described server stays dark until switched on. */
+  enabled: boolean;
+}
+
+/** The `approvals` section. */
+export interface ApprovalsConfig {
+  /** A pending call expires after this long. Default 900, integer 10..604800. */
+  expireAfterSeconds: number;
+  /** How long a held MCP call waits for a decision. Default 60, integer 0..3600. */
+  waitSeconds: number;
+  /** May a user approve a call they requested. Default false. */
+  selfApproval: boolean;
+}
+
+/** The `catalogue` section. */
+export interface CatalogueConfig {
+  /** Tool descriptions are cut to this length. Default 1024, integer 64..65536. */
+  descriptionMaxChars: number;
+  /** Periodic refresh interval. Default 300; 0 disables, otherwise integer 10..86400. */
+  refreshSeconds: number;
+  /**
+   * `catalogue.webhook`: an absolute http(s) URL each refresh's changes are POSTed to
+   * as JSON, `${VAR}`-expanded; absent when the file has none. Its path and query may hold a
+   * secret: never shown or logged, only its origin.
+   */
+  webhook?: string;
+  /** May the webhook's address be loopback / private / link-local. Absent means false. */
+  webhookAllowPrivate?: boolean;
+}
+
+/** The whole validated file. */
+export interface GatehouseConfig {
+  /** Absolute path of the file read; "" when validated from an object. */
+  path: string;
+  /** Every server, enabled or dark, sorted by name. */
+  servers: ServerConfig[];
+  approvals: ApprovalsConfig;
+  catalogue: CatalogueConfig;
+  /** `agentEndpoint`: extra Host/Origin values `/mcp` accepts; absent when the file has none. */
+  agentEndpoint?: AgentEndpointConfig;
+}
+
+/**
+ * The `agentEndpoint` section. `/mcp` always accepts 127.0.0.1, localhost and [::1] on
+ * PORT, and GATEHOUSE_PUBLIC_ORIGIN; these lists add names it is reached under (DNS-rebinding
+ * protection refuses every other Host and Origin).
+ */
+export interface AgentEndpointConfig {
+  /** `Host` header values, `name[:port]`, e.g. "gatehouse.lan:3000". */
+  allowedHosts: string[];
+  /** `Origin` header values, `http(s)://name[:port]`, e.g. "https://gatehouse.example.com". */
+  allowedOrigins: string[];
+}
+
+/** One finding. `path` is a JSON path like "mcpServers.files.url" ("" for the file itself); `message` includes a fix. */
+export interface ConfigIssue {
+  path: string;
+  message: string;
+}
+
+/** `config` is null whenever there is at least one error. Messages never contain secret values. */
+export interface ConfigResult {
+  config: GatehouseConfig | null;
+  errors: ConfigIssue[];
+  warnings: ConfigIssue[];
+}
+
+/** Options of `validateConfig`. */
+export interface ValidateOptions {
+  /** Where `${VAR}` references are looked up (usually process.env). */
+  env: Record<string, string | undefined>;
+  /** Folder a relative `cwd` is resolved against (the config file's folder). */
+  baseDir: string;
+  /** Absolute path of the file the object came from; "" (the default) when there is none. */
+  path?: string;
+}
