@@ -6,8 +6,8 @@ import { type FormEvent, type InputHTMLAttributes, useId, useState } from "react
 import { Age } from "@/components/age";
 import { CallStatusBadge } from "@/components/call-status-badge";
 import { Button, EmptyState, ErrorAlert, inputClass, Loading, PageHeader, thClass } from "@/components/ui";
-import { api } from "@/lib/api-client";
-import type { CallStatus, CallsPage, CallView } from "@/lib/api-types";
+import { type CallView, callStatuses } from "@/lib/api-types";
+import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatDateTime, formatDuration } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
 
@@ -22,17 +22,6 @@ export interface ActivityFilters {
 }
 
 const PAGE_SIZE = 50;
-const STATUSES: CallStatus[] = [
-  "pending",
-  "running",
-  "succeeded",
-  "failed",
-  "denied",
-  "refused",
-  "expired",
-  "interrupted",
-  "withdrawn",
-];
 
 function pad(n: number): string {
   return n.toString().padStart(2, "0");
@@ -53,9 +42,9 @@ function fromLocalInput(value: FormDataEntryValue | null): string | undefined {
   return Number.isNaN(d.getTime()) ? undefined : d.toISOString();
 }
 
-function queryString(filters: ActivityFilters, extra: Record<string, string> = {}): string {
+function queryString(filters: ActivityFilters): string {
   const params = new URLSearchParams();
-  for (const [key, value] of Object.entries({ ...filters, ...extra })) if (value) params.set(key, value);
+  for (const [key, value] of Object.entries(filters)) if (value) params.set(key, value);
   return params.toString();
 }
 
@@ -72,10 +61,7 @@ export function ActivityView({ initial }: { initial: ActivityFilters }) {
   const query = useInfiniteQuery({
     queryKey: queryKeys.calls.activity(filters as Record<string, string>),
     queryFn: ({ pageParam, signal }) =>
-      api<CallsPage>(
-        `/api/calls?${queryString(filters, { limit: String(PAGE_SIZE), ...(pageParam ? { before: pageParam } : {}) })}`,
-        { signal },
-      ),
+      endpoints.calls.list({ ...filters, limit: PAGE_SIZE, before: pageParam ?? undefined }, { signal }),
     initialPageParam: null as string | null,
     getNextPageParam: (last) => last.nextBefore,
   });
@@ -137,7 +123,7 @@ export function ActivityView({ initial }: { initial: ActivityFilters }) {
             className={inputClass}
           >
             <option value="">Any</option>
-            {STATUSES.map((s) => (
+            {callStatuses.map((s) => (
               <option key={s} value={s}>
                 {s}
               </option>

@@ -7,8 +7,8 @@ import { Age } from "@/components/age";
 import { CallStatusBadge } from "@/components/call-status-badge";
 import { type DecisionError, PendingCallCard } from "@/components/pending-call-card";
 import { Button, EmptyState, ErrorAlert, Loading, PageHeader, Section } from "@/components/ui";
-import { api } from "@/lib/api-client";
 import type { CallView } from "@/lib/api-types";
+import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatDateTime } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
 
@@ -30,12 +30,12 @@ export function ApprovalsView({ userName }: { userName: string }) {
 
   const pending = useQuery({
     queryKey: queryKeys.calls.pending(),
-    queryFn: ({ signal }) => api<CallsData>(`/api/calls?status=pending&limit=${PENDING_LIMIT}`, { signal }),
+    queryFn: ({ signal }) => endpoints.calls.list({ status: "pending", limit: PENDING_LIMIT }, { signal }),
     select: (data) => data.calls.filter((call) => call.status === "pending").sort(oldestFirst),
   });
   const recent = useQuery({
     queryKey: queryKeys.calls.recent(RECENT_LIMIT),
-    queryFn: ({ signal }) => api<CallsData>(`/api/calls?limit=${RECENT_LIMIT}`, { signal }),
+    queryFn: ({ signal }) => endpoints.calls.list({ limit: RECENT_LIMIT }, { signal }),
     select: (data) => data.calls.filter((call) => call.status !== "pending"),
   });
 

@@ -8,8 +8,8 @@ import { ApprovalReason } from "@/components/approval-reason";
 import { CallStatusBadge } from "@/components/call-status-badge";
 import { JsonView } from "@/components/json-view";
 import { ErrorAlert, Loading, Section } from "@/components/ui";
-import { api, seg } from "@/lib/api-client";
 import type { AuditEventView, CallStoryView, CallView } from "@/lib/api-types";
+import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatBytes, formatDateTime, formatDuration } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
 
@@ -29,7 +29,7 @@ function isTruncated(call: CallView): call is CallView & { result: TruncatedResu
 export function CallStory({ id }: { id: string }) {
   const query = useQuery({
     queryKey: queryKeys.calls.story(id),
-    queryFn: ({ signal }) => api<CallStoryView>(`/api/calls/${seg(id)}/story`, { signal }),
+    queryFn: ({ signal }) => endpoints.calls.story(id, { signal }),
   });
 
   return (

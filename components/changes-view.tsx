@@ -6,8 +6,8 @@ import { useMemo, useState } from "react";
 import { changeKindLabel, changeKindTone, describeChange } from "@/components/change-text";
 import { Badge, Button, cx, EmptyState, ErrorAlert, Loading, PageHeader } from "@/components/ui";
 import { useNow } from "@/components/use-now";
-import { api } from "@/lib/api-client";
-import type { ChangeKind, ChangesPage, ChangeView } from "@/lib/api-types";
+import type { ChangeKind, ChangeView } from "@/lib/api-types";
+import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatAge, formatDateTime, plural } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
 
@@ -67,9 +67,7 @@ export function ChangesView() {
   const query = useInfiniteQuery({
     queryKey: queryKeys.changes.feed(),
     queryFn: ({ signal, pageParam }) =>
-      api<ChangesPage>(`/api/changes?limit=${PAGE_SIZE}${pageParam ? `&before=${pageParam}` : ""}`, {
-        signal,
-      }),
+      endpoints.changes.page({ limit: PAGE_SIZE, before: pageParam || undefined }, { signal }),
     initialPageParam: 0,
     getNextPageParam: (last) => last.nextBefore ?? undefined,
   });
@@ -79,8 +77,7 @@ export function ChangesView() {
   const newest = changes[0]?.id ?? 0;
 
   const markRead = useMutation({
-    mutationFn: (upTo: number) =>
-      api<{ lastSeenId: number; unread: number }>("/api/changes/read", { method: "POST", json: { upTo } }),
+    mutationFn: (upTo: number) => endpoints.changes.markRead({ upTo }),
     onSuccess: () => void client.invalidateQueries({ queryKey: queryKeys.changes.all }),
   });
 

@@ -5,8 +5,7 @@ import Link from "next/link";
 import { usePathname } from "next/navigation";
 import { useState } from "react";
 import { Button, cx } from "@/components/ui";
-import { api } from "@/lib/api-client";
-import type { ChangesPage } from "@/lib/api-types";
+import { endpoints } from "@/lib/endpoints";
 import { GatehouseError } from "@/lib/errors";
 import { errorMessage } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
@@ -77,7 +76,7 @@ const CHANGES_HREF = "/changes";
 function useUnreadChanges(enabled: boolean): number {
   const query = useQuery({
     queryKey: queryKeys.changes.unread(),
-    queryFn: ({ signal }) => api<ChangesPage>("/api/changes?limit=1", { signal }),
+    queryFn: ({ signal }) => endpoints.changes.page({ limit: 1 }, { signal }),
     enabled,
   });
   return enabled ? (query.data?.unread ?? 0) : 0;
@@ -106,7 +105,7 @@ function SignOutButton() {
     setPending(true);
     setError(null);
     try {
-      await api<void>("/api/session", { method: "DELETE" });
+      await endpoints.session.signOut();
     } catch (err) {
       // A session that has already expired is as signed out as it gets.
       if (!(err instanceof GatehouseError && err.code === "unauthenticated")) {

@@ -3,8 +3,7 @@
 import { type FormEvent, useId, useState } from "react";
 import { homePathFor } from "@/components/roles";
 import { Button, ErrorAlert, TextField } from "@/components/ui";
-import { api } from "@/lib/api-client";
-import type { UserView } from "@/lib/api-types";
+import { endpoints } from "@/lib/endpoints";
 import { errorMessage } from "@/lib/format";
 
 export function LoginForm() {
@@ -24,10 +23,7 @@ export function LoginForm() {
     setPending(true);
     setError(null);
     try {
-      const { user } = await api<{ user: UserView }>("/api/session", {
-        method: "POST",
-        json: { name, password },
-      });
+      const { user } = await endpoints.session.signIn({ name, password });
       // A full load, so the console starts with this user's session and an empty cache.
       window.location.assign(homePathFor(user));
     } catch (err) {

@@ -7,8 +7,8 @@ import { ApprovalReason } from "@/components/approval-reason";
 import { ExpiryCountdown } from "@/components/expiry-countdown";
 import { JsonView } from "@/components/json-view";
 import { Badge, Button, ErrorAlert, inputClass } from "@/components/ui";
-import { api, seg } from "@/lib/api-client";
 import { type CallView, DenyBody } from "@/lib/api-types";
+import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, plural } from "@/lib/format";
 import { countHidden } from "@/lib/json-view";
 
@@ -49,14 +49,13 @@ export function PendingCallCard({
   const [descriptionOpen, setDescriptionOpen] = useState(false);
 
   const approve = useMutation({
-    mutationFn: () => api<{ call: CallView }>(`/api/calls/${seg(call.id)}/approve`, { method: "POST" }),
+    mutationFn: () => endpoints.calls.approve(call.id),
     onMutate: () => onClearError(call.id),
     onSuccess: () => onDecided(call),
     onError: (err) => onError(call, { tool: call.tool, action: "approve", message: errorWithCode(err) }),
   });
   const deny = useMutation({
-    mutationFn: (reason: string) =>
-      api<{ call: CallView }>(`/api/calls/${seg(call.id)}/deny`, { method: "POST", json: { reason } }),
+    mutationFn: (reason: string) => endpoints.calls.deny(call.id, { reason }),
     onMutate: () => onClearError(call.id),
     onSuccess: () => onDecided(call),
     onError: (err) => onError(call, { tool: call.tool, action: "deny", message: errorWithCode(err) }),

@@ -3,8 +3,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { ErrorAlert, Loading } from "@/components/ui";
-import { api, seg } from "@/lib/api-client";
-import type { PromptView, ResourceContentView, ResourceView } from "@/lib/api-types";
+import { endpoints } from "@/lib/endpoints";
 import { errorWithCode } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
 
@@ -48,10 +47,7 @@ function ResourceList({ name }: { name: string }) {
   const [selected, setSelected] = useState<string | null>(null);
   const query = useQuery({
     queryKey: queryKeys.servers.resources(name),
-    queryFn: ({ signal }) =>
-      api<{ supported: boolean; resources: ResourceView[] }>(`/api/servers/${seg(name)}/resources`, {
-        signal,
-      }),
+    queryFn: ({ signal }) => endpoints.servers.resources(name, { signal }),
   });
   if (query.isPending) return <Loading label="Loading resources…" />;
   if (query.isError) return <ErrorAlert>Could not list resources: {errorWithCode(query.error)}</ErrorAlert>;
@@ -85,10 +81,7 @@ function ResourceList({ name }: { name: string }) {
 function ResourceText({ name, uri }: { name: string; uri: string }) {
   const query = useQuery({
     queryKey: queryKeys.servers.resource(name, uri),
-    queryFn: ({ signal }) =>
-      api<ResourceContentView>(`/api/servers/${seg(name)}/resources/read?uri=${encodeURIComponent(uri)}`, {
-        signal,
-      }),
+    queryFn: ({ signal }) => endpoints.servers.readResource(name, uri, { signal }),
   });
   if (query.isPending) return <Loading label="Reading…" />;
   if (query.isError)
@@ -124,8 +117,7 @@ function ResourceText({ name, uri }: { name: string; uri: string }) {
 function PromptList({ name }: { name: string }) {
   const query = useQuery({
     queryKey: queryKeys.servers.prompts(name),
-    queryFn: ({ signal }) =>
-      api<{ supported: boolean; prompts: PromptView[] }>(`/api/servers/${seg(name)}/prompts`, { signal }),
+    queryFn: ({ signal }) => endpoints.servers.prompts(name, { signal }),
   });
   if (query.isPending) return <Loading label="Loading prompts…" />;
   if (query.isError) return <ErrorAlert>Could not list prompts: {errorWithCode(query.error)}</ErrorAlert>;

@@ -5,15 +5,15 @@ import { ServerInspector } from "@/components/server-inspector";
 import { ServerStateBadge } from "@/components/server-state-badge";
 import { Button, EmptyState, ErrorAlert, Loading, PageHeader } from "@/components/ui";
 import { useNow } from "@/components/use-now";
-import { api, seg } from "@/lib/api-client";
 import type { ServerView } from "@/lib/api-types";
+import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatAge, formatDateTime, formatUntil, plural } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
 
 export function ServersView() {
   const query = useQuery({
     queryKey: queryKeys.servers.list(),
-    queryFn: ({ signal }) => api<{ servers: ServerView[] }>("/api/servers", { signal }),
+    queryFn: ({ signal }) => endpoints.servers.list({ signal }),
     select: (data) => [...data.servers].sort((a, b) => a.name.localeCompare(b.name)),
   });
 
@@ -49,8 +49,7 @@ function ServerCard({ server }: { server: ServerView }) {
   const client = useQueryClient();
   const now = useNow(1_000);
   const reconnect = useMutation({
-    mutationFn: () =>
-      api<{ server: ServerView }>(`/api/servers/${seg(server.name)}/reconnect`, { method: "POST" }),
+    mutationFn: () => endpoints.servers.reconnect(server.name),
     onSuccess: ({ server: updated }) => {
       client.setQueryData<{ servers: ServerView[] }>(queryKeys.servers.list(), (old) =>
         old ? { servers: old.servers.map((s) => (s.name === updated.name ? updated : s)) } : old,

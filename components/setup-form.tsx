@@ -2,8 +2,8 @@
 
 import { type FormEvent, useId, useState } from "react";
 import { Button, ErrorAlert, TextField } from "@/components/ui";
-import { api } from "@/lib/api-client";
-import { password as passwordSchema, type UserView, userName } from "@/lib/api-types";
+import { password as passwordSchema, userName } from "@/lib/api-types";
+import { endpoints } from "@/lib/endpoints";
 import { errorMessage } from "@/lib/format";
 
 const NO_CODE =
@@ -40,10 +40,7 @@ export function SetupForm({ code }: { code: string }) {
     setPending(true);
     setError(null);
     try {
-      await api<{ user: UserView }>("/api/setup", {
-        method: "POST",
-        json: { code, name: name.data, password },
-      });
+      await endpoints.setup({ code, name: name.data, password });
       // Setup also signs the new owner in.
       window.location.assign("/servers");
     } catch (err) {

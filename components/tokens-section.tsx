@@ -14,8 +14,8 @@ import {
   tdClass,
   thClass,
 } from "@/components/ui";
-import { api, seg } from "@/lib/api-client";
 import { CreateTokenBody, type TokenView } from "@/lib/api-types";
+import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatDateTime } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
 
@@ -29,11 +29,11 @@ export function TokensSection() {
   const client = useQueryClient();
   const query = useQuery({
     queryKey: queryKeys.tokens.list(),
-    queryFn: ({ signal }) => api<TokensData>("/api/tokens", { signal }),
+    queryFn: ({ signal }) => endpoints.tokens.list({ signal }),
     select: (data) => [...data.tokens].sort((a, b) => a.name.localeCompare(b.name)),
   });
   const revoke = useMutation({
-    mutationFn: (name: string) => api<{ token: TokenView }>(`/api/tokens/${seg(name)}`, { method: "DELETE" }),
+    mutationFn: (name: string) => endpoints.tokens.revoke(name),
     onSuccess: ({ token }) => {
       client.setQueryData<TokensData>(queryKeys.tokens.list(), (old) => upsert(old, token));
       void client.invalidateQueries({ queryKey: queryKeys.tokens.all });
@@ -128,8 +128,7 @@ function CreateTokenForm() {
   // The secret lives only in this component's state: never in the query cache, gone on reload.
   const [created, setCreated] = useState<{ name: string; secret: string } | null>(null);
   const create = useMutation({
-    mutationFn: (name: string) =>
-      api<{ token: TokenView; secret: string }>("/api/tokens", { method: "POST", json: { name } }),
+    mutationFn: (name: string) => endpoints.tokens.create({ name }),
     onSuccess: ({ token }) => {
       client.setQueryData<TokensData>(queryKeys.tokens.list(), (old) => upsert(old, token));
       void client.invalidateQueries({ queryKey: queryKeys.tokens.all });

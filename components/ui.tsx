@@ -124,14 +124,6 @@ export function PageHeader({
   );
 }
 
-export function Card({ children, className }: { children: ReactNode; className?: string }) {
-  return (
-    <div className={cx("rounded-lg border border-zinc-200 bg-white p-4 shadow-xs", className)}>
-      {children}
-    </div>
-  );
-}
-
 export const inputClass =
   "block w-full rounded-md border-0 bg-white px-3 py-1.5 text-sm text-zinc-900 shadow-xs ring-1 ring-inset ring-zinc-300 placeholder:text-zinc-400 focus:ring-2 focus:ring-inset focus:ring-indigo-600";
 

@@ -14,8 +14,8 @@ import {
   tdClass,
   thClass,
 } from "@/components/ui";
-import { api } from "@/lib/api-client";
 import { CreateUserBody, type Role, roles, type UserView } from "@/lib/api-types";
+import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatDateTime } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
 
@@ -26,7 +26,7 @@ const roleLabels: Record<Role, string> = { owner: "Owner", reviewer: "Reviewer" 
 export function UsersSection() {
   const query = useQuery({
     queryKey: queryKeys.users.list(),
-    queryFn: ({ signal }) => api<UsersData>("/api/users", { signal }),
+    queryFn: ({ signal }) => endpoints.users.list({ signal }),
     select: (data) => [...data.users].sort((a, b) => a.name.localeCompare(b.name)),
   });
 
@@ -90,8 +90,7 @@ function AddUserForm() {
   const [formError, setFormError] = useState<string | null>(null);
   const [added, setAdded] = useState<string | null>(null);
   const create = useMutation({
-    mutationFn: (body: { name: string; password: string; roles: Role[] }) =>
-      api<{ user: UserView }>("/api/users", { method: "POST", json: body }),
+    mutationFn: (body: { name: string; password: string; roles: Role[] }) => endpoints.users.create(body),
     onSuccess: ({ user }) => {
       client.setQueryData<UsersData>(queryKeys.users.list(), (old) =>
         old ? { users: [...old.users.filter((u) => u.id !== user.id), user] } : old,

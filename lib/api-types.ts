@@ -24,7 +24,6 @@ export const CreateUserBody = z.object({
   roles: z.array(z.enum(roles)).min(1),
 });
 export const CreateTokenBody = z.object({ name: userName });
-export const SetToolStatusBody = z.object({ status: z.enum(["enabled", "disabled"]) });
 export const CallBody = z.object({
   tool: z.string().min(1).max(200),
   arguments: z.record(z.string(), z.unknown()).default({}),
@@ -87,7 +86,6 @@ export interface CatalogueToolView {
    */
   destructive: boolean;
   updatedAt: string;
-  // Catalogue governance (issue 5): fields below.
   /** Why a call of this tool waits for a reviewer ("no readOnlyHint", ...); null when it runs at once. */
   approvalReason: string | null;
   /** What makes the tool read-only, if it is: its server's `readOnlyHint: true`, or an owner's vouch. */
@@ -110,27 +108,35 @@ export interface AgentToolView {
   destructive: boolean;
 }
 
-export type CallStatus =
-  | "refused"
-  | "pending"
-  | "running"
-  | "succeeded"
-  | "failed"
-  | "denied"
-  | "expired"
-  | "interrupted"
-  /** The requesting agent cancelled its held MCP request before anyone decided (issue 7). */
-  | "withdrawn";
-
-export const finalCallStatuses: readonly CallStatus[] = [
-  "refused",
+/**
+ * Every status a call can have, in the order of its life (the activity filter lists them so).
+ * `withdrawn`: the requesting agent cancelled its held MCP request before anyone decided.
+ */
+export const callStatuses = [
+  "pending",
+  "running",
   "succeeded",
   "failed",
   "denied",
+  "refused",
   "expired",
   "interrupted",
   "withdrawn",
-];
+] as const;
+export const CallStatus = z.enum(callStatuses);
+export type CallStatus = (typeof callStatuses)[number];
+
+/** Still moving: waiting for a decision, or the tool is running. Every other status is final. */
+const liveCallStatuses: readonly CallStatus[] = ["pending", "running"];
+/** Statuses a call never leaves. */
+export const finalCallStatuses: readonly CallStatus[] = callStatuses.filter(
+  (s) => !liveCallStatuses.includes(s),
+);
+
+/** Whether `s` is a call status that never changes again. */
+export function isFinalCallStatus(s: string): s is CallStatus {
+  return (finalCallStatuses as readonly string[]).includes(s);
+}
 
 export interface CallView {
   id: string;
@@ -193,7 +199,7 @@ export interface PromptView {
 
 export const ResourceReadQuery = z.object({ uri: z.string().min(1).max(2048) });
 
-// Catalogue governance (issue 5)
+// Catalogue governance
 
 /** Body of `PATCH /api/catalogue/:name`: at least one of the three. */
 export const UpdateToolBody = z
@@ -355,25 +361,13 @@ export interface ToolHistoryView {
   actions: ToolActionView[];
 }
 
-// Confirm flow (issue 6)
+// Confirm flow
 
 const isoTime = z.iso.datetime({ offset: true }).transform((value) => new Date(value).toISOString());
 
 /** Query of `GET /api/calls`: every filter narrows the list; newest first, paged with `before`. */
 export const CallListQuery = z.object({
-  status: z
-    .enum([
-      "refused",
-      "pending",
-      "running",
-      "succeeded",
-      "failed",
-      "denied",
-      "expired",
-      "interrupted",
-      "withdrawn",
-    ])
-    .optional(),
+  status: CallStatus.optional(),
   /** A server's name, exactly. */
   server: z.string().trim().min(1).max(64).optional(),
   /** Part of the tool's local name, case-insensitive. */

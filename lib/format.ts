@@ -20,13 +20,6 @@ export function formatDateTime(value: string | null | undefined): string {
   )}:${pad(d.getSeconds())}`;
 }
 
-/** `13:04:05` in local time. */
-export function formatTime(value: string): string {
-  const d = toDate(value);
-  if (!d) return value;
-  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
-}
-
 function span(seconds: number): string {
   if (seconds < 60) return `${seconds} s`;
   const minutes = Math.floor(seconds / 60);
@@ -74,11 +67,17 @@ export function errorWithCode(error: unknown): string {
   return errorMessage(error);
 }
 
+const numbers = new Intl.NumberFormat("en");
+/** `1,200` rather than `1200`. */
+export function formatCount(n: number): string {
+  return numbers.format(n);
+}
+
 export function plural(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;
 }
 
-// Confirm flow (issue 6)
+// Confirm flow
 
 /** `14:59` or `1:02:03` left until a deadline, rounded up to whole seconds; `0:00` once it passed. */
 export function formatCountdown(ms: number): string {

@@ -14,10 +14,10 @@ export const queryKeys = {
   catalogue: {
     all: ["catalogue"] as const,
     list: () => [...queryKeys.catalogue.all, "list"] as const,
-    // Catalogue governance (issue 5): under catalogue.all, so every live "catalogue" event refreshes it.
+    // Under catalogue.all, so every live "catalogue" event refreshes it.
     history: (name: string) => [...queryKeys.catalogue.all, "history", name] as const,
   },
-  // Catalogue governance (issue 5): the change feed; live "catalogue" events refresh it too.
+  // The change feed; live "catalogue" events refresh it too.
   changes: {
     all: ["changes"] as const,
     feed: () => [...queryKeys.changes.all, "feed"] as const,
@@ -27,7 +27,7 @@ export const queryKeys = {
     all: ["calls"] as const,
     pending: () => [...queryKeys.calls.all, "pending"] as const,
     recent: (limit: number) => [...queryKeys.calls.all, "recent", limit] as const,
-    // Confirm flow (issue 6): under calls.all, so every live "call" event refreshes them.
+    // Under calls.all, so every live "call" event refreshes them.
     activity: (filters: Record<string, string>) => [...queryKeys.calls.all, "activity", filters] as const,
     story: (id: string) => [...queryKeys.calls.all, "story", id] as const,
     one: (id: string) => [...queryKeys.calls.all, "one", id] as const,

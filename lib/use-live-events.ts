@@ -27,7 +27,7 @@ function keysFor(type: LiveEvent["type"]): QueryKey[] {
 /**
  * Marks `keys` stale and refetches them. A fetch already in flight may carry an answer from before
  * the event, and react-query joins a query's first fetch instead of restarting it; so in-flight
- * fetches are cancelled first and the refetch starts after the event (confirm flow, issue 6).
+ * fetches are cancelled first and the refetch starts after the event.
  */
 export function invalidate(client: QueryClient, keys: QueryKey[]): void {
   for (const queryKey of keys) {
@@ -66,7 +66,7 @@ export function useLiveEvents(): void {
         // Not JSON (a comment or keep-alive): nothing to invalidate.
       }
     };
-    // Confirm flow (issue 6): a page's first fetch can precede the stream's opening, and an event
+    // A page's first fetch can precede the stream's opening, and an event
     // in between (a new pending call) would be lost; so the first open refreshes too.
     let opened = false;
     const onOpen = () => {

@@ -1,7 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { api, seg } from "@/lib/api-client";
-import type { CallView } from "@/lib/api-types";
+import { endpoints } from "@/lib/endpoints";
 import { queryKeys } from "@/lib/query-keys";
 
 /**
@@ -14,8 +13,7 @@ export function useTryTool(tool: string) {
   const [callId, setCallId] = useState<string | null>(null);
 
   const send = useMutation({
-    mutationFn: (args: Record<string, unknown>) =>
-      api<CallView>("/api/calls", { method: "POST", json: { tool, arguments: args } }),
+    mutationFn: (args: Record<string, unknown>) => endpoints.calls.request({ tool, arguments: args }),
     onMutate: () => setCallId(null),
     onSuccess: (call) => {
       client.setQueryData(queryKeys.calls.one(call.id), call);
@@ -27,7 +25,7 @@ export function useTryTool(tool: string) {
 
   const followed = useQuery({
     queryKey: queryKeys.calls.one(callId ?? ""),
-    queryFn: ({ signal }) => api<CallView>(`/api/calls/${seg(callId ?? "")}`, { signal }),
+    queryFn: ({ signal }) => endpoints.calls.get(callId ?? "", { signal }),
     enabled: callId !== null,
   });
 

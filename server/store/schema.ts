@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { callStatuses } from "@/lib/api-types";
 
 const now = sql`(strftime('%Y-%m-%dT%H:%M:%fZ','now'))`;
 
@@ -132,7 +133,7 @@ export const calls = sqliteTable(
     approvalReason: text("approval_reason"),
     requesterKind: text("requester_kind").notNull(),
     requesterName: text("requester_name").notNull(),
-    status: text("status").notNull(),
+    status: text("status", { enum: callStatuses }).notNull(),
     createdAt: text("created_at").notNull(),
     expiresAt: text("expires_at"),
     decidedAt: text("decided_at"),

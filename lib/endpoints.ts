@@ -1,0 +1,129 @@
+/**
+ * Every HTTP endpoint the browser calls, one function each, with its method, path, body and
+ * answer types in one place. All go through `api<T>()`, so a failure arrives as the same
+ * `GatehouseError` the server threw. Names and ids from data are escaped as path segments.
+ */
+import type { z } from "zod";
+import { api, seg } from "@/lib/api-client";
+import type {
+  BulkToolStatusBody,
+  CallBody,
+  CallListQuery,
+  CallStoryView,
+  CallsPage,
+  CallView,
+  CatalogueToolView,
+  ChangesPage,
+  CreateTokenBody,
+  CreateUserBody,
+  DenyBody,
+  MarkChangesReadBody,
+  PromptView,
+  ResourceContentView,
+  ResourceView,
+  ServerView,
+  SetupBody,
+  SignInBody,
+  TokenView,
+  ToolHistoryView,
+  UpdateToolBody,
+  UserView,
+} from "@/lib/api-types";
+
+/** What a read passes on: react-query's signal, which aborts the fetch when nobody wants it. */
+export interface ReadInit {
+  signal?: AbortSignal;
+}
+
+/**
+ * Filters of `GET /api/calls` as the URL carries them (the server validates each); empty and
+ * absent ones are left out of the query string.
+ */
+export type CallListFilters = Partial<Record<keyof CallListQuery, string | number | undefined>>;
+
+function queryString(params: Record<string, string | number | undefined>): string {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    if (value !== undefined && value !== "") search.set(key, String(value));
+  }
+  return search.toString();
+}
+
+export const endpoints = {
+  /** `POST /api/setup`: creates the first owner and signs them in. */
+  setup: (body: z.input<typeof SetupBody>) =>
+    api<{ user: UserView }>("/api/setup", { method: "POST", json: body }),
+
+  session: {
+    /** `POST /api/session`: sets the session cookie. */
+    signIn: (body: z.input<typeof SignInBody>) =>
+      api<{ user: UserView }>("/api/session", { method: "POST", json: body }),
+    /** `DELETE /api/session`: answers 204. */
+    signOut: () => api<void>("/api/session", { method: "DELETE" }),
+  },
+
+  users: {
+    list: (init?: ReadInit) => api<{ users: UserView[] }>("/api/users", init),
+    create: (body: z.input<typeof CreateUserBody>) =>
+      api<{ user: UserView }>("/api/users", { method: "POST", json: body }),
+  },
+
+  tokens: {
+    list: (init?: ReadInit) => api<{ tokens: TokenView[] }>("/api/tokens", init),
+    /** The secret is in this answer only. */
+    create: (body: z.input<typeof CreateTokenBody>) =>
+      api<{ token: TokenView; secret: string }>("/api/tokens", { method: "POST", json: body }),
+    revoke: (name: string) => api<{ token: TokenView }>(`/api/tokens/${seg(name)}`, { method: "DELETE" }),
+  },
+
+  servers: {
+    list: (init?: ReadInit) => api<{ servers: ServerView[] }>("/api/servers", init),
+    /** `POST /api/servers/:name/reconnect`: answers 202 with the server as it is now. */
+    reconnect: (name: string) =>
+      api<{ server: ServerView }>(`/api/servers/${seg(name)}/reconnect`, { method: "POST" }),
+    resources: (name: string, init?: ReadInit) =>
+      api<{ supported: boolean; resources: ResourceView[] }>(`/api/servers/${seg(name)}/resources`, init),
+    readResource: (name: string, uri: string, init?: ReadInit) =>
+      api<ResourceContentView>(
+        `/api/servers/${seg(name)}/resources/read?uri=${encodeURIComponent(uri)}`,
+        init,
+      ),
+    prompts: (name: string, init?: ReadInit) =>
+      api<{ supported: boolean; prompts: PromptView[] }>(`/api/servers/${seg(name)}/prompts`, init),
+  },
+
+  catalogue: {
+    list: (init?: ReadInit) => api<{ tools: CatalogueToolView[] }>("/api/catalogue", init),
+    /** `PATCH /api/catalogue/:name`: status, vouch and/or "always confirm" of one tool. */
+    update: (localName: string, body: z.input<typeof UpdateToolBody>) =>
+      api<{ tool: CatalogueToolView }>(`/api/catalogue/${seg(localName)}`, { method: "PATCH", json: body }),
+    /** `POST /api/catalogue/bulk`: one status for many tools, all or nothing; the tools it changed. */
+    bulkStatus: (body: z.input<typeof BulkToolStatusBody>) =>
+      api<{ tools: CatalogueToolView[] }>("/api/catalogue/bulk", { method: "POST", json: body }),
+    history: (localName: string, init?: ReadInit) =>
+      api<ToolHistoryView>(`/api/catalogue/${seg(localName)}/history`, init),
+  },
+
+  changes: {
+    /** `GET /api/changes`: newest first; `before` (a change id) asks for the next, older page. */
+    page: (params: { limit: number; before?: number }, init?: ReadInit) =>
+      api<ChangesPage>(`/api/changes?${queryString(params)}`, init),
+    /** `POST /api/changes/read`: marks everything up to `upTo` read for the caller. */
+    markRead: (body: z.input<typeof MarkChangesReadBody>) =>
+      api<{ lastSeenId: number; unread: number }>("/api/changes/read", { method: "POST", json: body }),
+  },
+
+  calls: {
+    /** `GET /api/calls`: newest first, paged with `before` (the previous page's `nextBefore`). */
+    list: (params: CallListFilters, init?: ReadInit) =>
+      api<CallsPage>(`/api/calls?${queryString(params)}`, init),
+    /** `GET /api/calls/:id`: the call now, without waiting. */
+    get: (id: string, init?: ReadInit) => api<CallView>(`/api/calls/${seg(id)}`, init),
+    story: (id: string, init?: ReadInit) => api<CallStoryView>(`/api/calls/${seg(id)}/story`, init),
+    /** `POST /api/calls`: answers with the call, refused, finished or pending. */
+    request: (body: z.input<typeof CallBody>) => api<CallView>("/api/calls", { method: "POST", json: body }),
+    approve: (id: string) => api<{ call: CallView }>(`/api/calls/${seg(id)}/approve`, { method: "POST" }),
+    deny: (id: string, body: z.input<typeof DenyBody>) =>
+      api<{ call: CallView }>(`/api/calls/${seg(id)}/deny`, { method: "POST", json: body }),
+  },
+};
