@@ -1,27 +1,27 @@
 /**
  * The production server (`npm start`, the e2e suite, the benchmark): one Node HTTP server in
- * front of Next.js. The agent hot paths, `/api/calls` and `/mcp`, go straight to their route
- * handlers (the same exported functions Next would call), skipping Next's per-request routing
- * and request/response wrapping, which cost more CPU than the whole call (docs/PERFORMANCE.md);
- * every other request, pages and the rest of the API, is Next's.
+ * front of Next.js. The agent hot paths, `/api/calls` and `/mcp`, go straight to their handlers
+ * in server/http (the same functions their route files export to Next), skipping Next's
+ * per-request routing and request/response wrapping, which cost more CPU than the whole call
+ * (docs/PERFORMANCE.md); every other request, pages and the rest of the API, is Next's.
  *
  * `npm run build` bundles it (scripts/build-server.mjs) and scripts/server-command.mjs runs the
  * bundle with plain Node; HOST (default 127.0.0.1) and PORT (default 3000) say where it listens.
  */
 import http from "node:http";
 import next from "next";
-import * as callsRoute from "../app/api/calls/route";
-import * as mcpRoute from "../app/mcp/route";
 import { authenticate } from "./auth/access";
 import { baseUrlFromEnv, boot } from "./boot";
+import * as callsApi from "./http/calls-api";
 import { answerHot, type HotPathOptions, type RouteHandler } from "./http/hot-path";
+import * as mcpApi from "./http/mcp-api";
 import securityHeaders from "./http/security-headers.json";
 import { announceSetup } from "./runtime";
 
-/** Paths answered without Next: the route module's export for the method, when it has one. */
+/** Paths answered without Next: the handler module's export for the method, when it has one. */
 const hot = new Map<string, Partial<Record<string, RouteHandler>>>([
-  ["/api/calls", callsRoute],
-  ["/mcp", mcpRoute],
+  ["/api/calls", callsApi],
+  ["/mcp", mcpApi],
 ]);
 
 const host = process.env.HOST ?? "127.0.0.1";
@@ -34,7 +34,7 @@ const listenHost = `${host.includes(":") ? `[${host}]` : host}:${port}`;
 const self = `http://${listenHost}`;
 const hotOptions: HotPathOptions = {
   listenHost,
-  authenticated: (headers) => authenticate(runtime.db, headers) !== null,
+  authenticate: (headers) => authenticate(runtime.db, headers),
   extraHeaders: securityHeaders,
 };
 

@@ -18,7 +18,7 @@ function sourceFiles(dir: string): string[] {
 }
 
 /** A file's room: its top-level folder, or under server/ its folder or top-level module. */
-export function roomOf(file: string): string {
+function roomOf(file: string): string {
   const parts = path.relative(root, file).split(path.sep);
   if (parts[0] !== "server") return parts[0] ?? "";
   const second = parts[1] ?? "";
@@ -42,8 +42,8 @@ function roomGraph(): Map<string, Map<string, string>> {
       const from = roomOf(file);
       const to = roomOf(/\.[a-z]+$/.test(target) ? target : `${target}.ts`);
       if (from === to) continue;
-      let edges = graph.get(from);
-      if (!edges) graph.set(from, (edges = new Map()));
+      const edges = graph.get(from) ?? new Map<string, string>();
+      graph.set(from, edges);
       if (!edges.has(to)) edges.set(to, path.relative(root, file));
     }
   }
@@ -51,7 +51,7 @@ function roomGraph(): Map<string, Map<string, string>> {
 }
 
 /** Every cycle's rooms, each found once (from its first room in iteration order). */
-export function cyclesOf(graph: Map<string, Iterable<string>>): string[][] {
+function cyclesOf(graph: Map<string, Iterable<string>>): string[][] {
   const cycles: string[][] = [];
   const state = new Map<string, "open" | "done">();
   const stack: string[] = [];

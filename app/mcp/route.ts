@@ -1,8 +1,4 @@
-import { handleAgentMcp } from "@/server/agent-mcp/handler";
-
-/** Gatehouse as an MCP server (streamable HTTP) for agents: see server/agent-mcp/endpoint.ts. */
+/** Gatehouse as an MCP server (streamable HTTP) for agents: see server/http/mcp-api.ts. */
 export const dynamic = "force-dynamic";
 
-export const GET = (req: Request) => handleAgentMcp(req);
-export const POST = (req: Request) => handleAgentMcp(req);
-export const DELETE = (req: Request) => handleAgentMcp(req);
+export { DELETE, GET, POST } from "@/server/http/mcp-api";

@@ -1,27 +1,28 @@
 import "server-only";
 import { randomUUID } from "node:crypto";
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { readRequestBody } from "@modelcontextprotocol/sdk/server/requestBody.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { eq } from "drizzle-orm";
+import type { Principal } from "../auth/access";
 import type { CallBroker } from "../calls/broker";
 import { listEnabledTools } from "../catalogue/catalogue";
 import type { GatehouseConfig } from "../config";
 import type { EventBus } from "../events";
-import { MAX_REQUEST_BODY_BYTES } from "../http/node-bridge";
 import type { Logger } from "../log";
 import type { McpManager } from "../mcp/manager";
 import type { Db } from "../store/db";
 import { agentTokens } from "../store/schema";
-import { type AllowedPeers, allowedPeers, bearerAgent, peerProblem } from "./guard";
+import { type AllowedPeers, agentOf, allowedPeers, bearerAgent, peerProblem } from "./guard";
+import { asJsonIfQuick, tracked } from "./json-answer";
 import { resourceServers } from "./resources";
+import { expectsOnlyItsResponse, readMessage, rpcError } from "./rpc";
 import { createAgentServer } from "./server";
+import { type Session, SessionTable } from "./sessions";
 import { toolsSignature } from "./tools";
 
 /** A session with no request in flight and no open stream for this long is closed. */
 export const SESSION_IDLE_MS = 30 * 60 * 1000;
-/** Most sessions one agent token may hold; see {@link AgentMcpEndpoint.makeRoom} for what happens at the cap. */
+/** Most sessions one agent token may hold; see {@link SessionTable.evictionFor} for what happens at the cap. */
 export const MAX_SESSIONS_PER_TOKEN = 16;
 /** Gap between progress notifications while a destructive call is held. */
 export const PROGRESS_INTERVAL_MS = 5000;
@@ -56,44 +57,6 @@ export interface AgentMcpOptions {
   env?: { HOST?: string; PORT?: string };
 }
 
-interface Session {
-  id: string;
-  tokenId: number;
-  tokenName: string;
-  server: Server;
-  transport: WebStandardStreamableHTTPServerTransport;
-  lastActive: number;
-  /** Requests in flight plus open response streams (the GET stream of a listening client counts). */
-  open: number;
-  /** `tools/call` requests held for a decision. */
-  holding: number;
-  /** Set before the SDK aborts in-flight handlers on any teardown (see `open`). */
-  closing: boolean;
-  /** `server.close()` was called. */
-  closed: boolean;
-}
-
-/** A JSON-RPC error response, as the SDK's transport writes its own. */
-function rpcError(status: number, code: number, message: string, headers?: Record<string, string>): Response {
-  return Response.json(
-    { jsonrpc: "2.0", error: { code, message }, id: null },
-    { status, headers: { "Cache-Control": "no-store", ...headers } },
-  );
-}
-
-/** A POST body as parsed JSON, or the JSON-RPC error answering a body too large or not JSON. */
-async function readMessage(req: Request): Promise<{ parsed: unknown } | Response> {
-  const body = await readRequestBody(req, MAX_REQUEST_BODY_BYTES);
-  if (body.tooLarge) {
-    return rpcError(413, -32000, `Payload Too Large: at most ${MAX_REQUEST_BODY_BYTES} bytes`);
-  }
-  try {
-    return { parsed: JSON.parse(body.text) as unknown };
-  } catch {
-    return rpcError(400, -32700, "Parse error: Invalid JSON");
-  }
-}
-
 /**
  * The `/mcp` endpoint: Gatehouse as an MCP server over streamable HTTP for agents with a bearer
  * token. Each `initialize` opens a stateful session (an SDK `Server` and its
@@ -102,7 +65,7 @@ async function readMessage(req: Request): Promise<{ parsed: unknown } | Response
  * or on shutdown. A restart drops them; pending calls live in the store and stay pending.
  */
 export class AgentMcpEndpoint {
-  private readonly sessions = new Map<string, Session>();
+  private readonly sessions = new SessionTable();
   private readonly allowed: AllowedPeers;
   private readonly idleMs: number;
   private readonly maxSessionsPerToken: number;
@@ -144,18 +107,20 @@ export class AgentMcpEndpoint {
 
   /** Live sessions, optionally of one token (by name). */
   sessionCount(tokenName?: string): number {
-    let n = 0;
-    for (const s of this.sessions.values()) if (!tokenName || s.tokenName === tokenName) n++;
-    return n;
+    return this.sessions.count(tokenName);
   }
 
-  /** Handles one request to `/mcp` (GET, POST or DELETE) and returns the SDK transport's response. */
-  async handle(req: Request): Promise<Response> {
+  /**
+   * Handles one request to `/mcp` (GET, POST or DELETE) and returns the SDK transport's
+   * response. `principal`: who the edge found these headers authenticate (only an agent's
+   * bearer token counts here); absent, the endpoint reads the bearer token itself.
+   */
+  async handle(req: Request, principal?: Principal | null): Promise<Response> {
     if (this.closed) return rpcError(503, -32000, "Gatehouse is stopping");
-    // Before authentication: a rebinding page must learn nothing, not even whether a token works.
+    // Before any word on credentials: a rebinding page must learn nothing, not even whether a token works.
     const problem = peerProblem(req.headers, this.allowed);
     if (problem) return rpcError(403, -32000, `Forbidden: ${problem}`);
-    const agent = bearerAgent(this.deps.db, req.headers);
+    const agent = principal === undefined ? bearerAgent(this.deps.db, req.headers) : agentOf(principal);
     if (!agent) {
       const message = req.headers.has("authorization")
         ? "Unauthorized: the bearer token is not valid (unknown or revoked)"
@@ -199,21 +164,10 @@ export class AgentMcpEndpoint {
     return res;
   }
 
-  /**
-   * Makes room for one more session of `tokenId`. At the cap the least recently active session
-   * that holds no call is closed (a client that restarts without DELETE never locks itself
-   * out); when every session holds a call waiting for approval, the new one is refused instead,
-   * so no waiting agent loses its answer.
-   */
+  /** Makes room for one more session of `tokenId`: see {@link SessionTable.evictionFor}. */
   private makeRoom(tokenId: number): boolean {
-    const mine = [...this.sessions.values()].filter((s) => s.tokenId === tokenId && !s.closing);
-    const excess = mine.length - this.maxSessionsPerToken + 1;
-    if (excess <= 0) return true;
-    const victims = mine
-      .filter((s) => s.holding === 0)
-      .sort((a, b) => a.lastActive - b.lastActive)
-      .slice(0, excess);
-    if (victims.length < excess) return false;
+    const victims = this.sessions.evictionFor(tokenId, this.maxSessionsPerToken);
+    if (!victims) return false;
     for (const v of victims)
       void this.closeSession(v, `evicted: token reached ${this.maxSessionsPerToken} sessions`);
     return true;
@@ -225,7 +179,7 @@ export class AgentMcpEndpoint {
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
         session.id = id;
-        this.sessions.set(id, session);
+        this.sessions.add(session);
         this.deps.log.info(`agent session opened`, {
           token: agent.name,
           sessions: this.sessionCount(agent.name),
@@ -233,7 +187,7 @@ export class AgentMcpEndpoint {
       },
       onsessionclosed: () => {
         session.closing = true;
-        this.sessions.delete(session.id);
+        this.sessions.remove(session);
       },
     });
     const server = createAgentServer({
@@ -272,14 +226,13 @@ export class AgentMcpEndpoint {
     // teardown (the call stays pending) from the client's cancellation (the call is withdrawn).
     transport.onclose = () => {
       session.closing = true;
-      if (this.sessions.get(session.id) === session) this.sessions.delete(session.id);
+      this.sessions.remove(session);
     };
     server.onerror = (err) => this.deps.log.debug(`agent session ${session.id}: ${err.message}`);
     await server.connect(transport);
     return session;
   }
 
-  /** Passes a request to the session's transport; the session counts as busy until the response ends. */
   /**
    * Hands a request to the session's transport and keeps count of open requests and streams.
    * `json`: the request expects only its response, which then goes out as JSON ({@link asJsonIfQuick}).
@@ -318,7 +271,7 @@ export class AgentMcpEndpoint {
   }
 
   private async closeSession(session: Session, why: string): Promise<void> {
-    if (this.sessions.get(session.id) === session) this.sessions.delete(session.id);
+    this.sessions.remove(session);
     if (session.closed) return;
     session.closed = true;
     session.closing = true;
@@ -334,7 +287,7 @@ export class AgentMcpEndpoint {
   private sweep(): void {
     const now = Date.now();
     const active = new Map<number, boolean>();
-    for (const s of [...this.sessions.values()]) {
+    for (const s of this.sessions.all()) {
       let ok = active.get(s.tokenId);
       if (ok === undefined) {
         const row = this.deps.db
@@ -383,7 +336,7 @@ export class AgentMcpEndpoint {
     this.toolsSeen = tools;
     this.serversSeen = servers;
     if (!toolsChanged && !serversChanged) return;
-    for (const s of this.sessions.values()) {
+    for (const s of this.sessions.all()) {
       if (s.closing) continue;
       const failed = (err: unknown) =>
         this.deps.log.debug(`agent session ${s.id}: list_changed not sent: ${String(err)}`);
@@ -398,161 +351,6 @@ export class AgentMcpEndpoint {
     this.unsubscribe();
     clearInterval(this.sweepTimer);
     if (this.debounceTimer) clearTimeout(this.debounceTimer);
-    await Promise.all([...this.sessions.values()].map((s) => this.closeSession(s, "Gatehouse is stopping")));
+    await Promise.all(this.sessions.all().map((s) => this.closeSession(s, "Gatehouse is stopping")));
   }
-}
-
-/**
- * Whether a POST body is one JSON-RPC request that can hear nothing but its response: the
- * only messages Gatehouse sends about a request before answering it are progress
- * notifications, and those need a progress token.
- */
-function expectsOnlyItsResponse(body: unknown): boolean {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) return false;
-  const m = body as { id?: unknown; method?: unknown; params?: { _meta?: { progressToken?: unknown } } };
-  return m.id !== undefined && typeof m.method === "string" && m.params?._meta?.progressToken === undefined;
-}
-
-/** Headers of an event stream that a JSON body does not carry. */
-const STREAM_ONLY_HEADERS = ["content-type", "cache-control", "connection", "x-accel-buffering"];
-
-/**
- * The SDK's transport answers every request with an event stream, which a client must parse
- * for what is, without a progress token, a single message. The protocol lets the server answer
- * a request with `application/json` instead, which costs both sides less. So when the stream
- * ends within `windowMs` having carried exactly one message, the response, that message goes
- * out as JSON; a stream with anything else goes out as it came. A stream still open after
- * `windowMs` (a call held for a reviewer) goes out as a stream from then on: what arrived, then
- * the rest, keep-alive comments included. `done` is called once the stream is over.
- */
-async function asJsonIfQuick(
-  res: Response,
-  signal: AbortSignal,
-  windowMs: number,
-  done: () => void,
-): Promise<Response> {
-  if (!res.body) {
-    done();
-    return res;
-  }
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<"late">((resolve) => {
-    timer = setTimeout(() => resolve("late"), windowMs);
-  });
-  let pending = reader.read();
-  const onAbort = () => reader.cancel(signal.reason).catch((err: unknown) => void err);
-  if (signal.aborted) onAbort();
-  else signal.addEventListener("abort", onAbort, { once: true });
-  try {
-    for (;;) {
-      const next = await Promise.race([pending, late]);
-      if (next === "late") {
-        signal.removeEventListener("abort", onAbort);
-        // The read in flight is the stream's next chunk: the rest starts with it.
-        let first: typeof pending | null = pending;
-        const rest = new ReadableStream<Uint8Array>({
-          start(controller) {
-            for (const chunk of chunks) controller.enqueue(chunk);
-          },
-          async pull(controller) {
-            const { value, done: end } = await (first ?? reader.read());
-            first = null;
-            if (end) controller.close();
-            else controller.enqueue(value);
-          },
-          cancel: (reason) => reader.cancel(reason),
-        });
-        return new Response(tracked(rest, signal, done), {
-          status: res.status,
-          statusText: res.statusText,
-          headers: res.headers,
-        });
-      }
-      if (next.done) break;
-      chunks.push(next.value);
-      pending = reader.read();
-    }
-  } catch {
-    // A stream that failed ends here; what arrived is all there is.
-  } finally {
-    clearTimeout(timer);
-  }
-  signal.removeEventListener("abort", onAbort);
-  done();
-  const decoder = new TextDecoder();
-  const text = chunks.map((c) => decoder.decode(c, { stream: true })).join("") + decoder.decode();
-  const data: string[] = [];
-  for (const event of text.split(/\r?\n\r?\n/)) {
-    const lines = event.split(/\r?\n/).filter((l) => l.startsWith("data:"));
-    if (lines.length > 0) data.push(lines.map((l) => l.slice(5).replace(/^ /, "")).join("\n"));
-  }
-  const only = data.length === 1 ? parseMessage(data[0] ?? "") : null;
-  if (!only || !("result" in only || "error" in only)) {
-    return new Response(text, { status: res.status, statusText: res.statusText, headers: res.headers });
-  }
-  const headers = new Headers(res.headers);
-  for (const h of STREAM_ONLY_HEADERS) headers.delete(h);
-  headers.set("content-type", "application/json");
-  headers.set("cache-control", "no-store");
-  return new Response(data[0], { status: res.status, headers });
-}
-
-function parseMessage(text: string): Record<string, unknown> | null {
-  try {
-    const value: unknown = JSON.parse(text);
-    return typeof value === "object" && value !== null && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : null;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * The same bytes, with `done` called once when the stream ends, fails, is cancelled by the
- * consumer, or the client goes away (`signal`). Cancelling reaches the SDK's stream, which then
- * forgets it.
- */
-function tracked(
-  body: ReadableStream<Uint8Array>,
-  signal: AbortSignal,
-  done: () => void,
-): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
-  let finished = false;
-  const finish = () => {
-    if (finished) return;
-    finished = true;
-    signal.removeEventListener("abort", onAbort);
-    done();
-  };
-  const onAbort = () => {
-    finish();
-    // A stream that already ended or failed has nothing left to cancel.
-    reader.cancel(signal.reason).catch((err: unknown) => void err);
-  };
-  if (signal.aborted) queueMicrotask(onAbort);
-  else signal.addEventListener("abort", onAbort);
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { value, done: end } = await reader.read();
-        if (end) {
-          finish();
-          controller.close();
-          return;
-        }
-        controller.enqueue(value);
-      } catch (err) {
-        finish();
-        controller.error(err);
-      }
-    },
-    async cancel(reason) {
-      finish();
-      await reader.cancel(reason);
-    },
-  });
 }

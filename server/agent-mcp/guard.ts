@@ -1,4 +1,5 @@
 import "server-only";
+import type { Principal } from "../auth/access";
 import { tokenFromSecret } from "../auth/tokens";
 import type { Db } from "../store/db";
 
@@ -82,4 +83,12 @@ export function peerProblem(headers: Headers, allowed: AllowedPeers): string | n
 export function bearerAgent(db: Db, headers: Headers): { id: number; name: string } | null {
   const m = /^Bearer\s+(\S+)$/i.exec(headers.get("authorization")?.trim() ?? "");
   return m?.[1] ? tokenFromSecret(db, m[1]) : null;
+}
+
+/**
+ * The agent token among what the edge authenticated, or null: the same answer as
+ * {@link bearerAgent} for the same headers, since only a bearer token makes an agent principal.
+ */
+export function agentOf(principal: Principal | null): { id: number; name: string } | null {
+  return principal?.kind === "agent" ? principal.token : null;
 }

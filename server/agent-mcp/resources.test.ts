@@ -1,5 +1,5 @@
 /**
- * Resources over `/mcp` (issue 7): read-only passthrough of the resources of servers that have
+ * Resources over `/mcp`: read-only passthrough of the resources of servers that have
  * an enabled tool, under `gatehouse://<server>/<uri>`, against
  * @modelcontextprotocol/server-everything over stdio.
  */

@@ -1,5 +1,5 @@
 /**
- * Tools over `/mcp` (issue 7): the enabled catalogue as `tools/list`, `tools/call` through the
+ * Tools over `/mcp`: the enabled catalogue as `tools/list`, `tools/call` through the
  * confirm flow (held until a reviewer decides through the reviewer API), cancellation and
  * `notifications/tools/list_changed`, with the SDK client against the real route module and a
  * real runtime with the demo server.

@@ -1,5 +1,5 @@
 /**
- * `CallBroker.withdraw` (issue 7): the agent that requested a pending call takes it back when
+ * `CallBroker.withdraw`: the agent that requested a pending call takes it back when
  * its MCP client cancels the held request. A real runtime with the demo server.
  */
 import { and, eq } from "drizzle-orm";

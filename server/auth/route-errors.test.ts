@@ -15,8 +15,8 @@ import {
   ORIGIN,
   request,
 } from "@/test/support/runtime";
-import { MAX_REQUEST_BODY_BYTES } from "../http/node-bridge";
 import { route } from "../http/route";
+import { MAX_REQUEST_BODY_BYTES } from "../request";
 import { calls } from "../store/schema";
 import { expectError, runtimePerTest } from "./auth-fixtures";
 

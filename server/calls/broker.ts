@@ -1,6 +1,6 @@
 import "server-only";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { type CallStoryView, type CallView, finalCallStatuses } from "@/lib/api-types";
+import { type CallStoryView, type CallView, isFinalCallStatus as isFinal } from "@/lib/api-types";
 import { type ErrorCode, GatehouseError } from "@/lib/errors";
 import { callProblem } from "../catalogue/callable";
 import { approvalNeed, getToolRow, parseDefinition } from "../catalogue/catalogue";
@@ -46,8 +46,6 @@ export interface BrokerDeps {
 
 /** Full results of recent calls are kept in memory this long for waiting agents. */
 const RECENT_RESULT_MS = 5 * 60 * 1000;
-
-const isFinal = (s: string) => (finalCallStatuses as readonly string[]).includes(s);
 
 /**
  * The call broker: checks a call, runs read-only tools at once, holds destructive ones as

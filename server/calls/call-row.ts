@@ -37,7 +37,7 @@ export function toView(row: CallRow, tool: ToolNow, fullResult?: unknown): CallV
     id: row.id,
     tool: row.tool,
     server: row.server,
-    status: row.status as CallStatus,
+    status: row.status,
     destructive: row.destructive,
     approvalReason: row.approvalReason,
     toolDescription: tool.description,
@@ -135,7 +135,7 @@ export function capResult(result: unknown): { text: string; truncated: boolean }
 
 /** How a decided call was decided, for "already decided" answers. */
 export function decisionText(row: CallRow): string {
-  switch (row.status as CallStatus) {
+  switch (row.status) {
     case "running":
     case "succeeded":
     case "failed":

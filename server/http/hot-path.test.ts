@@ -5,6 +5,7 @@
 import http from "node:http";
 import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import type { Principal } from "../auth/access";
 import { answerHot, type RouteHandler } from "./hot-path";
 
 const servers: http.Server[] = [];
@@ -15,18 +16,32 @@ afterEach(async () => {
 interface Seen {
   url: string;
   body: string;
+  /** The principal the hot path handed to the handler. */
+  principal: Principal | null | undefined;
 }
 
-/** A server answering every request through answerHot with `handler`; `seen` collects what the handler got. */
-async function serve(handler: (req: Request) => Promise<Response>, seen: Seen[]): Promise<number> {
-  const wrapped: RouteHandler = async (req) => {
-    seen.push({ url: req.url, body: await req.text() });
+const good: Principal = { kind: "agent", token: { id: 1, name: "good" }, via: "bearer" };
+
+/**
+ * A server answering every request through answerHot with `handler`; `seen` collects what the
+ * handler got; `authentications` counts the credential checks.
+ */
+async function serve(
+  handler: (req: Request) => Promise<Response>,
+  seen: Seen[],
+  authentications = { count: 0 },
+): Promise<number> {
+  const wrapped: RouteHandler = async (req, ctx) => {
+    seen.push({ url: req.url, body: await req.text(), principal: ctx.principal });
     return handler(req);
   };
   const server = http.createServer((req, res) => {
     void answerHot(req, res, wrapped, {
       listenHost: "127.0.0.1:3000",
-      authenticated: (headers) => headers.get("authorization") === "Bearer good",
+      authenticate: (headers) => {
+        authentications.count++;
+        return headers.get("authorization") === "Bearer good" ? good : null;
+      },
       extraHeaders: [{ key: "X-Frame-Options", value: "DENY" }],
     });
   });
@@ -68,7 +83,7 @@ describe("the hot path", () => {
     expect(answer).toMatch(/^HTTP\/1\.1 401/);
     expect(answer).toMatch(/\r\nconnection: close\r\n/i);
     expect(answer).toMatch(/\r\nx-frame-options: DENY\r\n/i);
-    expect(seen).toEqual([{ url: "http://127.0.0.1:3000/api/calls", body: "" }]);
+    expect(seen).toEqual([{ url: "http://127.0.0.1:3000/api/calls", body: "", principal: null }]);
   });
 
   it("reads the body of an authenticated request and hands it to the handler", async () => {
@@ -81,7 +96,9 @@ describe("the hot path", () => {
     });
     expect(res.status).toBe(200);
     expect(res.headers.get("x-frame-options")).toBe("DENY");
-    expect(seen).toEqual([{ url: "http://127.0.0.1:3000/api/calls?x=1", body: '{"tool":"t"}' }]);
+    expect(seen).toEqual([
+      { url: "http://127.0.0.1:3000/api/calls?x=1", body: '{"tool":"t"}', principal: good },
+    ]);
   });
 
   it("an unexpected failure of the handler is answered 500 internal, not a reset connection", async () => {
@@ -107,5 +124,32 @@ describe("the hot path", () => {
       body: "{}",
     });
     expect(seen[0]?.url).toBe("https://127.0.0.1:3000/mcp");
+  });
+
+  it("only the first value of X-Forwarded-Proto counts: the hop nearest the client", async () => {
+    const seen: Seen[] = [];
+    const port = await serve(async () => new Response(null, { status: 204 }), seen);
+    for (const proto of ["https, http", "http, https", "wss"]) {
+      await fetch(`http://127.0.0.1:${port}/mcp`, {
+        method: "POST",
+        headers: { authorization: "Bearer good", "x-forwarded-proto": proto },
+        body: "{}",
+      });
+    }
+    expect(seen.map((s) => new URL(s.url).protocol)).toEqual(["https:", "http:", "http:"]);
+  });
+
+  it("authenticates once and hands the principal it found to the handler", async () => {
+    const seen: Seen[] = [];
+    const authentications = { count: 0 };
+    const port = await serve(async () => new Response(null, { status: 204 }), seen, authentications);
+    await fetch(`http://127.0.0.1:${port}/api/calls`, {
+      method: "POST",
+      headers: { authorization: "Bearer good" },
+      body: "{}",
+    });
+    await fetch(`http://127.0.0.1:${port}/api/calls`, { headers: { authorization: "Bearer wrong" } });
+    expect(authentications.count).toBe(2);
+    expect(seen.map((s) => s.principal)).toEqual([good, null]);
   });
 });

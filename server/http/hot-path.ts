@@ -1,42 +1,34 @@
 import "server-only";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { GatehouseError } from "@/lib/errors";
-import {
-  BRIDGE_MAX_BODY_BYTES,
-  headersOf,
-  MAX_REQUEST_BODY_BYTES,
-  readBody,
-  sendResponse,
-  webRequest,
-} from "./node-bridge";
-import { errorResponse } from "./route";
+import type { Principal } from "../auth/access";
+import { forwardedHttps } from "../request";
+import { BRIDGE_MAX_BODY_BYTES, headersOf, readBody, sendResponse, webRequest } from "./node-bridge";
+import { errorResponse, type HandlerContext, payloadTooLarge } from "./route";
 
-/** A route module's handler, as Next would call it. */
-export type RouteHandler = (
-  req: Request,
-  ctx: { params: Promise<Record<string, string>> },
-) => Promise<Response>;
+/** A route module's handler, as Next would call it, or as the hot path does with the principal it found. */
+export type RouteHandler = (req: Request, ctx: HandlerContext) => Promise<Response>;
 
 export interface HotPathOptions {
   /** `host:port` the server listens on; the scheme follows `X-Forwarded-Proto`, as in Next. */
   listenHost: string;
   /**
-   * Whether the request's credentials authenticate someone. The body of a request that does
-   * not is never read: the handler refuses it from its headers alone.
+   * Who the request's credentials authenticate, or null. The body of a request nobody is
+   * authenticated by is never read: the handler refuses it from its headers alone. Whatever
+   * this answers is handed to the handler as `principal`, so it is asked once per request.
    */
-  authenticated(headers: Headers): boolean;
+  authenticate(headers: Headers): Principal | null;
   /** Headers every answer carries (the security headers Next adds to its own). */
   extraHeaders: readonly { key: string; value: string }[];
 }
 
-const noParams = { params: Promise.resolve({}) };
+const noParams = Promise.resolve({});
 
 /**
  * Answers one request with a route handler, without Next (server/main.ts): credentials first,
- * then the body (at most {@link BRIDGE_MAX_BODY_BYTES}), then the handler, whose `Response` is
- * streamed back. Nobody can make the server hold a body without a working credential. An
- * unexpected failure is answered 500 (and logged by `errorResponse`) while the client is still
- * there; a client that left gets nothing.
+ * then the body (at most {@link BRIDGE_MAX_BODY_BYTES}), then the handler, with the principal
+ * found, whose `Response` is streamed back. Nobody can make the server hold a body without a
+ * working credential. An unexpected failure is answered 500 (and logged by `errorResponse`)
+ * while the client is still there; a client that left gets nothing.
  */
 export async function answerHot(
   req: IncomingMessage,
@@ -47,7 +39,8 @@ export async function answerHot(
   try {
     const headers = headersOf(req);
     let body: Buffer | null = Buffer.alloc(0);
-    if (!opts.authenticated(headers)) {
+    const principal = opts.authenticate(headers);
+    if (principal === null) {
       // The body stays unread, so the connection cannot carry another request.
       if (hasBody(req)) res.setHeader("Connection", "close");
     } else {
@@ -55,16 +48,12 @@ export async function answerHot(
     }
     if (body === null) {
       res.setHeader("Connection", "close");
-      const tooLarge = new GatehouseError(
-        "payload_too_large",
-        `request bodies are limited to ${MAX_REQUEST_BODY_BYTES} bytes`,
-      );
-      await sendResponse(res, errorResponse(tooLarge), opts.extraHeaders);
+      await sendResponse(res, errorResponse(payloadTooLarge()), opts.extraHeaders);
       return;
     }
-    const forwarded = headers.get("x-forwarded-proto")?.split(",")[0]?.trim();
-    const origin = `${forwarded === "https" ? "https" : "http"}://${opts.listenHost}`;
-    const response = await handler(webRequest(req, res, origin, body, headers), noParams);
+    const origin = `${forwardedHttps(headers) ? "https" : "http"}://${opts.listenHost}`;
+    const request = webRequest(req, res, origin, body, headers);
+    const response = await handler(request, { params: noParams, principal });
     await sendResponse(res, response, opts.extraHeaders);
   } catch (err) {
     if (res.headersSent || res.destroyed) res.destroy();

@@ -1,8 +1,7 @@
 import "server-only";
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import { MAX_REQUEST_BODY_BYTES } from "../request";
 
-/** Largest request body an API route or `/mcp` accepts (4 MiB); each checks it in its own error format. */
-export const MAX_REQUEST_BODY_BYTES = 4 * 1024 * 1024;
 /**
  * What server/main.ts buffers at most before a handler runs: a backstop a little above
  * {@link MAX_REQUEST_BODY_BYTES}, so a handler's own limit answers first and in its own format.
@@ -13,7 +12,8 @@ export const BRIDGE_MAX_BODY_BYTES = MAX_REQUEST_BODY_BYTES + 64 * 1024;
  * Reads a Node request's body into one buffer, or `null` once it passes `max` bytes (a
  * `Content-Length` over `max` is refused before a byte is read). Reading stops there without
  * destroying the socket, so the caller can still answer 413 (with `Connection: close`).
- * Methods without a body resolve to an empty buffer.
+ * Methods without a body resolve to an empty buffer. This is the bridge's backstop on raw
+ * bytes; the handlers read the web `Request` it builds with `readJsonBody` (server/request.ts).
  */
 export function readBody(req: IncomingMessage, max: number): Promise<Buffer | null> {
   if (req.method === "GET" || req.method === "HEAD") return Promise.resolve(Buffer.alloc(0));

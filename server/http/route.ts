@@ -1,12 +1,11 @@
 import "server-only";
-import { readRequestBody } from "@modelcontextprotocol/sdk/server/requestBody.js";
 import type { z } from "zod";
 import type { ErrorBody } from "@/lib/errors";
 import { GatehouseError } from "@/lib/errors";
 import { type Access, allows, authenticate, checkOrigin, type Principal } from "../auth/access";
 import { logger } from "../log";
+import { MAX_REQUEST_BODY_BYTES, readJsonBody } from "../request";
 import { getRuntime, type Runtime } from "../runtime";
-import { MAX_REQUEST_BODY_BYTES } from "./node-bridge";
 
 const log = logger("http");
 
@@ -54,21 +53,42 @@ function zodMessage(prefix: string, error: z.ZodError): string {
   return `${where}: ${issue?.message ?? "invalid"}`;
 }
 
-type NextContext = { params: Promise<Record<string, string | string[] | undefined>> };
+/** The refusal of a body over {@link MAX_REQUEST_BODY_BYTES}, on the JSON API and the hot path alike. */
+export function payloadTooLarge(): GatehouseError {
+  return new GatehouseError(
+    "payload_too_large",
+    `request bodies are limited to ${MAX_REQUEST_BODY_BYTES} bytes`,
+  );
+}
+
+/**
+ * The second argument of a route handler: what Next passes (`params`), and what the edge
+ * already knows about the request.
+ */
+export interface HandlerContext {
+  params: Promise<Record<string, string | string[] | undefined>>;
+  /**
+   * Who these same headers authenticate, when the hot path (server/main.ts) has looked already
+   * (`null`: nobody); absent on Next's own path, where the handler authenticates itself.
+   */
+  principal?: Principal | null;
+}
 
 /**
  * The one wrapper every API route goes through: authenticates (bearer token or session
- * cookie), checks the role and the Origin of state-changing requests, validates query and body
- * with zod, and turns errors into `{error: {code, message}}` with the code's status.
+ * cookie, unless the edge hands over the principal it found), checks the role and the Origin
+ * of state-changing requests, validates query and body with zod, and turns errors into
+ * `{error: {code, message}}` with the code's status.
  */
 export function route<B extends Schema | undefined = undefined, Q extends Schema | undefined = undefined>(
   opts: RouteOptions<B, Q>,
   handler: (ctx: RouteContext<B, Q>) => Promise<unknown> | unknown,
-): (req: Request, ctx: NextContext) => Promise<Response> {
-  return async (req, nextCtx) => {
+): (req: Request, ctx: HandlerContext) => Promise<Response> {
+  return async (req, handlerCtx) => {
     try {
       const runtime = getRuntime();
-      const principal = authenticate(runtime.db, req.headers);
+      const known = handlerCtx?.principal;
+      const principal = known === undefined ? authenticate(runtime.db, req.headers) : known;
       const isPublic = opts.access.includes("public");
       if (!isPublic) {
         if (!principal) {
@@ -83,7 +103,7 @@ export function route<B extends Schema | undefined = undefined, Q extends Schema
       }
       checkOrigin(req.method, req.headers, req.url, principal?.via === "bearer", runtime.publicOrigin);
 
-      const rawParams = (await nextCtx?.params) ?? {};
+      const rawParams = (await handlerCtx?.params) ?? {};
       const params: Record<string, string> = {};
       for (const [k, v] of Object.entries(rawParams)) if (typeof v === "string") params[k] = v;
 
@@ -95,20 +115,12 @@ export function route<B extends Schema | undefined = undefined, Q extends Schema
       }
       let body: unknown;
       if (opts.body) {
-        const text = await readRequestBody(req, MAX_REQUEST_BODY_BYTES);
-        if (text.tooLarge) {
-          throw new GatehouseError(
-            "payload_too_large",
-            `request bodies are limited to ${MAX_REQUEST_BODY_BYTES} bytes`,
-          );
-        }
-        let raw: unknown;
-        try {
-          raw = JSON.parse(text.text);
-        } catch {
+        const raw = await readJsonBody(req);
+        if (!raw.ok) {
+          if (raw.problem === "too_large") throw payloadTooLarge();
           throw new GatehouseError("invalid_body", "the request body must be JSON");
         }
-        const parsed = opts.body.safeParse(raw);
+        const parsed = opts.body.safeParse(raw.value);
         if (!parsed.success) throw new GatehouseError("invalid_body", zodMessage("body", parsed.error));
         body = parsed.data;
       }

@@ -1,0 +1,207 @@
+/**
+ * `/mcp` sessions: who owns them, the per-token cap and its eviction, idleness, revocation,
+ * DELETE and restarts, through the real route module and the SDK's own client.
+ */
+import { describe, expect, it, vi } from "vitest";
+import { revokeToken } from "@/server/auth/tokens";
+import { connectMcp, initializeRequest, MCP_URL, type McpHandler, routeHandler } from "@/test/support/mcp";
+import {
+  ADD_NOTE,
+  callStatus,
+  createAgentToken,
+  createTestUser,
+  enableTool,
+  waitForEvent,
+} from "@/test/support/runtime";
+import { endpointFixtures, expectRefused } from "./endpoint-fixtures";
+
+const { start, forget, endpoint, connect } = endpointFixtures();
+
+describe("sessions", () => {
+  it("a request without Mcp-Session-Id that is not initialize is refused with 400", async () => {
+    const t = await start();
+    const token = createAgentToken(t.runtime, "bot");
+    const res = await routeHandler(
+      new Request(MCP_URL, {
+        method: "POST",
+        headers: {
+          host: "127.0.0.1:3000",
+          authorization: `Bearer ${token}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
+      }),
+    );
+    expect(await expectRefused(res, 400)).toMatch(/Mcp-Session-Id/);
+    expect(t.runtime.agentMcp.sessionCount()).toBe(0);
+  });
+
+  it("a session belongs to its token: another token presenting its id gets 404", async () => {
+    const t = await start();
+    const mine = await connect({ token: createAgentToken(t.runtime, "bot") });
+    const other = createAgentToken(t.runtime, "other-bot");
+    const res = await routeHandler(
+      new Request(MCP_URL, {
+        method: "POST",
+        headers: {
+          host: "127.0.0.1:3000",
+          authorization: `Bearer ${other}`,
+          "mcp-session-id": mine.transport.sessionId ?? "",
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/list", params: {} }),
+      }),
+    );
+    expect(await expectRefused(res, 404)).toMatch(/Session not found/);
+    // The owner's session is unaffected.
+    expect((await mine.client.listTools()).tools).toEqual([]);
+  });
+
+  it("DELETE ends the session: it is gone from the server and its id answers 404", async () => {
+    const t = await start();
+    const token = createAgentToken(t.runtime, "bot");
+    const c = await connectMcp({ token });
+    const sid = c.transport.sessionId ?? "";
+    expect(t.runtime.agentMcp.sessionCount("bot")).toBe(1);
+    await c.close({ terminate: true });
+    expect(t.runtime.agentMcp.sessionCount("bot")).toBe(0);
+    const res = await routeHandler(
+      new Request(MCP_URL, {
+        method: "GET",
+        headers: {
+          host: "127.0.0.1:3000",
+          authorization: `Bearer ${token}`,
+          "mcp-session-id": sid,
+          accept: "text/event-stream",
+        },
+      }),
+    );
+    await expectRefused(res, 404);
+  });
+
+  it("at the per-token cap the least recently active idle session is evicted; other tokens are not touched", async () => {
+    const t = await start();
+    const e = endpoint(t, { maxSessionsPerToken: 2 });
+    const handler: McpHandler = (req) => e.handle(req);
+    const token = createAgentToken(t.runtime, "bot");
+    const otherToken = createAgentToken(t.runtime, "other-bot");
+    const other = await connect({ token: otherToken, handler });
+    const first = await connect({ token, handler });
+    const second = await connect({ token, handler });
+    // The first is used again, so the second is now the least recently active.
+    await first.client.listTools();
+    const third = await connect({ token, handler });
+    expect(e.sessionCount("bot")).toBe(2);
+    await expect(second.client.listTools()).rejects.toThrow(/404|Session not found/);
+    await first.client.listTools();
+    await third.client.listTools();
+    expect(e.sessionCount("other-bot")).toBe(1);
+    await other.client.listTools();
+  });
+
+  it("sessions holding a call are never evicted: when all of them hold one, a new session is refused with 429", async () => {
+    const t = await start({ approvals: { waitSeconds: 30 } });
+    enableTool(t.runtime, ADD_NOTE);
+    const e = endpoint(t, { maxSessionsPerToken: 1 });
+    const handler: McpHandler = (req) => e.handle(req);
+    const token = createAgentToken(t.runtime, "bot");
+    const holder = await connect({ token, handler });
+    const pending = waitForEvent(t.runtime.bus, (ev) => ev.type === "call" && ev.status === "pending");
+    const held = holder.client.callTool({ name: ADD_NOTE, arguments: { text: "wait for me" } });
+    await pending;
+    const res = await e.handle(initializeRequest({ authorization: `Bearer ${token}` }));
+    expect(await expectRefused(res, 429)).toMatch(/Too many sessions/);
+    expect(e.sessionCount("bot")).toBe(1);
+    const reviewer = await createTestUser(t.runtime, "rita", ["reviewer"]);
+    const [call] = t.runtime.broker.list({ status: "pending", limit: 1 });
+    t.runtime.broker.deny(reviewer.user.name, call?.id ?? "", "not now");
+    expect((await held).isError).toBe(true);
+  });
+
+  it("an idle session (no request, no open stream) is closed after the idle timeout", async () => {
+    const t = await start();
+    const token = createAgentToken(t.runtime, "bot");
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval", "Date"] });
+    const e = endpoint(t, { idleMs: 60_000 });
+    const res = await e.handle(initializeRequest({ authorization: `Bearer ${token}` }));
+    expect(res.status).toBe(200);
+    await res.text();
+    expect(e.sessionCount("bot")).toBe(1);
+    vi.advanceTimersByTime(59_000);
+    expect(e.sessionCount("bot")).toBe(1);
+    vi.advanceTimersByTime(31_000);
+    expect(e.sessionCount("bot")).toBe(0);
+  });
+
+  it("a session whose client keeps its event stream open is not idle", async () => {
+    const t = await start();
+    const token = createAgentToken(t.runtime, "bot");
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval", "Date"] });
+    const e = endpoint(t, { idleMs: 60_000 });
+    // The SDK client opens its GET stream right after initialization.
+    let streamOpened: () => void = () => undefined;
+    const opened = new Promise<void>((resolve) => {
+      streamOpened = resolve;
+    });
+    const listening = await connect({
+      token,
+      handler: async (req) => {
+        const res = await e.handle(req);
+        if (req.method === "GET" && res.status === 200) streamOpened();
+        return res;
+      },
+    });
+    await opened;
+    vi.advanceTimersByTime(5 * 60_000);
+    expect(e.sessionCount("bot")).toBe(1);
+    await listening.client.listTools();
+  });
+
+  it("revoking a token closes its sessions at the next sweep", async () => {
+    const t = await start();
+    const token = createAgentToken(t.runtime, "bot");
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval", "Date"] });
+    const e = endpoint(t, { idleMs: 60_000 });
+    await connect({ token, handler: (req) => e.handle(req) });
+    revokeToken(t.runtime.db, { name: "bot", actor: "test" });
+    vi.advanceTimersByTime(30_000);
+    expect(e.sessionCount("bot")).toBe(0);
+  });
+
+  it("a restart drops every session but not the pending call, which can still be decided", async () => {
+    const first = await start({ approvals: { waitSeconds: 60 } });
+    enableTool(first.runtime, ADD_NOTE);
+    const token = createAgentToken(first.runtime, "bot");
+    const c = await connectMcp({ token });
+    const sid = c.transport.sessionId ?? "";
+    const pending = waitForEvent(first.runtime.bus, (ev) => ev.type === "call" && ev.status === "pending");
+    const held = c.client.callTool({ name: ADD_NOTE, arguments: { text: "survive" } });
+    const event = await pending;
+    const id = event?.type === "call" ? event.id : "";
+    await first.stop({ keepDir: true });
+    forget();
+    await c.client.close();
+    await expect(held).rejects.toThrow(/closed/i);
+
+    const second = await start({ dir: first.dir });
+    expect(callStatus(second.runtime, id)).toBe("pending");
+    expect(second.runtime.agentMcp.sessionCount()).toBe(0);
+    const res = await routeHandler(
+      new Request(MCP_URL, {
+        method: "GET",
+        headers: {
+          host: "127.0.0.1:3000",
+          authorization: `Bearer ${token}`,
+          "mcp-session-id": sid,
+          accept: "text/event-stream",
+        },
+      }),
+    );
+    await expectRefused(res, 404);
+    const reviewer = await createTestUser(second.runtime, "rita", ["reviewer"]);
+    second.runtime.broker.deny(reviewer.user.name, id, "after the restart");
+    expect(callStatus(second.runtime, id)).toBe("denied");
+  });
+});
