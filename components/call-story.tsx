@@ -13,7 +13,7 @@ import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatBytes, formatDateTime, formatDuration } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
 
-/** How the stored form of a result over the cap looks (server/calls/broker.ts `capResult`). */
+/** How the stored form of a result over the cap looks (`capResult` in server/calls/call-row.ts). */
 interface TruncatedResult {
   truncated: true;
   bytes: number;

@@ -1,5 +1,4 @@
 import "server-only";
-import type { ServerView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import { AgentMcpEndpoint } from "./agent-mcp/endpoint";
 import { LoginThrottle } from "./auth/access";
@@ -11,7 +10,6 @@ import type { GatehouseConfig } from "./config";
 import { EventBus } from "./events";
 import { logger, registerSecrets } from "./log";
 import { McpManager } from "./mcp/manager";
-import { serverViews } from "./servers/status";
 import { type Db, openDb } from "./store/db";
 
 const log = logger("gatehouse");
@@ -28,8 +26,6 @@ export interface Runtime {
   agentMcp: AgentMcpEndpoint;
   /** `GATEHOUSE_PUBLIC_ORIGIN`, when Gatehouse is reached through a proxy. */
   publicOrigin: string | undefined;
-  /** Every configured server's status, as the owner's status page shows it. */
-  servers(): ServerView[];
   stop(): Promise<void>;
 }
 
@@ -103,7 +99,6 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
       publicOrigin: opts.publicOrigin,
     }),
     publicOrigin: opts.publicOrigin,
-    servers: () => serverViews(manager, db),
     async stop() {
       // Sessions first: their held calls stop waiting (and stay pending in the store).
       await runtime.agentMcp.close();

@@ -25,8 +25,9 @@ function roomOf(file: string): string {
   return parts.length > 2 ? `server/${second}` : `server/${second.replace(/\.(tsx?|json)$/, "")}`;
 }
 
+/** `import … from "x"`, `export … from "x"`, `import "x"` (side effects only), `import("x")`, `require("x")`. */
 const IMPORT =
-  /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g;
+  /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+["']([^"']+)["']|(?:^|\n)\s*import\s+["']([^"']+)["']|(?:import|require)\(\s*["']([^"']+)["']\s*\)/g;
 
 /** Room → rooms it imports (static, dynamic and type-only imports alike), with one example file each. */
 function roomGraph(): Map<string, Map<string, string>> {
@@ -34,7 +35,7 @@ function roomGraph(): Map<string, Map<string, string>> {
   for (const file of ["server", "lib", "components", "app"].flatMap((d) => sourceFiles(path.join(root, d)))) {
     const text = readFileSync(file, "utf8");
     for (const m of text.matchAll(IMPORT)) {
-      const spec = m[1] ?? m[2] ?? "";
+      const spec = m[1] ?? m[2] ?? m[3] ?? "";
       let target: string;
       if (spec.startsWith("@/")) target = path.join(root, spec.slice(2));
       else if (spec.startsWith(".")) target = path.resolve(path.dirname(file), spec);

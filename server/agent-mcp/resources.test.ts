@@ -16,6 +16,7 @@ import {
   type TestRuntime,
   waitForEvent,
 } from "@/test/support/runtime";
+import { serverViews } from "../servers/status";
 import { RESOURCE_NOT_FOUND, unwrapUri, wrapUri } from "./resources";
 
 const EVERYTHING = path.join(REPO_ROOT, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
@@ -47,7 +48,8 @@ describe("resources", () => {
       servers: { everything: { command: "node", args: [EVERYTHING, "stdio"], enabled: true } },
     });
     // "ready" is set after the first tool list is stored, so its catalogue rows exist by then.
-    const ready = () => rt.runtime.servers().find((s) => s.name === "everything")?.state === "ready";
+    const ready = () =>
+      serverViews(rt.runtime.manager, rt.runtime.db).find((s) => s.name === "everything")?.state === "ready";
     await waitForEvent(rt.runtime.bus, (e) => e.type === "server" && ready(), {
       already: ready,
       timeoutMs: 20_000,

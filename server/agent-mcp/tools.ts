@@ -7,7 +7,7 @@ import type {
   Tool,
   ToolAnnotations,
 } from "@modelcontextprotocol/sdk/types.js";
-import { type AgentToolView, type CallView, finalCallStatuses } from "@/lib/api-types";
+import { type AgentToolView, type CallView, isFinalCallStatus } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import type { CallBroker, Requester } from "../calls/broker";
 import { cleanDescription } from "../catalogue/definition";
@@ -89,8 +89,6 @@ export interface CallContext {
 export function holdSeconds(waitSeconds: number): number {
   return waitSeconds >= 10 ? waitSeconds - 1 : waitSeconds;
 }
-
-const isFinal = (status: string) => (finalCallStatuses as readonly string[]).includes(status);
 
 function text(message: string, call: CallView | null, isError = true): CallToolResult {
   return {
@@ -189,7 +187,8 @@ export async function callTool(
     throw err;
   }
   const checkUrl = `${ctx.baseUrl}/api/calls/${outcome.call.id}`;
-  if (outcome.httpStatus === 200 || isFinal(outcome.call.status)) return finalResult(outcome.call, checkUrl);
+  if (outcome.httpStatus === 200 || isFinalCallStatus(outcome.call.status))
+    return finalResult(outcome.call, checkUrl);
   return hold(ctx, outcome.call, extra, checkUrl);
 }
 
@@ -237,7 +236,9 @@ async function hold(
       ctx.endStream(extra.requestId);
     }
     // After a cancellation or teardown the SDK sends nothing; the call stays in the store.
-    return isFinal(view.status) ? finalResult(view, checkUrl) : stillWaitingResult(view, seconds, checkUrl);
+    return isFinalCallStatus(view.status)
+      ? finalResult(view, checkUrl)
+      : stillWaitingResult(view, seconds, checkUrl);
   } finally {
     clearInterval(timer);
     unsubscribe();

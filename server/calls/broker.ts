@@ -33,8 +33,7 @@ import {
 import { runCall } from "./run";
 import { transition } from "./transition";
 
-export { type CallRow, callCursor, capResult, RESULT_STORE_MAX_BYTES, type Requester } from "./call-row";
-export type { CallListParams } from "./queries";
+export { callCursor, RESULT_STORE_MAX_BYTES, type Requester } from "./call-row";
 
 export interface BrokerDeps {
   db: Db;
@@ -50,8 +49,10 @@ const RECENT_RESULT_MS = 5 * 60 * 1000;
 /**
  * The call broker: checks a call, runs read-only tools at once, holds destructive ones as
  * `pending` until a reviewer decides, and records every step. Every move of a call after its
- * birth is a {@link transition}: a conditional update on its current status with its audit row
- * in the same transaction, so concurrent deciders cannot both win and no move goes unrecorded.
+ * birth is a conditional update on its current status with its audit row in the same
+ * transaction: a decision is a {@link transition}, committed at once; a tool's outcome is
+ * `runCall`'s write, group-committed with the calls arriving beside it. So concurrent deciders
+ * cannot both win, and no move goes unrecorded.
  */
 export class CallBroker {
   private readonly recent = new Map<string, { result: unknown; at: number }>();
@@ -191,8 +192,12 @@ export class CallBroker {
         });
       });
       const outcome = await this.execute({ ...started, args });
-      // The view is built from what was just written: no read-back of the row.
-      return { httpStatus: 200, call: toView({ ...started, ...outcome.stored }, toolNow, outcome.full) };
+      // The view is built from what was just written: no read-back of the row, unless the row was
+      // taken out of `running` meanwhile and the outcome was not written.
+      const view = outcome.moved
+        ? toView({ ...started, ...outcome.stored }, toolNow, outcome.full)
+        : callView(db, call.id);
+      return { httpStatus: 200, call: view };
     }
     const pending: CallRow = {
       ...call,
@@ -216,6 +221,8 @@ export class CallBroker {
   /** Runs a `running` call, records its outcome and publishes it; held calls keep their full result. */
   private async execute(call: Parameters<typeof runCall>[1]) {
     const outcome = await runCall({ ...this.deps, writes: this.writes }, call);
+    // A call that was no longer running got no outcome: nothing to keep or announce.
+    if (!outcome.moved) return outcome;
     // Only calls someone may be waiting on (held for approval) keep their full result in memory.
     if (outcome.full !== undefined && call.destructive) {
       this.recent.set(call.id, { result: outcome.full, at: Date.now() });

@@ -27,8 +27,9 @@ export function insertCall(db: Db, row: CallRow): void {
 }
 
 /**
- * Writes a running call's outcome; a call no longer `running` (interrupted by a restart meanwhile)
- * is left as it is. Returns whether the row moved.
+ * Writes a running call's outcome; a call that is no longer `running` is left as it is (another
+ * Gatehouse started on the same store marks the calls it finds running `interrupted`). Returns
+ * whether the row moved.
  */
 export function finishCall(db: Db, id: string, outcome: OutcomeColumns): boolean {
   const finish = prepared(db, "calls.finish", () =>

@@ -25,13 +25,15 @@ export type RunnableCall = Pick<
 
 /**
  * Asks the tool server and records the outcome, `running → succeeded | failed`, with its audit
- * row in the same group-committed write, before resolving. Never throws for the tool's sake: a
- * failure of the call is its outcome. Returns the columns written and the full result, if any.
+ * row in the same group-committed write, before resolving. Like `transition()`, it moves
+ * only a call still `running`, and writes the audit row only when the call moved (`moved`).
+ * Never throws for the tool's sake: a failure of the call is its outcome. Returns the columns
+ * written and the full result, if any.
  */
 export async function runCall(
   deps: RunDeps,
   call: RunnableCall,
-): Promise<{ stored: OutcomeColumns & { status: "succeeded" | "failed" }; full: unknown }> {
+): Promise<{ stored: OutcomeColumns & { status: "succeeded" | "failed" }; full: unknown; moved: boolean }> {
   const started = Date.now();
   let full: unknown;
   let truncatedNote: string | null = null;
@@ -62,8 +64,10 @@ export async function runCall(
   }
   stored.finishedAt = nowIso();
   const durationMs = Date.now() - started;
+  let moved = false;
   await deps.writes.write(() => {
-    finishCall(deps.db, call.id, stored);
+    moved = finishCall(deps.db, call.id, stored);
+    if (!moved) return;
     writeAudit(deps.db, {
       actor: call.requesterName,
       action: outcomeAction(stored.status),
@@ -73,5 +77,5 @@ export async function runCall(
       durationMs,
     });
   });
-  return { stored, full };
+  return { stored, full, moved };
 }

@@ -3,6 +3,7 @@
  * not at all. "Killing the write between them" is done with a real SQLite trigger that makes the
  * audit insert fail after the status update has run in the same transaction.
  */
+import path from "node:path";
 import { asc, eq } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
 import type { LiveEvent } from "@/lib/api-types";
@@ -12,14 +13,18 @@ import {
   createTestUser,
   enableTool,
   LIST_NOTES,
+  REPO_ROOT,
   request,
   startTestRuntime,
   type TestRuntime,
   waitForCallStatus,
+  waitForEvent,
 } from "@/test/support/runtime";
+import { getToolRow, updateTool } from "../catalogue/catalogue";
 import { EventBus } from "../events";
 import { type Db, openDb } from "../store/db";
 import { auditEvents, calls } from "../store/schema";
+import { runtimes } from "./call-fixtures";
 import { type CallRow, newCall } from "./call-row";
 import { insertCall } from "./queries";
 import { CALL_TRANSITIONS, type MovableStatus, transition } from "./transition";
@@ -206,5 +211,49 @@ describe("the broker's decisions are atomic with their audit rows", () => {
     expect(row?.status).toBe("running");
     expect(row?.result).toBeNull();
     expect(auditOf(runtime.db, row?.id ?? "").map((a) => a.action)).toEqual(["call.started"]);
+  });
+});
+
+describe("an outcome for a call that is no longer running", () => {
+  const { start } = runtimes();
+
+  it("is not written: no outcome columns, no audit row and no event, and the caller sees the call as stored", async () => {
+    const rt = await start({
+      servers: {
+        silent: {
+          command: process.execPath,
+          args: [path.join(REPO_ROOT, "test", "fixtures", "servers", "silent.mjs")],
+          timeoutMs: 300,
+          enabled: true,
+        },
+      },
+    });
+    const { db, bus } = rt.runtime;
+    await waitForEvent(bus, () => getToolRow(db, "silent_hang") !== null, {
+      already: () => getToolRow(db, "silent_hang") !== null,
+      what: () => "the silent server's tool",
+    });
+    // Never answers: vouched read-only, its call runs at once and fails at its deadline.
+    updateTool(db, { localName: "silent_hang", actor: "owner", status: "enabled", vouch: true });
+    const events: LiveEvent[] = [];
+    bus.subscribe((e) => events.push(e));
+    const answer = rt.runtime.broker.request(
+      { kind: "agent", name: "agent-a" },
+      { tool: "silent_hang", arguments: {} },
+    );
+    // The start is committed at the next turn of the event loop (group commit), the tool asked right after.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(db.select().from(calls).get()?.status).toBe("running");
+    const id = (db.select().from(calls).get() as { id: string }).id;
+    // What another Gatehouse starting on the same store does to the calls it finds running.
+    db.$client.prepare("UPDATE calls SET status = 'interrupted' WHERE id = ?").run(id);
+
+    const { call } = await answer;
+    expect(call.status).toBe("interrupted");
+    const row = db.select().from(calls).where(eq(calls.id, id)).get();
+    expect(row?.status).toBe("interrupted");
+    expect(row?.errorCode).toBeNull();
+    expect(auditOf(db, id).map((a) => a.action)).toEqual(["call.started"]);
+    expect(events.filter((e) => e.type === "call" && e.id === id && e.status !== "running")).toEqual([]);
   });
 });

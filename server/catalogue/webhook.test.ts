@@ -15,6 +15,7 @@ import { DEMO_SERVER, REPO_ROOT, waitForEvent } from "@/test/support/runtime";
 import { validateConfig } from "../config";
 import type { Logger } from "../log";
 import { createRuntime, type Runtime } from "../runtime";
+import { serverViews } from "../servers/status";
 import { type Db, openDb } from "../store/db";
 import { syncServerTools } from "./catalogue";
 import { type CatalogueWebhook, type CatalogueWebhookPayload, createCatalogueWebhook } from "./webhook";
@@ -252,7 +253,7 @@ describe("catalogue webhook", () => {
     ]);
     // The catalogue was stored in the same refresh that was posted.
     await waitForEvent(runtime.bus, (e) => e.type === "catalogue", {
-      already: () => runtime.servers()[0]?.tools.proposed === 2,
+      already: () => serverViews(runtime.manager, runtime.db)[0]?.tools.proposed === 2,
     });
   }, 30_000);
 });

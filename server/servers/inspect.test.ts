@@ -14,6 +14,7 @@ import {
   type TestRuntime,
   waitForEvent,
 } from "@/test/support/runtime";
+import { serverViews } from "./status";
 
 const EVERYTHING = path.join(REPO_ROOT, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 
@@ -24,7 +25,8 @@ beforeEach(async () => {
   rt = await startTestRuntime({
     servers: { everything: { command: "node", args: [EVERYTHING, "stdio"], enabled: true } },
   });
-  const ready = () => rt.runtime.servers().find((s) => s.name === "everything")?.state === "ready";
+  const ready = () =>
+    serverViews(rt.runtime.manager, rt.runtime.db).find((s) => s.name === "everything")?.state === "ready";
   await waitForEvent(rt.runtime.bus, (e) => e.type === "server" && ready(), {
     already: ready,
     timeoutMs: 20_000,

@@ -14,6 +14,7 @@ import {
   type TestRuntime,
   waitForEvent,
 } from "@/test/support/runtime";
+import { serverViews } from "./status";
 
 let rt: TestRuntime;
 let cookie: string;
@@ -28,7 +29,7 @@ afterEach(() => rt.stop());
 
 describe("reconnecting a server", () => {
   it("dials again, writes the owner's audit row and answers with the server's view", async () => {
-    const demo = () => rt.runtime.servers().find((s) => s.name === "demo");
+    const demo = () => serverViews(rt.runtime.manager, rt.runtime.db).find((s) => s.name === "demo");
     const dials = () => demo()?.history.filter((h) => h.state === "connecting").length ?? 0;
     const before = dials();
     const res = await request("POST", "/api/servers/demo/reconnect", { cookie });

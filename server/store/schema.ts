@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import { callStatuses } from "@/lib/api-types";
+// Relative, not "@/…": drizzle-kit loads this file without the tsconfig path aliases.
+import { callStatuses } from "../../lib/api-types";
 
 const now = sql`(strftime('%Y-%m-%dT%H:%M:%fZ','now'))`;
 
