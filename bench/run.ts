@@ -272,6 +272,7 @@ if (want("dial")) {
       servers: [config],
       approvals: { expireAfterSeconds: 900, waitSeconds: 60, selfApproval: false },
       catalogue: { descriptionMaxChars: 1024, refreshSeconds: 0 },
+      notifications: { publicUrl: null, webhooks: [], email: null },
     },
     { log: quiet, onState: (s) => s.state === "ready" && ready(), onTools: () => {} },
   );

@@ -35,12 +35,21 @@ import { transition } from "./transition";
 
 export { callCursor, RESULT_STORE_MAX_BYTES, type Requester } from "./call-row";
 
+/** The moments of a call that people are told of (PRODUCT.md §10). */
+export type CallEventName = "call.pending" | "call.decided" | "call.expired" | "call.interrupted";
+
 export interface BrokerDeps {
   db: Db;
   bus: EventBus;
   log: Logger;
   approvals: { expireAfterSeconds: number; selfApproval: boolean };
   callTool(server: string, tool: string, args: Record<string, unknown>): Promise<CallToolResult>;
+  /**
+   * Called inside the transaction that makes `event` true of `call` (the new pending row, or the
+   * move out of pending or running), so what it writes (the notification outbox) is committed
+   * with the call or not at all. Synchronous; a throw fails the call's write. Default: nothing.
+   */
+  notify?: (db: Db, event: CallEventName, call: CallRow) => void;
 }
 
 /** Full results of recent calls are kept in memory this long for waiting agents. */
@@ -71,6 +80,7 @@ export class CallBroker {
     transition(db, bus, {
       from: "running",
       to: "interrupted",
+      alsoWrite: (c) => this.deps.notify?.(db, "call.interrupted", c),
       set: {
         finishedAt: nowIso(),
         errorCode: "interrupted",
@@ -213,6 +223,7 @@ export class CallBroker {
         callId: call.id,
         detail: need.reason,
       });
+      this.deps.notify?.(db, "call.pending", pending);
     });
     this.deps.bus.publish({ type: "call", id: call.id, status: "pending" });
     return { httpStatus: 202, call: toView(pending, toolNow) };
@@ -291,6 +302,7 @@ export class CallBroker {
         },
         actor: reviewer,
         audit: (c) => ({ detail: `approval refused: ${problem.message}`, durationMs: pendingMs(c) }),
+        alsoWrite: (c) => this.deps.notify?.(db, "call.decided", c),
       });
       if (moved.length === 0) throw this.alreadyDecided(id);
       throw new GatehouseError(problem.code, `Approval refused: ${problem.message}.`);
@@ -303,6 +315,7 @@ export class CallBroker {
       set: { decidedAt: now, decidedBy: reviewer, startedAt: now },
       actor: reviewer,
       audit: (c) => ({ durationMs: pendingMs(c) }),
+      alsoWrite: (c) => this.deps.notify?.(db, "call.decided", c),
     });
     if (moved.length === 0) throw this.alreadyDecided(id);
     const run = this.execute({ ...row, args: JSON.parse(row.arguments) as Record<string, unknown> }).then(
@@ -325,6 +338,7 @@ export class CallBroker {
       set: { decidedAt: now, decidedBy: reviewer, reason, finishedAt: now },
       actor: reviewer,
       audit: (c) => ({ detail: reason, durationMs: pendingMs(c) }),
+      alsoWrite: (c) => this.deps.notify?.(db, "call.decided", c),
     });
     if (moved.length === 0) throw this.alreadyDecided(id);
     return callView(db, id);
@@ -371,6 +385,7 @@ export class CallBroker {
       set: { finishedAt: now },
       actor: "gatehouse",
       audit: (c) => ({ durationMs: pendingMs(c) }),
+      alsoWrite: (c) => this.deps.notify?.(this.deps.db, "call.expired", c),
     });
   }
 

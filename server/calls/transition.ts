@@ -45,12 +45,8 @@ type TransitionColumns = Partial<
   >
 >;
 
-/** What a transition returns of each call it moved. */
-export interface MovedCall {
-  id: string;
-  tool: string;
-  createdAt: string;
-}
+/** What a transition returns of each call it moved: its row as it now is. */
+export type MovedCall = CallRow;
 
 export interface TransitionSpec<F extends MovableStatus> {
   from: F;
@@ -64,6 +60,11 @@ export interface TransitionSpec<F extends MovableStatus> {
   actor: string;
   /** The audit row's detail and duration for one moved call. */
   audit: (call: MovedCall) => { detail?: string | null; durationMs?: number | null };
+  /**
+   * Runs for each moved call inside the same transaction, after its audit row: writes that must
+   * stand or fall with the move (the notification outbox). A throw rolls the whole move back.
+   */
+  alsoWrite?: (call: MovedCall) => void;
 }
 
 /**
@@ -91,10 +92,11 @@ export function transition<F extends MovableStatus>(
           spec.dueBy === undefined ? undefined : lte(calls.expiresAt, spec.dueBy),
         ),
       )
-      .returning({ id: calls.id, tool: calls.tool, createdAt: calls.createdAt })
+      .returning()
       .all();
     for (const row of rows) {
       writeAudit(db, { actor: spec.actor, action, subject: row.tool, callId: row.id, ...spec.audit(row) });
+      spec.alsoWrite?.(row);
     }
     return rows;
   });

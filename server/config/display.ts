@@ -55,6 +55,22 @@ export function safeUrl(url: string): string {
   return url.replace(/[?#].*$/s, "").replace(/^([^:/?#]+:\/\/)?[^/?#]*@/, "$1");
 }
 
+/**
+ * An SMTP URL (as written or expanded) safe to show anywhere: the password as "***", no query
+ * string or fragment: `smtps://gatehouse:***@smtp.example.com:465`. Everything before the last
+ * "@" is treated as user-info, so a password holding "@", "/" or "?" is still hidden.
+ */
+export function safeSmtpUrl(url: string): string {
+  const at = url.lastIndexOf("@");
+  if (at < 0) return url.replace(/[?#].*$/s, "");
+  const schemeEnd = url.indexOf("://");
+  const start = schemeEnd >= 0 && schemeEnd < at ? schemeEnd + 3 : 0;
+  const userInfo = url.slice(start, at);
+  const colon = userInfo.indexOf(":");
+  const user = colon >= 0 ? `${userInfo.slice(0, colon)}:***` : userInfo;
+  return `${url.slice(0, start)}${user}${url.slice(at).replace(/[?#].*$/s, "")}`;
+}
+
 function quoteArg(arg: string): string {
   return /^[\w\-./:=@%+,]+$/.test(arg) ? arg : JSON.stringify(arg);
 }

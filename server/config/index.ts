@@ -3,7 +3,7 @@
  * files behind it. load.ts reads the file, validate.ts and servers.ts check it, expand.ts owns
  * `${VAR}` references, display.ts shows issues and targets, types.ts holds the shapes.
  */
-export { ConfigError, childPath, describeTarget, formatIssues, safeUrl } from "./display";
+export { ConfigError, childPath, describeTarget, formatIssues, safeSmtpUrl, safeUrl } from "./display";
 export type { Expansion } from "./expand";
 export { expandVars } from "./expand";
 export { configPathFromEnv, loadConfig, loadConfigFile, scanJson } from "./load";
@@ -15,9 +15,14 @@ export type {
   CatalogueConfig,
   ConfigIssue,
   ConfigResult,
+  EmailConfig,
   GatehouseConfig,
+  NotificationEvent,
+  NotificationsConfig,
   ServerConfig,
   Transport,
   ValidateOptions,
+  WebhookConfig,
 } from "./types";
+export { NOTIFICATION_EVENTS } from "./types";
 export { validateConfig } from "./validate";

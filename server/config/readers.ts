@@ -71,21 +71,45 @@ export function reportingExpander(
   };
 }
 
+/** What {@link readUrl} says about one kind of URL field. */
+export interface UrlRules {
+  /** A URL of the right shape, shown in fixes. */
+  readonly example: string;
+  /** The fix for a URL with a user:password part: where credentials go instead. */
+  readonly credentials: string;
+  /**
+   * The path and query may hold a secret (a webhook's token): a message then echoes the text as
+   * written only up to its host. Otherwise it is echoed up to its query string.
+   */
+  readonly secretPath: boolean;
+}
+
+/** `mcpServers.*.url`. */
+export const SERVER_URL: UrlRules = {
+  example: "https://host/mcp",
+  credentials: 'send credentials in "headers" instead, e.g. "Authorization": "Bearer ${TOKEN}"',
+  secretPath: false,
+};
+
 /**
  * An absolute http(s) URL without user-info, `${VAR}`-expanded; null when it is not one. With a
  * reference unset or malformed the text comes back as written (the expander has reported it).
  */
-export function readUrl(value: unknown, where: string, expand: Expander, issues: Issues): string | null {
+export function readUrl(
+  value: unknown,
+  where: string,
+  expand: Expander,
+  issues: Issues,
+  rules: UrlRules = SERVER_URL,
+): string | null {
   if (typeof value !== "string" || value.trim() === "") {
     issues.error(
       where,
-      `must be an absolute http(s) URL like "https://host/mcp", not ${describeGiven(value)}`,
+      `must be an absolute http(s) URL like ${show(rules.example)}, not ${describeGiven(value)}`,
     );
     return null;
   }
-  // Echo only what is safe: the text as written (variable names, not their values), cut before
-  // any query string, and not at all when it may carry a user:password part.
-  const echo = value.includes("@") ? "the URL" : show(value.replace(/[?#].*$/s, ""));
+  const echo = echoUrl(value, rules.secretPath);
   const expanded = expand(value, where);
   // With a reference unset or malformed the real URL is unknown; that has been reported already.
   if (expanded.unset.length > 0 || expanded.malformed) return value;
@@ -100,17 +124,27 @@ export function readUrl(value: unknown, where: string, expand: Expander, issues:
     (parsed.protocol !== "http:" && parsed.protocol !== "https:") ||
     parsed.hostname === ""
   ) {
-    issues.error(where, `${echo} is not an absolute http(s) URL; use e.g. https://host/mcp`);
+    issues.error(where, `${echo} is not an absolute http(s) URL; use e.g. ${rules.example}`);
     return null;
   }
   if (parsed.username !== "" || parsed.password !== "") {
-    issues.error(
-      where,
-      `must not contain a user:password part; send credentials in "headers" instead, e.g. "Authorization": "Bearer \${TOKEN}"`,
-    );
+    issues.error(where, `must not contain a user:password part; ${rules.credentials}`);
     return null;
   }
   return parsed.href;
+}
+
+/**
+ * Echo only what is safe of a URL as written (variable names, not their values): nothing when it
+ * may carry a user:password part, never its query string, and with `secretPath` nothing after
+ * its host.
+ */
+function echoUrl(text: string, secretPath: boolean): string {
+  if (text.includes("@")) return "the URL";
+  const cut = text.replace(/[?#].*$/s, "");
+  if (!secretPath) return show(cut);
+  const head = /^(?:[A-Za-z][A-Za-z0-9+.-]*:\/\/)?[^/]*/.exec(cut)?.[0] ?? "";
+  return show(head.length < text.length ? `${head}/...` : head);
 }
 
 /** `raw[key]` as an integer within `LIMITS[key]`; the default when absent, or when wrong (reported). */
@@ -149,6 +183,18 @@ export function readBool(raw: Json, key: string, parent: string, fallback: boole
     `must be true or false, not ${typeName(value)}${unquote ? `; write ${value} without quotes` : ""}`,
   );
   return fallback;
+}
+
+/**
+ * The object at `raw[key]` (JSON path `parent.key`); {} when absent, or when not an object (an
+ * error reported, naming `example` as the shape wanted).
+ */
+export function readSection(raw: Json, key: string, parent: string, example: string, issues: Issues): Json {
+  const value = raw[key];
+  if (value === undefined) return {};
+  if (isObject(value)) return value;
+  issues.error(childPath(parent, key), `must be an object like ${example}, not ${typeName(value)}`);
+  return {};
 }
 
 /** Reports every key of `raw` not in `known`, with its hint, a "did you mean", or the known keys. */

@@ -44,7 +44,7 @@ describe("top level", () => {
   it("an unknown key far from every known key lists the known keys", () => {
     const result = check({ mcpServers: {}, logging: true });
     expect(messagesAt(result.errors, "logging")).toEqual([
-      'unknown key "logging"; remove it (known keys: mcpServers, approvals, catalogue, agentEndpoint)',
+      'unknown key "logging"; remove it (known keys: mcpServers, approvals, catalogue, agentEndpoint, notifications)',
     ]);
   });
 
@@ -139,11 +139,17 @@ describe("catalogue.webhook", () => {
 
   it("a webhook that is not an absolute http(s) URL, or carries user:password, is an error with a fix", () => {
     for (const [webhook, pattern] of [
-      ["hooks.example.com/x", /is not an absolute http\(s\) URL; use e\.g\. https:\/\/host\/mcp/],
+      [
+        "hooks.example.com/x",
+        /^"hooks\.example\.com\/\.\.\." is not an absolute http\(s\) URL; use e\.g\. https:\/\/hooks\.example\.com\/\.\.\.$/,
+      ],
       ["ftp://hooks.example.com/x", /is not an absolute http\(s\) URL/],
       ["", /must be an absolute http\(s\) URL/],
-      [42, /must be an absolute http\(s\) URL like "https:\/\/host\/mcp", not a number/],
-      ["https://user:pw@hooks.example.com/x", /must not contain a user:password part/],
+      [42, /must be an absolute http\(s\) URL like "https:\/\/hooks\.example\.com\/\.\.\.", not a number/],
+      [
+        "https://user:pw@hooks.example.com/x",
+        /^must not contain a user:password part; put the receiver's token in the path or query instead \(\$\{VAR\} allowed\)$/,
+      ],
     ] as const) {
       const result = check({ mcpServers: {}, catalogue: { webhook } });
       expect(result.config, String(webhook)).toBeNull();

@@ -196,7 +196,8 @@ export function validateServer(
   };
 }
 
-function suggestServerName(name: string): string | null {
+/** A name like `name` that matches {@link SERVER_NAME_PATTERN} (webhook names follow the same rule), if one is near. */
+export function suggestServerName(name: string): string | null {
   const candidate = name
     .toLowerCase()
     .replace(/[^a-z0-9-]+/g, "-")

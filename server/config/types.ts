@@ -77,6 +77,57 @@ export interface GatehouseConfig {
   catalogue: CatalogueConfig;
   /** `agentEndpoint`: extra Host/Origin values `/mcp` accepts; absent when the file has none. */
   agentEndpoint?: AgentEndpointConfig;
+  /** `notifications`: where reviewers are told of calls; empty (no webhooks, no email) when absent. */
+  notifications: NotificationsConfig;
+}
+
+/** What a notification can be about. */
+export const NOTIFICATION_EVENTS = [
+  "call.pending",
+  "call.decided",
+  "call.expired",
+  "call.interrupted",
+  "catalogue.changed",
+] as const;
+export type NotificationEvent = (typeof NOTIFICATION_EVENTS)[number];
+
+/** One entry of `notifications.webhooks` (or the `catalogue.webhook` shorthand). */
+export interface WebhookConfig {
+  /** Unique among webhooks, `^[a-z][a-z0-9-]{0,30}$`; the shorthand is named "catalogue". */
+  name: string;
+  /** Absolute http(s) URL, `${VAR}`-expanded; a secret (never shown, logged or stored). */
+  url: string;
+  /** "json" (default) or "slack" (`{text, blocks}` for a chat incoming webhook). */
+  format: "json" | "slack";
+  /** The events sent here; at least one. */
+  events: NotificationEvent[];
+  /** HMAC-SHA256 key for `Gatehouse-Signature`, `${VAR}`-expanded (a secret); null: unsigned. */
+  secret: string | null;
+  /** Send argument values with call events. Default false: only their digest. */
+  includeArguments: boolean;
+  /** May the webhook's address be loopback / private / link-local. Default false. */
+  allowPrivate: boolean;
+}
+
+/** `notifications.email`: reviewers with an email address receive its events. */
+export interface EmailConfig {
+  /** `smtp://` or `smtps://` URL, user and password included, `${VAR}`-expanded; a secret. */
+  smtp: string;
+  /** The From address. */
+  from: string;
+  /** The events mailed; default ["call.pending"]. Only call events. */
+  events: NotificationEvent[];
+  /** May the SMTP server's address be loopback / private / link-local. Default false. */
+  allowPrivate: boolean;
+}
+
+/** The `notifications` section. */
+export interface NotificationsConfig {
+  /** Origin links are made with (`notifications.publicUrl`, else `GATEHOUSE_PUBLIC_ORIGIN`); null: unknown. */
+  publicUrl: string | null;
+  /** Every webhook, `catalogue.webhook` included as the one named "catalogue". */
+  webhooks: WebhookConfig[];
+  email: EmailConfig | null;
 }
 
 /**

@@ -1,6 +1,7 @@
 import "server-only";
 import { childPath } from "./display";
 import { writeRefs } from "./expand";
+import { CATALOGUE_WEBHOOK_URL, readNotifications } from "./notifications";
 import type { Json } from "./readers";
 import {
   checkKeys,
@@ -8,6 +9,7 @@ import {
   isObject,
   readBool,
   readInt,
+  readSection,
   readUrl,
   reportingExpander,
   show,
@@ -20,20 +22,21 @@ import type {
   CatalogueConfig,
   ConfigResult,
   GatehouseConfig,
+  NotificationsConfig,
   ServerConfig,
   ValidateOptions,
 } from "./types";
 
 /**
  * Validation of gatehouse.json (PRODUCT.md §2): the top level and its sections here, one
- * `mcpServers` entry in servers.ts.
+ * `mcpServers` entry in servers.ts, `notifications` in notifications.ts.
  *
  * A hand-written walker rather than a zod schema: every message must carry the JSON path and a
  * fix, unknown keys need "did you mean" suggestions, and secret values (header and env values)
  * must never reach a message — all easier to guarantee when each check writes its own text.
  */
 
-const TOP_KEYS = ["mcpServers", "approvals", "catalogue", "agentEndpoint"] as const;
+const TOP_KEYS = ["mcpServers", "approvals", "catalogue", "agentEndpoint", "notifications"] as const;
 const APPROVAL_KEYS = ["expireAfterSeconds", "waitSeconds", "selfApproval"] as const;
 const CATALOGUE_KEYS = ["descriptionMaxChars", "refreshSeconds", "webhook", "webhookAllowPrivate"] as const;
 
@@ -77,7 +80,13 @@ export function validateConfig(raw: unknown, opts: ValidateOptions): ConfigResul
   }
   servers.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 
-  const approvalsRaw = section(raw, "approvals", '{"expireAfterSeconds": 900, "waitSeconds": 60}', issues);
+  const approvalsRaw = readSection(
+    raw,
+    "approvals",
+    "",
+    '{"expireAfterSeconds": 900, "waitSeconds": 60}',
+    issues,
+  );
   checkKeys(approvalsRaw, APPROVAL_KEYS, "approvals", {}, issues);
   const approvals: ApprovalsConfig = {
     expireAfterSeconds: readInt(approvalsRaw, "expireAfterSeconds", "approvals", issues),
@@ -85,9 +94,10 @@ export function validateConfig(raw: unknown, opts: ValidateOptions): ConfigResul
     selfApproval: readBool(approvalsRaw, "selfApproval", "approvals", false, issues),
   };
 
-  const catalogueRaw = section(
+  const catalogueRaw = readSection(
     raw,
     "catalogue",
+    "",
     '{"descriptionMaxChars": 1024, "refreshSeconds": 300}',
     issues,
   );
@@ -103,9 +113,18 @@ export function validateConfig(raw: unknown, opts: ValidateOptions): ConfigResul
   }
 
   const agentEndpoint = readAgentEndpoint(raw, issues);
+  const notifications: NotificationsConfig = readNotifications(
+    raw,
+    catalogue,
+    catalogueRaw.webhook !== undefined,
+    opts,
+    issues,
+  );
 
   const config: GatehouseConfig | null =
-    issues.errors.length === 0 ? { path: opts.path ?? "", servers, approvals, catalogue } : null;
+    issues.errors.length === 0
+      ? { path: opts.path ?? "", servers, approvals, catalogue, notifications }
+      : null;
   if (config && agentEndpoint) config.agentEndpoint = agentEndpoint;
   return { config, errors: issues.errors, warnings: issues.warnings };
 }
@@ -116,7 +135,7 @@ const HOST_VALUE = /^(?:[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?|\[[0-9a-f:.]+\])(?::\d{
 /** `agentEndpoint`, or undefined when the file has none. */
 function readAgentEndpoint(raw: Json, issues: Issues): AgentEndpointConfig | undefined {
   if (raw.agentEndpoint === undefined) return undefined;
-  const value = section(raw, "agentEndpoint", '{"allowedHosts": ["gatehouse.lan:3000"]}', issues);
+  const value = readSection(raw, "agentEndpoint", "", '{"allowedHosts": ["gatehouse.lan:3000"]}', issues);
   checkKeys(value, AGENT_ENDPOINT_KEYS, "agentEndpoint", {}, issues);
   const list = (key: (typeof AGENT_ENDPOINT_KEYS)[number], ok: (v: string) => string | null): string[] => {
     const where = childPath("agentEndpoint", key);
@@ -154,7 +173,10 @@ function readAgentEndpoint(raw: Json, issues: Issues): AgentEndpointConfig | und
   return { allowedHosts, allowedOrigins };
 }
 
-/** `catalogue.webhook`: an http(s) URL; a `${VAR}` in it must be set (it is always dialled). */
+/**
+ * `catalogue.webhook`: an http(s) URL; a `${VAR}` in it must be set (it is always dialled). Its
+ * path and query may be the receiver's token, so messages show it up to its host only.
+ */
 function readWebhook(raw: Json, opts: ValidateOptions, issues: Issues): string | undefined {
   if (raw.webhook === undefined) return undefined;
   const expand = reportingExpander(opts.env, issues, (where, unset) => {
@@ -163,14 +185,5 @@ function readWebhook(raw: Json, opts: ValidateOptions, issues: Issues): string |
       `refers to ${writeRefs(unset)}, which ${unset.length === 1 ? "is" : "are"} not set; set ${unset.join(", ")} in Gatehouse's environment or remove "webhook"`,
     );
   });
-  return readUrl(raw.webhook, "catalogue.webhook", expand, issues) ?? undefined;
-}
-
-/** The object at `raw[key]`; {} when absent or not an object (an error reported). */
-function section(raw: Json, key: string, example: string, issues: Issues): Json {
-  const value = raw[key];
-  if (value === undefined) return {};
-  if (isObject(value)) return value;
-  issues.error(key, `must be an object like ${example}, not ${typeName(value)}`);
-  return {};
+  return readUrl(raw.webhook, "catalogue.webhook", expand, issues, CATALOGUE_WEBHOOK_URL) ?? undefined;
 }

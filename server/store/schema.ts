@@ -11,6 +11,8 @@ export const users = sqliteTable("users", {
   passwordHash: text("password_hash").notNull(),
   /** Comma-separated subset of owner,reviewer. */
   roles: text("roles").notNull(),
+  /** Where notifications for this person go (optional); never shown to agents. */
+  email: text("email"),
   createdAt: text("created_at").notNull().default(now),
 });
 
@@ -169,4 +171,45 @@ export const auditEvents = sqliteTable(
     durationMs: integer("duration_ms"),
   },
   (t) => [index("audit_call_idx").on(t.callId), index("audit_at_idx").on(t.at)],
+);
+
+/**
+ * The notification outbox: one row per message to one destination (a webhook, or one person's
+ * email address). A call's row and its notification rows are written in the same transaction, so a
+ * crash between the call and the delivery loses nothing; the dispatcher sends what is due, retries
+ * with backoff, and records the outcome on the row, which is also the delivery log.
+ */
+export const notificationDeliveries = sqliteTable(
+  "notification_deliveries",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    /** Random id sent with the message (`deliveryId`), so a receiver can drop a repeat. */
+    deliveryId: text("delivery_id").notNull().unique(),
+    /** `webhook` or `email`. */
+    channel: text("channel", { enum: ["webhook", "email"] }).notNull(),
+    /** The webhook's name, or the user name an email goes to. */
+    target: text("target").notNull(),
+    /** `call.pending`, `call.decided`, `call.expired`, `call.interrupted` or `catalogue.changed`. */
+    event: text("event").notNull(),
+    callId: text("call_id"),
+    /** The event's facts as JSON, as they were when it happened; the message is built from them at send time. */
+    payload: text("payload").notNull(),
+    /** queued (due at `nextAttemptAt`), delivered, or failed (given up). */
+    status: text("status", { enum: ["queued", "delivered", "failed"] }).notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    nextAttemptAt: text("next_attempt_at").notNull(),
+    /** No try after this time (a call's expiry); null: the retry limit alone ends it. */
+    deadline: text("deadline"),
+    /** The last try's HTTP status, when there was an answer. */
+    lastStatus: integer("last_status"),
+    /** The last try's failure in words that carry no secret (no URL path or query). */
+    lastError: text("last_error"),
+    createdAt: text("created_at").notNull().default(now),
+    /** When it was delivered or given up. */
+    finishedAt: text("finished_at"),
+  },
+  (t) => [
+    index("notification_due_idx").on(t.status, t.nextAttemptAt),
+    index("notification_target_idx").on(t.channel, t.target, t.id),
+  ],
 );
