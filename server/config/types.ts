@@ -123,7 +123,7 @@ export interface EmailConfig {
 
 /** The `notifications` section. */
 export interface NotificationsConfig {
-  /** Origin links are made with (`notifications.publicUrl`, else `GATEHOUSE_PUBLIC_ORIGIN`); null: unknown. */
+  /** `notifications.publicUrl` normalised to an origin; null when the file has none (links then use `GATEHOUSE_PUBLIC_ORIGIN`, see server/notify). */
   publicUrl: string | null;
   /** Every webhook, `catalogue.webhook` included as the one named "catalogue". */
   webhooks: WebhookConfig[];
