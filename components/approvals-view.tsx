@@ -5,34 +5,34 @@ import Link from "next/link";
 import { useCallback, useMemo, useState } from "react";
 import { Age } from "@/components/age";
 import { CallStatusBadge } from "@/components/call-status-badge";
+import { NotifyMe } from "@/components/notify-me";
 import { type DecisionError, PendingCallCard } from "@/components/pending-call-card";
 import { Button, EmptyState, ErrorAlert, Loading, PageHeader, Section } from "@/components/ui";
 import type { CallView } from "@/lib/api-types";
 import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatDateTime } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
+import { usePendingNotifications, usePendingTitle } from "@/lib/use-pending-alerts";
+import { usePendingCalls } from "@/lib/use-pending-calls";
 
 const RECENT_LIMIT = 20;
-/** The API's largest page; far more calls than anyone can review waiting at once. */
-const PENDING_LIMIT = 500;
 
 type CallsData = { calls: CallView[] };
 
-function oldestFirst(a: CallView, b: CallView): number {
-  return a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id);
-}
-
-/** @param userName the signed-in person, to mark the calls they requested themselves. */
+/**
+ * The queue. While it is open the tab's title carries the number of pending calls, and new ones
+ * raise a system notification once the reviewer has allowed them ("Notify me").
+ *
+ * @param userName the signed-in person, to mark the calls they requested themselves.
+ */
 export function ApprovalsView({ userName }: { userName: string }) {
   const client = useQueryClient();
   // Failed decisions live here, not in the cards, so they stay visible after a call leaves the list.
   const [errors, setErrors] = useState<Record<string, DecisionError>>({});
 
-  const pending = useQuery({
-    queryKey: queryKeys.calls.pending(),
-    queryFn: ({ signal }) => endpoints.calls.list({ status: "pending", limit: PENDING_LIMIT }, { signal }),
-    select: (data) => data.calls.filter((call) => call.status === "pending").sort(oldestFirst),
-  });
+  const pending = usePendingCalls();
+  usePendingTitle(pending.data?.length);
+  usePendingNotifications(pending.data);
   const recent = useQuery({
     queryKey: queryKeys.calls.recent(RECENT_LIMIT),
     queryFn: ({ signal }) => endpoints.calls.list({ limit: RECENT_LIMIT }, { signal }),
@@ -69,6 +69,7 @@ export function ApprovalsView({ userName }: { userName: string }) {
         <PageHeader
           title="Approvals"
           subtitle="Calls waiting for a decision, oldest first (the newest is last). The list updates live."
+          actions={<NotifyMe />}
         />
         {orphanErrors.length > 0 ? (
           <ErrorAlert className="mb-4 flex items-start justify-between gap-3">
@@ -107,6 +108,7 @@ export function ApprovalsView({ userName }: { userName: string }) {
                   call={call}
                   error={errors[call.id] ?? null}
                   mine={call.requester.kind === "user" && call.requester.name === userName}
+                  permalink
                   onDecided={onDecided}
                   onError={onDecisionError}
                   onClearError={clearError}

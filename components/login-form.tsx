@@ -5,8 +5,13 @@ import { homePathFor } from "@/components/roles";
 import { Button, ErrorAlert, TextField } from "@/components/ui";
 import { endpoints } from "@/lib/endpoints";
 import { errorMessage } from "@/lib/format";
+import { safeReturnPath } from "@/lib/return-path";
 
-export function LoginForm() {
+/**
+ * Name and password; once signed in, the browser goes to `next` (checked again here: only a
+ * same-origin path counts) or else to the person's home page.
+ */
+export function LoginForm({ next = null }: { next?: string | null }) {
   const id = useId();
   const [error, setError] = useState<string | null>(null);
   const [pending, setPending] = useState(false);
@@ -25,7 +30,7 @@ export function LoginForm() {
     try {
       const { user } = await endpoints.session.signIn({ name, password });
       // A full load, so the console starts with this user's session and an empty cache.
-      window.location.assign(homePathFor(user));
+      window.location.assign(safeReturnPath(next) ?? homePathFor(user));
     } catch (err) {
       setError(errorMessage(err));
       setPending(false);

@@ -1,6 +1,7 @@
 "use client";
 
 import { useMutation } from "@tanstack/react-query";
+import Link from "next/link";
 import { type FormEvent, useId, useState } from "react";
 import { Age } from "@/components/age";
 import { ApprovalReason } from "@/components/approval-reason";
@@ -25,12 +26,16 @@ const LONG_DESCRIPTION = 220;
 /**
  * One pending call, with what a reviewer needs to decide: the tool and what it says it does, why
  * it needs approval, who asked and when, how long is left, and the exact arguments (escaped,
- * long values folded). Approve is one click; Deny asks for a reason first.
+ * long values folded). Approve is one click; Deny asks for a reason first. With
+ * `decidable={false}` it shows the same facts of a call no longer waiting, without countdown or
+ * buttons.
  */
 export function PendingCallCard({
   call,
   error,
   mine,
+  decidable = true,
+  permalink = false,
   onDecided,
   onError,
   onClearError,
@@ -39,6 +44,11 @@ export function PendingCallCard({
   error: DecisionError | null;
   /** The signed-in person requested this call (e.g. with "Try"). */
   mine: boolean;
+  /** The call can still be decided here (default): the countdown and Approve / Deny are shown. */
+  decidable?: boolean;
+  /** Link to the call's own page, `/approvals/<id>` (for the queue; default false). */
+  permalink?: boolean;
+  /** Called with the call as the server answered the decision. */
   onDecided: (call: CallView) => void;
   onError: (call: CallView, error: DecisionError) => void;
   onClearError: (id: string) => void;
@@ -51,13 +61,13 @@ export function PendingCallCard({
   const approve = useMutation({
     mutationFn: () => endpoints.calls.approve(call.id),
     onMutate: () => onClearError(call.id),
-    onSuccess: () => onDecided(call),
+    onSuccess: (answer) => onDecided(answer.call),
     onError: (err) => onError(call, { tool: call.tool, action: "approve", message: errorWithCode(err) }),
   });
   const deny = useMutation({
     mutationFn: (reason: string) => endpoints.calls.deny(call.id, { reason }),
     onMutate: () => onClearError(call.id),
-    onSuccess: () => onDecided(call),
+    onSuccess: (answer) => onDecided(answer.call),
     onError: (err) => onError(call, { tool: call.tool, action: "deny", message: errorWithCode(err) }),
   });
   const busy = approve.isPending || deny.isPending;
@@ -93,7 +103,7 @@ export function PendingCallCard({
               {call.requester.kind} <span className="font-medium">{call.requester.name}</span>
             </span>{" "}
             · <Age at={call.createdAt} />
-            {call.expiresAt ? (
+            {decidable && call.expiresAt ? (
               <>
                 {" "}
                 · <ExpiryCountdown at={call.expiresAt} />
@@ -101,7 +111,18 @@ export function PendingCallCard({
             ) : null}
           </p>
         </div>
-        {call.destructive ? <Badge tone="red">destructive</Badge> : <Badge tone="grey">read-only</Badge>}
+        <div className="flex shrink-0 items-center gap-3">
+          {permalink ? (
+            <Link
+              href={`/approvals/${encodeURIComponent(call.id)}`}
+              className="text-sm font-medium text-indigo-700 hover:underline"
+              aria-label={`Open ${call.tool} call ${call.id} on its own page`}
+            >
+              Open
+            </Link>
+          ) : null}
+          {call.destructive ? <Badge tone="red">destructive</Badge> : <Badge tone="grey">read-only</Badge>}
+        </div>
       </div>
 
       <div className="mt-3 space-y-2">
@@ -128,7 +149,7 @@ export function PendingCallCard({
           <p className="text-sm text-zinc-400">The tool has no description.</p>
         )}
         {call.approvalReason ? <ApprovalReason reason={call.approvalReason} /> : null}
-        {call.toolChanged ? (
+        {decidable && call.toolChanged ? (
           <p
             role="note"
             className="rounded-md bg-amber-50 px-3 py-2 text-sm text-amber-900 ring-1 ring-amber-200"
@@ -137,7 +158,7 @@ export function PendingCallCard({
             let it expire.
           </p>
         ) : null}
-        {mine ? (
+        {decidable && mine ? (
           <p role="note" className="rounded-md bg-sky-50 px-3 py-2 text-sm text-sky-900 ring-1 ring-sky-200">
             You requested this call. Another reviewer has to approve it, unless self-approval is allowed.
           </p>
@@ -161,7 +182,7 @@ export function PendingCallCard({
 
       {error ? <ErrorAlert className="mt-3">{error.message}</ErrorAlert> : null}
 
-      {denying ? (
+      {!decidable ? null : denying ? (
         <form onSubmit={onDeny} className="mt-4 space-y-2" noValidate>
           <label htmlFor={`${id}-reason`} className="block text-sm font-medium text-zinc-700">
             Reason

@@ -1,12 +1,13 @@
 "use client";
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { type FormEvent, useId, useState } from "react";
+import { type FormEvent, type KeyboardEvent, useEffect, useId, useRef, useState } from "react";
 import {
   Badge,
   Button,
   EmptyState,
   ErrorAlert,
+  inputClass,
   Loading,
   Section,
   TextField,
@@ -14,7 +15,7 @@ import {
   tdClass,
   thClass,
 } from "@/components/ui";
-import { CreateUserBody, type Role, roles, type UserView } from "@/lib/api-types";
+import { CreateUserBody, type Role, roles, UpdateUserBody, type UserView } from "@/lib/api-types";
 import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatDateTime } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
@@ -22,6 +23,10 @@ import { queryKeys } from "@/lib/query-keys";
 type UsersData = { users: UserView[] };
 
 const roleLabels: Record<Role, string> = { owner: "Owner", reviewer: "Reviewer" };
+
+function upsert(old: UsersData | undefined, user: UserView): UsersData | undefined {
+  return old ? { users: [...old.users.filter((u) => u.id !== user.id), user] } : old;
+}
 
 export function UsersSection() {
   const query = useQuery({
@@ -53,27 +58,19 @@ export function UsersSection() {
                   Roles
                 </th>
                 <th scope="col" className={thClass}>
+                  Email
+                </th>
+                <th scope="col" className={thClass}>
                   Created
+                </th>
+                <th scope="col" className={thClass}>
+                  <span className="sr-only">Action</span>
                 </th>
               </tr>
             </thead>
             <tbody className="divide-y divide-zinc-100">
               {query.data.map((user) => (
-                <tr key={user.id} data-testid={`user-${user.name}`}>
-                  <td className={`${tdClass} break-all font-medium text-zinc-900`}>{user.name}</td>
-                  <td className={tdClass}>
-                    <span className="flex flex-wrap gap-1">
-                      {user.roles.map((role) => (
-                        <Badge key={role} tone={role === "owner" ? "violet" : "blue"}>
-                          {role}
-                        </Badge>
-                      ))}
-                    </span>
-                  </td>
-                  <td className={`${tdClass} whitespace-nowrap text-zinc-600`}>
-                    {formatDateTime(user.createdAt)}
-                  </td>
-                </tr>
+                <UserRow key={user.id} user={user} />
               ))}
             </tbody>
           </table>
@@ -84,17 +81,184 @@ export function UsersSection() {
   );
 }
 
+/**
+ * An address with a preferred line break before each "@", "." and "+", so a long one wraps
+ * at its parts rather than mid-word; `overflow-wrap: anywhere` is the fallback for a part
+ * longer than the column.
+ */
+function EmailText({ email }: { email: string }) {
+  const parts = email.split(/(?=[@.+])/);
+  return (
+    <span className="min-w-0 text-zinc-800 [overflow-wrap:anywhere]">
+      {parts.map((part, i) => (
+        // biome-ignore lint/suspicious/noArrayIndexKey: the parts of one fixed string, never reordered.
+        <span key={i}>
+          {i > 0 ? <wbr /> : null}
+          {part}
+        </span>
+      ))}
+    </span>
+  );
+}
+
+/**
+ * One person, with their address changed in place: the Edit button opens a small labelled
+ * form in the Email cell; an empty field or Remove clears the address, Escape or Cancel
+ * closes it. Focus moves into the form on open and back to the Edit button on close.
+ */
+function UserRow({ user }: { user: UserView }) {
+  const client = useQueryClient();
+  const [editing, setEditing] = useState(false);
+  // Button takes no ref, so focus is returned through the element around it.
+  const actionCell = useRef<HTMLTableCellElement>(null);
+  const wasEditing = useRef(false);
+
+  useEffect(() => {
+    if (wasEditing.current && !editing) actionCell.current?.querySelector("button")?.focus();
+    wasEditing.current = editing;
+  }, [editing]);
+
+  function saved(updated: UserView) {
+    client.setQueryData<UsersData>(queryKeys.users.list(), (old) => upsert(old, updated));
+    void client.invalidateQueries({ queryKey: queryKeys.users.all });
+    setEditing(false);
+  }
+
+  return (
+    <tr data-testid={`user-${user.name}`}>
+      <td className={`${tdClass} break-all font-medium text-zinc-900`}>{user.name}</td>
+      <td className={tdClass}>
+        <span className="flex flex-wrap gap-1">
+          {user.roles.map((role) => (
+            <Badge key={role} tone={role === "owner" ? "violet" : "blue"}>
+              {role}
+            </Badge>
+          ))}
+        </span>
+      </td>
+      <td className={`${tdClass} min-w-40`}>
+        {editing ? (
+          <EmailForm user={user} onSaved={saved} onCancel={() => setEditing(false)} />
+        ) : user.email ? (
+          <EmailText email={user.email} />
+        ) : (
+          <span className="text-zinc-400">no email</span>
+        )}
+      </td>
+      <td className={`${tdClass} whitespace-nowrap text-zinc-600`}>{formatDateTime(user.createdAt)}</td>
+      <td ref={actionCell} className={`${tdClass} text-right`}>
+        {editing ? null : (
+          <Button
+            className="px-2 py-0.5 text-xs"
+            aria-label={`Edit email for ${user.name}`}
+            onClick={() => setEditing(true)}
+          >
+            Edit
+          </Button>
+        )}
+      </td>
+    </tr>
+  );
+}
+
+function EmailForm({
+  user,
+  onSaved,
+  onCancel,
+}: {
+  user: UserView;
+  onSaved: (user: UserView) => void;
+  onCancel: () => void;
+}) {
+  const id = useId();
+  const [formError, setFormError] = useState<string | null>(null);
+  const update = useMutation({
+    mutationFn: (email: string) => endpoints.users.update(user.name, { email }),
+    onSuccess: ({ user: updated }) => onSaved(updated),
+  });
+
+  function save(raw: string) {
+    const parsed = UpdateUserBody.safeParse({ email: raw });
+    if (!parsed.success) {
+      setFormError(`Email: ${parsed.error.issues[0]?.message ?? "not valid"}`);
+      return;
+    }
+    setFormError(null);
+    update.mutate(parsed.data.email);
+  }
+
+  function onSubmit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    save(String(new FormData(event.currentTarget).get("email") ?? ""));
+  }
+
+  function onKeyDown(event: KeyboardEvent<HTMLFormElement>) {
+    if (event.key === "Escape") {
+      event.preventDefault();
+      onCancel();
+    }
+  }
+
+  const error = formError ?? (update.isError ? errorWithCode(update.error) : null);
+  return (
+    <form onSubmit={onSubmit} onKeyDown={onKeyDown} noValidate className="max-w-md space-y-2">
+      <label htmlFor={`${id}-email`} className="sr-only">
+        Email for {user.name}
+      </label>
+      <input
+        id={`${id}-email`}
+        name="email"
+        type="email"
+        defaultValue={user.email ?? ""}
+        placeholder="name@example.com"
+        autoComplete="off"
+        autoCapitalize="none"
+        spellCheck={false}
+        // biome-ignore lint/a11y/noAutofocus: the person asked to edit this field just now.
+        autoFocus
+        aria-invalid={error ? true : undefined}
+        aria-describedby={error ? `${id}-error` : undefined}
+        className={inputClass}
+      />
+      {error ? (
+        <div id={`${id}-error`}>
+          <ErrorAlert>{error}</ErrorAlert>
+        </div>
+      ) : null}
+      <div className="flex flex-wrap gap-2">
+        <Button type="submit" variant="primary" className="px-2 py-0.5 text-xs" disabled={update.isPending}>
+          Save
+        </Button>
+        {user.email ? (
+          <Button
+            variant="danger"
+            className="px-2 py-0.5 text-xs"
+            disabled={update.isPending}
+            onClick={() => save("")}
+          >
+            Remove
+          </Button>
+        ) : null}
+        <Button className="px-2 py-0.5 text-xs" onClick={onCancel}>
+          Cancel
+        </Button>
+      </div>
+    </form>
+  );
+}
+
+const fieldLabels: Record<string, string> = { name: "Name", password: "Password", email: "Email" };
+
 function AddUserForm() {
   const id = useId();
   const client = useQueryClient();
   const [formError, setFormError] = useState<string | null>(null);
   const [added, setAdded] = useState<string | null>(null);
   const create = useMutation({
-    mutationFn: (body: { name: string; password: string; roles: Role[] }) => endpoints.users.create(body),
+    mutationFn: (body: { name: string; password: string; roles: Role[]; email?: string }) =>
+      endpoints.users.create(body),
     onSuccess: ({ user }) => {
-      client.setQueryData<UsersData>(queryKeys.users.list(), (old) =>
-        old ? { users: [...old.users.filter((u) => u.id !== user.id), user] } : old,
-      );
+      client.setQueryData<UsersData>(queryKeys.users.list(), (old) => upsert(old, user));
       void client.invalidateQueries({ queryKey: queryKeys.users.all });
     },
   });
@@ -107,6 +271,7 @@ function AddUserForm() {
       name: data.get("name"),
       password: data.get("password"),
       roles: roles.filter((role) => data.get(`role-${role}`) === "on"),
+      email: data.get("email") ?? undefined,
     });
     setAdded(null);
     if (!parsed.success) {
@@ -115,7 +280,7 @@ function AddUserForm() {
       setFormError(
         field === "roles"
           ? "Choose at least one role."
-          : `${field === "password" ? "Password" : "Name"}: ${issue?.message ?? "not valid"}`,
+          : `${fieldLabels[String(field)] ?? "Name"}: ${issue?.message ?? "not valid"}`,
       );
       return;
     }
@@ -157,6 +322,17 @@ function AddUserForm() {
           autoComplete="new-password"
           hint="At least 10 characters. Give it to the person by a private channel."
           required
+        />
+        <TextField
+          id={`${id}-email`}
+          name="email"
+          label="Email"
+          type="email"
+          autoComplete="off"
+          autoCapitalize="none"
+          spellCheck={false}
+          placeholder="name@example.com"
+          hint="Optional. Reviewers with an address are mailed when a call waits for them."
         />
       </div>
       <fieldset>

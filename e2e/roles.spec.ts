@@ -71,7 +71,8 @@ test.describe("roles", () => {
 
   test("a signed-out visitor is sent to the sign-in page", async ({ page }) => {
     await page.goto("/approvals");
-    await expect(page).toHaveURL(/\/login$/);
+    // Sign-in returns to the page that was asked for.
+    await expect(page).toHaveURL(/\/login\?next=%2Fapprovals$/);
     await expect(page.getByRole("button", { name: "Sign in" })).toBeVisible();
     await snap(page, "login");
   });

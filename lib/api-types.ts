@@ -18,11 +18,20 @@ export const SignInBody = z.object({
   name: z.string().min(1).max(64),
   password: z.string().min(1).max(1024),
 });
+/** An optional email address for notifications; "" clears it. */
+export const userEmail = z
+  .string()
+  .trim()
+  .max(254)
+  .regex(/^$|^[^\s@<>(),;:"]+@[^\s@<>(),;:"]+\.[^\s@<>(),;:"]+$/, "an address like name@example.com");
 export const CreateUserBody = z.object({
   name: userName,
   password,
   roles: z.array(z.enum(roles)).min(1),
+  email: userEmail.optional(),
 });
+/** `PATCH /api/users/:name`: what an owner may change of a person after creating them. */
+export const UpdateUserBody = z.object({ email: userEmail });
 export const CreateTokenBody = z.object({ name: userName });
 export const CallBody = z.object({
   tool: z.string().min(1).max(200),
@@ -35,6 +44,8 @@ export interface UserView {
   id: number;
   name: string;
   roles: Role[];
+  /** Where this person's notifications go; null when none. Shown to owners only. */
+  email: string | null;
   createdAt: string;
 }
 

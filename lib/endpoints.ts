@@ -27,8 +27,10 @@ import type {
   TokenView,
   ToolHistoryView,
   UpdateToolBody,
+  UpdateUserBody,
   UserView,
 } from "@/lib/api-types";
+import type { NotificationsView } from "@/lib/notification-types";
 
 /** What a read passes on: react-query's signal, which aborts the fetch when nobody wants it. */
 export interface ReadInit {
@@ -66,6 +68,9 @@ export const endpoints = {
     list: (init?: ReadInit) => api<{ users: UserView[] }>("/api/users", init),
     create: (body: z.input<typeof CreateUserBody>) =>
       api<{ user: UserView }>("/api/users", { method: "POST", json: body }),
+    /** `PATCH /api/users/:name`: sets a person's email; "" clears it. */
+    update: (name: string, body: z.input<typeof UpdateUserBody>) =>
+      api<{ user: UserView }>(`/api/users/${seg(name)}`, { method: "PATCH", json: body }),
   },
 
   tokens: {
@@ -111,6 +116,11 @@ export const endpoints = {
     /** `POST /api/changes/read`: marks everything up to `upTo` read for the caller. */
     markRead: (body: z.input<typeof MarkChangesReadBody>) =>
       api<{ lastSeenId: number; unread: number }>("/api/changes/read", { method: "POST", json: body }),
+  },
+
+  notifications: {
+    /** `GET /api/notifications` (owners): each webhook and email channel with its last deliveries. */
+    get: (init?: ReadInit) => api<NotificationsView>("/api/notifications", init),
   },
 
   calls: {

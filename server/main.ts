@@ -15,6 +15,7 @@ import { baseUrlFromEnv, boot } from "./boot";
 import * as callsApi from "./http/calls-api";
 import { answerHot, type HotPathOptions, type RouteHandler } from "./http/hot-path";
 import * as mcpApi from "./http/mcp-api";
+import { PAGE_URL_HEADER } from "./http/page-url";
 import securityHeaders from "./http/security-headers.json";
 import { announceSetup } from "./runtime";
 
@@ -43,7 +44,11 @@ const server = http.createServer((req, res) => {
   const q = url.indexOf("?");
   const handler = hot.get(q === -1 ? url : url.slice(0, q))?.[req.method ?? ""];
   if (handler) void answerHot(req, res, handler, hotOptions);
-  else void nextHandler(req, res);
+  else {
+    // Ours, never the client's: a page reads it to send a visitor to sign-in and back.
+    req.headers[PAGE_URL_HEADER] = url;
+    void nextHandler(req, res);
+  }
 });
 
 /** Pages asked for once at start, without credentials: see {@link warmUp}. */

@@ -4,12 +4,12 @@ import { AgentMcpEndpoint } from "./agent-mcp/endpoint";
 import { LoginThrottle } from "./auth/access";
 import { issueSetupCode } from "./auth/users";
 import { CallBroker } from "./calls/broker";
-import { hasChanges, syncServerTools } from "./catalogue/catalogue";
-import { createCatalogueWebhook } from "./catalogue/webhook";
+import { hasChanges, type SyncSummary, syncServerTools } from "./catalogue/catalogue";
 import type { GatehouseConfig } from "./config";
 import { EventBus } from "./events";
 import { logger, registerSecrets } from "./log";
 import { McpManager } from "./mcp/manager";
+import { createNotifier, type Notifier, notificationSecrets } from "./notify/notifier";
 import { type Db, openDb } from "./store/db";
 
 const log = logger("gatehouse");
@@ -21,6 +21,8 @@ export interface Runtime {
   bus: EventBus;
   manager: McpManager;
   broker: CallBroker;
+  /** Webhooks and email about calls and catalogue changes: the outbox and its dispatcher. */
+  notifier: Notifier;
   throttle: LoginThrottle;
   /** `/mcp`: Gatehouse as an MCP server for agents, with its in-memory sessions. */
   agentMcp: AgentMcpEndpoint;
@@ -42,36 +44,43 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
   registerSecrets(config.servers.flatMap((s) => [...Object.values(s.headers), ...Object.values(s.env)]));
   const db = openDb(opts.dbFile);
   const bus = new EventBus();
-  const webhook = config.catalogue.webhook
-    ? createCatalogueWebhook({
-        url: config.catalogue.webhook,
-        allowPrivate: config.catalogue.webhookAllowPrivate ?? false,
-        log: logger("catalogue"),
-      })
-    : null;
+  registerSecrets(notificationSecrets(config.notifications));
+  const notifier = createNotifier({
+    db,
+    bus,
+    log: logger("notify"),
+    config: config.notifications,
+    publicOrigin: opts.publicOrigin ?? null,
+  });
   const manager = new McpManager(config, {
     log: logger("mcp"),
     onState: (s) => bus.publish({ type: "server", name: s.name, state: s.state }),
     onTools: (server, tools) => {
+      let summary: SyncSummary;
       try {
-        const summary = syncServerTools(db, server, tools, {
+        summary = syncServerTools(db, server, tools, {
           descriptionMaxChars: config.catalogue.descriptionMaxChars,
         });
-        if (hasChanges(summary) || summary.overCap.length > 0) {
-          log.info(`catalogue of ${server.name} updated`, {
-            added: summary.added.length,
-            changed: summary.changed.length,
-            gone: summary.gone.length,
-            returned: summary.returned.length,
-            overCap: summary.overCap.length,
-          });
-        }
-        bus.publish({ type: "catalogue", server: server.name });
-        // Fire-and-forget: a slow or dead webhook never holds up the refresh.
-        webhook?.send(server.name, summary.changes);
       } catch (err) {
         log.error(`catalogue of ${server.name} could not be stored`, { error: String(err) });
+        return;
       }
+      if (hasChanges(summary) || summary.overCap.length > 0) {
+        log.info(`catalogue of ${server.name} updated`, {
+          added: summary.added.length,
+          changed: summary.changed.length,
+          gone: summary.gone.length,
+          returned: summary.returned.length,
+          overCap: summary.overCap.length,
+        });
+      }
+      try {
+        // A synchronous insert; sending happens elsewhere, so a dead webhook never holds up the refresh.
+        notifier.catalogueChanged(server.name, summary.changes);
+      } catch (err) {
+        log.error(`catalogue changes of ${server.name} could not be queued`, { error: String(err) });
+      }
+      bus.publish({ type: "catalogue", server: server.name });
     },
   });
   const broker = new CallBroker({
@@ -80,6 +89,7 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
     log: logger("calls"),
     approvals: config.approvals,
     callTool: (server, tool, args) => manager.callTool(server, tool, args),
+    notify: (txDb, event, call) => notifier.notify(txDb, event, call),
   });
 
   const runtime: Runtime = {
@@ -88,6 +98,7 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
     bus,
     manager,
     broker,
+    notifier,
     throttle: new LoginThrottle(),
     agentMcp: new AgentMcpEndpoint({
       db,
@@ -104,12 +115,15 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
       await runtime.agentMcp.close();
       await broker.stop();
       await manager.stop();
-      await webhook?.close();
+      // Before the store closes: tries in flight are aborted and their rows stay queued.
+      await notifier.stop();
       broker.flushWrites();
       db.$client.close();
     },
   };
   broker.start();
+  // After the broker: calls it found interrupted at start are queued by now and go out with the rest.
+  notifier.start();
   manager.start();
   return runtime;
 }

@@ -83,6 +83,36 @@ describe("CLI", () => {
     expect(badRole.stderr).toContain("roles");
   }, 30_000);
 
+  it("user add --email stores the address; a bad or missing address fails with a clear error and adds nobody", async () => {
+    const res = await cli(
+      ["user", "add", "rex", "--role", "reviewer", "--email", " Rex@Example.COM"],
+      env,
+      "a-long-password-1\n",
+    );
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout).toContain("added user rex (reviewer) <Rex@example.com>");
+
+    const bad = await cli(
+      ["user", "add", "sam", "--role", "reviewer", "--email", "sam-at-example"],
+      env,
+      "another-password-1\n",
+    );
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("email: an address like name@example.com");
+    const missing = await cli(
+      ["user", "add", "sue", "--role", "reviewer", "--email"],
+      env,
+      "another-password-1\n",
+    );
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("--email needs an ADDRESS");
+
+    const db = new Database(env.GATEHOUSE_DB ?? "");
+    const rows = db.prepare("select name, email from users order by name").all();
+    db.close();
+    expect(rows).toEqual([{ name: "rex", email: "Rex@example.com" }]);
+  }, 30_000);
+
   it("token create prints the token alone on the last line and token revoke revokes it", async () => {
     const res = await cli(["token", "create", "build-bot"], env);
     expect(res.code, res.stderr).toBe(0);

@@ -1,13 +1,25 @@
 import type { Metadata } from "next";
 import { AuthShell } from "@/components/auth-shell";
 import { LoginForm } from "@/components/login-form";
+import { safeReturnPath } from "@/lib/return-path";
 
 export const metadata: Metadata = { title: "Sign in" };
 
-export default function LoginPage() {
+/** `?next=` is where to go after signing in: kept only when it is a same-origin path. */
+export default async function LoginPage({
+  searchParams,
+}: {
+  searchParams: Promise<Record<string, string | string[] | undefined>>;
+}) {
+  const next = safeReturnPath((await searchParams).next);
+  const subtitle = next?.startsWith("/approvals/")
+    ? "Use the name and password an owner gave you; the call you were sent opens right after."
+    : next
+      ? "Use the name and password an owner gave you; the page you asked for opens right after."
+      : "Use the name and password an owner gave you.";
   return (
-    <AuthShell title="Sign in" subtitle="Use the name and password an owner gave you.">
-      <LoginForm />
+    <AuthShell title="Sign in" subtitle={subtitle}>
+      <LoginForm next={next} />
     </AuthShell>
   );
 }

@@ -53,6 +53,8 @@ const ROUTE_ACCESS: Record<string, Record<string, readonly Access[]>> = {
   "/api/tokens/[name]": { DELETE: ["owner"] },
   "/api/tools": { GET: ["agent", "owner"] },
   "/api/users": { GET: ["owner"], POST: ["owner"] },
+  "/api/users/[name]": { PATCH: ["owner"] },
+  "/api/notifications": { GET: ["owner"] },
 };
 
 const HTTP_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];

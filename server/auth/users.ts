@@ -1,8 +1,9 @@
 import "server-only";
-import { asc, count, eq } from "drizzle-orm";
-import { roles as allRoles, type Role, type UserView } from "@/lib/api-types";
+import { asc, count, eq, isNotNull } from "drizzle-orm";
+import { roles as allRoles, type Role, type UserView, userEmail } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import type { Db } from "../store/db";
+import { prepared } from "../store/prepared";
 import { auditEvents, setupCodes, users } from "../store/schema";
 import { hashPassword, newSecret, sha256, verifyPassword } from "./crypto";
 
@@ -13,7 +14,30 @@ export function parseRoles(text: string): Role[] {
 }
 
 export function toUserView(row: UserRow): UserView {
-  return { id: row.id, name: row.name, roles: parseRoles(row.roles), createdAt: row.createdAt };
+  return {
+    id: row.id,
+    name: row.name,
+    roles: parseRoles(row.roles),
+    email: row.email,
+    createdAt: row.createdAt,
+  };
+}
+
+/**
+ * An address as stored: checked with the API's `userEmail` schema (so the CLI, the API and
+ * direct callers agree), trimmed, the domain lower-cased (domains are case-insensitive; the
+ * local part is kept as given, since a server may treat it as case-sensitive). "" and
+ * undefined mean "no address" (null). Throws `bad_request` naming the field.
+ */
+export function normalizeEmail(input: string | null | undefined): string | null {
+  if (input == null) return null;
+  const parsed = userEmail.safeParse(input);
+  if (!parsed.success) {
+    throw new GatehouseError("bad_request", `email: ${parsed.error.issues[0]?.message ?? "not valid"}`);
+  }
+  if (parsed.data === "") return null;
+  const at = parsed.data.lastIndexOf("@");
+  return `${parsed.data.slice(0, at)}@${parsed.data.slice(at + 1).toLowerCase()}`;
 }
 
 export function countUsers(db: Db): number {
@@ -28,12 +52,15 @@ export interface CreateUserParams {
   name: string;
   password: string;
   roles: Role[];
+  /** Where notifications go; optional, "" means none (see {@link normalizeEmail}). */
+  email?: string | null;
   /** Who did it, for the audit log ("cli", "setup" or a user name). */
   actor: string;
 }
 
-/** Creates a user; `already_exists` when the name is taken. */
+/** Creates a user; `already_exists` when the name is taken, `bad_request` for a bad address. */
 export async function createUser(db: Db, params: CreateUserParams): Promise<UserView> {
+  const email = normalizeEmail(params.email);
   const passwordHash = await hashPassword(params.password);
   const roleText = allRoles.filter((r) => params.roles.includes(r)).join(",");
   return db.transaction((tx) => {
@@ -42,7 +69,7 @@ export async function createUser(db: Db, params: CreateUserParams): Promise<User
     }
     const row = tx
       .insert(users)
-      .values({ name: params.name, passwordHash, roles: roleText })
+      .values({ name: params.name, passwordHash, roles: roleText, email })
       .returning()
       .get();
     tx.insert(auditEvents)
@@ -50,6 +77,63 @@ export async function createUser(db: Db, params: CreateUserParams): Promise<User
       .run();
     return toUserView(row);
   });
+}
+
+export interface SetUserEmailParams {
+  name: string;
+  /** The new address; "" or null clears it. */
+  email: string | null;
+  /** Who did it, for the audit log. */
+  actor: string;
+}
+
+/**
+ * Sets or clears a person's address, with a `user.email` audit row (detail: the new address,
+ * or "cleared") in the same transaction. Setting the address it already has changes nothing
+ * and writes no row. `not_found` for an unknown name, `bad_request` for a bad address.
+ */
+export function setUserEmail(db: Db, params: SetUserEmailParams): UserView {
+  const email = normalizeEmail(params.email);
+  return db.transaction((tx) => {
+    const row = tx.select().from(users).where(eq(users.name, params.name)).get();
+    if (!row) throw new GatehouseError("not_found", `no user named "${params.name}"`);
+    if (row.email === email) return toUserView(row);
+    const updated = tx.update(users).set({ email }).where(eq(users.id, row.id)).returning().get() ?? row;
+    tx.insert(auditEvents)
+      .values({ actor: params.actor, action: "user.email", subject: params.name, detail: email ?? "cleared" })
+      .run();
+    return toUserView(updated);
+  });
+}
+
+/** Someone the notifier may mail. */
+export interface ReviewerAddress {
+  name: string;
+  email: string;
+}
+
+/**
+ * The people to mail about a pending call: users holding the `reviewer` role (owners without
+ * it are not included) who have an address, in name order. `except` leaves one user out by
+ * name — the requester, so nobody is asked to review their own call; pass it only when the
+ * requester is a person, since agent tokens have their own names. Synchronous and prepared,
+ * so the notifier can call it inside the transaction that makes a call pending.
+ */
+export function reviewerEmails(db: Db, opts: { except?: string } = {}): ReviewerAddress[] {
+  const query = prepared(db, "users.withEmail", () =>
+    db
+      .select({ name: users.name, email: users.email, roles: users.roles })
+      .from(users)
+      .where(isNotNull(users.email))
+      .orderBy(asc(users.name))
+      .prepare(),
+  );
+  const out: ReviewerAddress[] = [];
+  for (const row of query.all()) {
+    if (row.email === null || row.name === opts.except) continue;
+    if (parseRoles(row.roles).includes("reviewer")) out.push({ name: row.name, email: row.email });
+  }
+  return out;
 }
 
 /** Checks a name and password; null when either is wrong (the caller does not learn which). */

@@ -12,6 +12,7 @@ import { createInterface } from "node:readline";
 import { afterEach, describe, expect, it } from "vitest";
 import type { CallView } from "@/lib/api-types";
 import { DEMO_SERVER, REPO_ROOT } from "@/test/support/runtime";
+import { freePort, receiver } from "../notify/notify-fixtures";
 
 const HOST_SCRIPT = path.join(REPO_ROOT, "test", "fixtures", "host-runtime.ts");
 const SLOW_SERVER = path.join(REPO_ROOT, "test", "fixtures", "servers", "slow.mjs");
@@ -272,6 +273,73 @@ describe("a host killed with SIGKILL", () => {
         "call.approved",
         "call.interrupted",
       ]);
+    },
+    SLOW_TEST,
+  );
+
+  it(
+    "sends a notification queued when it died after the restart, exactly once, with the same deliveryId",
+    async () => {
+      const dir = tempDir();
+      // Nothing listens here while the first host runs: its tries are refused, the row stays queued.
+      const port = await freePort();
+      writeFileSync(
+        path.join(dir, "gatehouse.json"),
+        JSON.stringify({
+          mcpServers: {
+            demo: {
+              command: process.execPath,
+              args: [DEMO_SERVER],
+              env: { DEMO_STATE_FILE: path.join(dir, "demo-state.json") },
+              enabled: true,
+            },
+          },
+          notifications: {
+            publicUrl: "https://gatehouse.example.test",
+            webhooks: [
+              {
+                name: "ops",
+                url: `http://127.0.0.1:${port}/hook`,
+                allowPrivate: true,
+                events: ["call.pending"],
+              },
+            ],
+          },
+        }),
+      );
+
+      const first = await startHost(dir);
+      await first.ok("ready", { server: "demo", tools: ["demo_add_note"] });
+      await first.ok("enable", { tool: "demo_add_note" });
+      const call = (
+        await first.ok("request", {
+          requester: agent,
+          tool: "demo_add_note",
+          arguments: { text: "tell someone" },
+        })
+      ).call as CallView;
+      const [queued] = (await first.ok("deliveries")).deliveries as { deliveryId: string; status: string }[];
+      expect(queued).toMatchObject({ status: "queued", callId: call.id, event: "call.pending" });
+      await first.kill9();
+
+      const rx = await receiver([204], port);
+      try {
+        const second = await startHost(dir);
+        const delivered = (await second.ok("delivery", { deliveryId: queued?.deliveryId })).delivery;
+        expect(delivered).toMatchObject({ status: "delivered", deliveryId: queued?.deliveryId });
+        // A graceful stop ends every try in flight: whatever the receiver has now is all it gets.
+        await second.stop();
+        expect(rx.received).toHaveLength(1);
+        const body = JSON.parse(rx.received[0]?.body ?? "{}");
+        expect(body).toMatchObject({
+          event: "call.pending",
+          deliveryId: queued?.deliveryId,
+          call: { id: call.id, status: "pending" },
+          url: `https://gatehouse.example.test/approvals/${call.id}`,
+        });
+      } finally {
+        await rx.close();
+      }
     },
     SLOW_TEST,
   );

@@ -2,7 +2,7 @@
  * `npm run gatehouse -- <command>`: config check, user add, token create/revoke. Uses the same
  * environment variables as the server (GATEHOUSE_CONFIG, GATEHOUSE_DB).
  */
-import { CreateTokenBody, CreateUserBody, roles } from "@/lib/api-types";
+import { CreateTokenBody, CreateUserBody, roles, userEmail } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import { createToken, revokeToken } from "../auth/tokens";
 import { createUser } from "../auth/users";
@@ -11,7 +11,8 @@ import { dbPathFromEnv, openDb } from "../store/db";
 
 const USAGE = `usage: npm run gatehouse -- <command>
   config check [FILE]                     validate a config file (default: GATEHOUSE_CONFIG or gatehouse.json)
-  user add NAME --role owner|reviewer     add a user; the password is read from stdin
+  user add NAME --role owner|reviewer [--email ADDRESS]
+                                          add a user; the password is read from stdin
   token create NAME                       create an agent token; prints it once, on the last line
   token revoke NAME                       revoke an agent token`;
 
@@ -21,6 +22,13 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks)
     .toString("utf8")
     .replace(/\r?\n$/, "");
+}
+
+/** The word after `flag`, unless it is missing or another flag. */
+function optionValue(args: string[], flag: string): string | undefined {
+  const i = args.indexOf(flag);
+  const value = i >= 0 ? args[i + 1] : undefined;
+  return value === undefined || value.startsWith("--") ? undefined : value;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -42,13 +50,20 @@ async function main(argv: string[]): Promise<number> {
   }
   if (group === "user" && verb === "add") {
     const name = rest[0];
-    const roleIdx = rest.indexOf("--role");
-    const roleArg = roleIdx >= 0 ? rest[roleIdx + 1] : undefined;
-    if (!name || !roleArg)
+    const roleArg = optionValue(rest, "--role");
+    const email = optionValue(rest, "--email");
+    if (!name || name.startsWith("--") || !roleArg)
       throw new GatehouseError("bad_request", `user add needs NAME and --role\n${USAGE}`);
+    if (rest.includes("--email") && email === undefined)
+      throw new GatehouseError("bad_request", `--email needs an ADDRESS\n${USAGE}`);
     const wanted = roleArg.split(",");
+    // Checked before the password is read, so a typo in the address fails without waiting on stdin.
+    const parsedEmail = userEmail.optional().safeParse(email);
+    if (!parsedEmail.success) {
+      throw new GatehouseError("bad_request", `email: ${parsedEmail.error.issues[0]?.message ?? "invalid"}`);
+    }
     const password = await readStdin();
-    const parsed = CreateUserBody.safeParse({ name, password, roles: wanted });
+    const parsed = CreateUserBody.safeParse({ name, password, roles: wanted, email });
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       const field = String(issue?.path[0] ?? "input");
@@ -57,7 +72,8 @@ async function main(argv: string[]): Promise<number> {
     }
     const db = openDb(dbPathFromEnv());
     const user = await createUser(db, { ...parsed.data, actor: "cli" });
-    process.stdout.write(`added user ${user.name} (${user.roles.join(", ")})\n`);
+    const address = user.email ? ` <${user.email}>` : "";
+    process.stdout.write(`added user ${user.name} (${user.roles.join(", ")})${address}\n`);
     return 0;
   }
   if (group === "token" && (verb === "create" || verb === "revoke")) {

@@ -1,16 +1,43 @@
 import "server-only";
-import { cookies } from "next/headers";
+import { cookies, headers } from "next/headers";
+import { redirect } from "next/navigation";
 import type { UserView } from "@/lib/api-types";
+import { signInHref } from "@/lib/return-path";
 import { SESSION_COOKIE, sessionUser } from "../auth/sessions";
 import { getRuntime } from "../runtime";
+import { PAGE_URL_HEADER } from "./page-url";
 
 /**
- * The signed-in user of a page request (server components), from its session cookie, or null.
- * The pages' counterpart of `route()`'s authentication: the edge reaches the runtime, auth only
- * sees the store.
+ * The path and query of the page being rendered, or null when nobody says.
+ *
+ * Why a header: a layout is not told its URL (only pages get params and search params), and the
+ * console's layout is where a visit without a session is turned away. The production server
+ * in front of Next knows the URL and passes it in `PAGE_URL_HEADER`; under `next dev`
+ * there is no such server, and sign-in then lands on the home page. The path only ever becomes
+ * a `next` that `safeReturnPath` accepts. `_rsc` is the router's cache-busting parameter, not
+ * the page's.
  */
-export async function currentPageUser(): Promise<UserView | null> {
+async function requestPath(): Promise<string | null> {
+  const raw = (await headers()).get(PAGE_URL_HEADER);
+  if (!raw?.startsWith("/")) return null;
+  const q = raw.indexOf("?");
+  if (q === -1) return raw;
+  const search = new URLSearchParams(raw.slice(q + 1));
+  search.delete("_rsc");
+  const query = search.toString();
+  return query ? `${raw.slice(0, q)}?${query}` : raw.slice(0, q);
+}
+
+/**
+ * The signed-in user of a page request (server components), from its session cookie. Without
+ * one it does not return: it redirects to sign-in with this page as `next`
+ * (`/login?next=/approvals/<id>`), so signing in comes back here. Never call it from the sign-in
+ * page itself. The pages' counterpart of `route()`'s authentication: the edge reaches the
+ * runtime, auth only sees the store.
+ */
+export async function currentPageUser(): Promise<UserView> {
   const sid = (await cookies()).get(SESSION_COOKIE)?.value;
-  if (!sid) return null;
-  return sessionUser(getRuntime().db, sid);
+  const user = sid ? sessionUser(getRuntime().db, sid) : null;
+  if (!user) redirect(signInHref(await requestPath()));
+  return user;
 }

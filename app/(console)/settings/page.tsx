@@ -1,6 +1,6 @@
 import type { Metadata } from "next";
-import { redirect } from "next/navigation";
 import { NotAllowed } from "@/components/not-allowed";
+import { NotificationsSection } from "@/components/notifications-section";
 import { isOwner } from "@/components/roles";
 import { TokensSection } from "@/components/tokens-section";
 import { PageHeader } from "@/components/ui";
@@ -11,14 +11,17 @@ export const metadata: Metadata = { title: "Settings" };
 
 export default async function SettingsPage() {
   const user = await currentPageUser();
-  if (!user) redirect("/login");
   if (!isOwner(user)) return <NotAllowed audience="owners" />;
   return (
     <div>
-      <PageHeader title="Settings" subtitle="Who may sign in, and which agents may call tools." />
+      <PageHeader
+        title="Settings"
+        subtitle="Who may sign in, which agents may call tools, and where reviewers are notified."
+      />
       <div className="space-y-12">
         <UsersSection />
         <TokensSection />
+        <NotificationsSection />
       </div>
     </div>
   );

@@ -1,0 +1,18 @@
+import type { Metadata } from "next";
+import { ApprovalDecision } from "@/components/approval-decision";
+import { NotAllowed } from "@/components/not-allowed";
+import { canReview } from "@/components/roles";
+import { currentPageUser } from "@/server/http/page";
+
+export const metadata: Metadata = { title: "Approval" };
+
+/**
+ * One call for decision, where notifications link to (`/approvals/<id>`). Signing in from here
+ * comes back here (`currentPageUser` sends the path along as `next`).
+ */
+export default async function ApprovalPage({ params }: { params: Promise<{ id: string }> }) {
+  const user = await currentPageUser();
+  if (!canReview(user)) return <NotAllowed audience="reviewers and owners" />;
+  const { id } = await params;
+  return <ApprovalDecision id={id} userName={user.name} />;
+}

@@ -1,0 +1,280 @@
+import "server-only";
+import { EventEmitter } from "node:events";
+import type { EventBus } from "../events";
+import type { Logger } from "../log";
+import type { Db } from "../store/db";
+import { type DeliveryRow, dueDeliveries, nextQueued, pruneFinished, recordAttempt } from "./outbox";
+import { SEND_TIMEOUT_MS, type Sender } from "./webhook";
+
+/** Tries of one message at most (PRODUCT.md §10). */
+export const MAX_ATTEMPTS = 5;
+/** Messages in flight at most, over all destinations. */
+export const MAX_IN_FLIGHT = 16;
+/**
+ * Messages in flight at most to one destination (a webhook, or one person's address): a receiver
+ * that never answers holds only its own slots, for {@link SEND_TIMEOUT_MS} each, never the others'.
+ */
+export const MAX_PER_DESTINATION = 2;
+/** How many of the earliest queued rows one look considers (rows of full destinations are skipped). */
+const LOOK_WINDOW = 64;
+
+const destinationOf = (row: { channel: string; target: string }) => `${row.channel}:${row.target}`;
+/** The first retry's delay; each next one doubles (about 1 s, 2 s, 4 s, 8 s). */
+export const RETRY_BASE_MS = 1_000;
+
+/**
+ * The wait before try `attempts + 1`, after `attempts` failed ones: `base * 2^(attempts-1)`,
+ * spread by ±20 % so that a receiver that was down is not hit by every message at one instant.
+ */
+export function retryDelayMs(
+  attempts: number,
+  random: () => number = Math.random,
+  base = RETRY_BASE_MS,
+): number {
+  const exact = base * 2 ** Math.max(0, attempts - 1);
+  return Math.round(exact * (0.8 + 0.4 * random()));
+}
+
+/** What one recorded try looks like to a listener (the delivery log's live feed, tests). */
+export interface DeliverySettled {
+  id: number;
+  deliveryId: string;
+  channel: "webhook" | "email";
+  target: string;
+  event: string;
+  callId: string | null;
+  status: "queued" | "delivered" | "failed";
+  attempts: number;
+  lastError: string | null;
+}
+
+export interface DispatcherOptions {
+  db: Db;
+  bus: EventBus;
+  log: Logger;
+  /** The sender of a row's destination; null when that destination is no longer configured. */
+  senderFor(row: DeliveryRow): Sender | null;
+  /** Deadline of one try. Default {@link SEND_TIMEOUT_MS}. */
+  timeoutMs?: number;
+  /** Default {@link RETRY_BASE_MS}. */
+  retryBaseMs?: number;
+  random?: () => number;
+}
+
+/**
+ * Sends what the outbox holds, off the call path. Woken after a commit by the bus (the first
+ * event after {@link queued}: the rows written with it are visible by then), by a timer set for the next
+ * due retry (unref'd: it never keeps the process up), and at start, which sends what a crash left
+ * queued. It never polls: with nothing due and nothing to retry, no timer is set.
+ *
+ * Due rows go oldest first, at most {@link MAX_IN_FLIGHT} at a time and
+ * {@link MAX_PER_DESTINATION} to one destination, each try within the row's
+ * deadline and {@link SEND_TIMEOUT_MS}. A failed try is retried with backoff up to
+ * {@link MAX_ATTEMPTS} tries, never after the row's deadline; then the row is `failed` (at once
+ * when the guard refused the destination: a retry would be refused too). A row
+ * interrupted by a crash or a stop is still `queued` and is sent again at the next start: the
+ * receiver may see it twice, with the same `deliveryId`, but never zero times.
+ */
+export class Dispatcher {
+  private readonly inFlight = new Map<number, Promise<void>>();
+  /** Tries in flight per destination ({@link destinationOf}). */
+  private readonly busy = new Map<string, number>();
+  private readonly abort = new AbortController();
+  private readonly emitter = new EventEmitter();
+  private timer: NodeJS.Timeout | null = null;
+  private immediate: NodeJS.Immediate | null = null;
+  private unsubscribe: (() => void) | null = null;
+  private running = false;
+  /** Rows were queued since the last look: the next bus event (their commit's) wakes the dispatcher. */
+  private queuedSinceLook = false;
+  private readonly timeoutMs: number;
+  private readonly retryBaseMs: number;
+  private readonly random: () => number;
+
+  constructor(private readonly opts: DispatcherOptions) {
+    this.timeoutMs = opts.timeoutMs ?? SEND_TIMEOUT_MS;
+    this.retryBaseMs = opts.retryBaseMs ?? RETRY_BASE_MS;
+    this.random = opts.random ?? Math.random;
+    this.emitter.setMaxListeners(0);
+  }
+
+  start(): void {
+    if (this.running || this.abort.signal.aborted) return;
+    this.running = true;
+    // Only events that follow an enqueue wake it: a read-only call's events cost nothing here.
+    this.unsubscribe = this.opts.bus.subscribe(() => {
+      if (this.queuedSinceLook) this.wake();
+    });
+    this.wake();
+  }
+
+  /**
+   * Says rows are being queued (called inside the writer's transaction). Nothing is read yet:
+   * they are visible once committed, and the commit's bus event wakes the dispatcher.
+   */
+  queued(): void {
+    this.queuedSinceLook = true;
+  }
+
+  /** Looks for due rows on the next turn of the event loop (several wakes in one turn are one look). */
+  wake(): void {
+    if (!this.running || this.immediate) return;
+    this.immediate = setImmediate(() => {
+      this.immediate = null;
+      this.pump();
+    });
+  }
+
+  /** Listens to every recorded try; returns the unsubscribe function. */
+  onSettled(listener: (d: DeliverySettled) => void): () => void {
+    this.emitter.on("settled", listener);
+    return () => this.emitter.off("settled", listener);
+  }
+
+  /** Stops waking, aborts tries in flight (their rows stay queued) and waits for them to end. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.unsubscribe?.();
+    if (this.immediate) clearImmediate(this.immediate);
+    if (this.timer) clearTimeout(this.timer);
+    this.immediate = null;
+    this.timer = null;
+    this.abort.abort();
+    await Promise.allSettled([...this.inFlight.values()]);
+  }
+
+  private pump(): void {
+    if (!this.running) return;
+    this.queuedSinceLook = false;
+    try {
+      if (this.inFlight.size < MAX_IN_FLIGHT) {
+        const due = dueDeliveries(this.opts.db, new Date().toISOString(), LOOK_WINDOW + this.inFlight.size);
+        for (const row of due) {
+          if (this.inFlight.size >= MAX_IN_FLIGHT) break;
+          if (!this.inFlight.has(row.id) && this.hasRoom(row)) this.launch(row);
+        }
+      }
+      // Every slot busy: the next try to end wakes the dispatcher again, so no timer is needed
+      // (one set for a row already due would fire at once, again and again).
+      if (this.inFlight.size >= MAX_IN_FLIGHT) return;
+      this.scheduleNext();
+    } catch (err) {
+      // A store that is busy now is tried again shortly; the rows stay queued.
+      this.opts.log.error("reading the notification outbox failed", { error: String(err) });
+      this.arm(this.retryBaseMs);
+    }
+  }
+
+  /** Arms the timer for the earliest queued row not already in flight; none when nothing waits. */
+  private scheduleNext(): void {
+    // Rows waiting for a slot of their own destination are woken by that destination's tries
+    // ending, not by a timer (which, for a row already due, would fire again and again).
+    const next = nextQueued(this.opts.db, LOOK_WINDOW + this.inFlight.size).find(
+      (r) => !this.inFlight.has(r.id) && this.hasRoom(r),
+    );
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (!next) return;
+    this.arm(Date.parse(next.nextAttemptAt) - Date.now());
+  }
+
+  private arm(delayMs: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    // setTimeout fires at once for anything above 2^31-1 ms; a retry is never that far anyway.
+    this.timer = setTimeout(
+      () => {
+        this.timer = null;
+        this.wake();
+      },
+      Math.min(Math.max(0, delayMs), 2 ** 31 - 1),
+    );
+    this.timer.unref();
+  }
+
+  private hasRoom(row: { channel: string; target: string }): boolean {
+    return (this.busy.get(destinationOf(row)) ?? 0) < MAX_PER_DESTINATION;
+  }
+
+  private launch(row: DeliveryRow): void {
+    const destination = destinationOf(row);
+    this.busy.set(destination, (this.busy.get(destination) ?? 0) + 1);
+    const run = this.attempt(row)
+      .catch((err: unknown) => {
+        this.opts.log.error("recording a notification try failed", { id: row.id, error: String(err) });
+      })
+      .finally(() => {
+        this.inFlight.delete(row.id);
+        const left = (this.busy.get(destination) ?? 1) - 1;
+        if (left > 0) this.busy.set(destination, left);
+        else this.busy.delete(destination);
+        this.wake();
+      });
+    this.inFlight.set(row.id, run);
+  }
+
+  private async attempt(row: DeliveryRow): Promise<void> {
+    const deadline = row.deadline ? Date.parse(row.deadline) : Number.POSITIVE_INFINITY;
+    const left = deadline - Date.now();
+    const sender = this.opts.senderFor(row);
+    if (!sender)
+      return this.finish(row, { status: "failed", lastStatus: null, lastError: "no longer configured" });
+    if (left <= 0) {
+      return this.finish(row, {
+        status: "failed",
+        lastStatus: row.lastStatus,
+        lastError: row.attempts === 0 ? "not sent before its deadline" : row.lastError,
+      });
+    }
+    const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(Math.min(this.timeoutMs, left))]);
+    const outcome = await sender.send(row, signal);
+    // Stopped mid-try: nothing is known of it; the row stays queued for the next start.
+    if (this.abort.signal.aborted) return;
+    const attempts = row.attempts + 1;
+    if (outcome.ok) {
+      return this.finish(row, { status: "delivered", attempts, lastStatus: outcome.status, lastError: null });
+    }
+    const nextAt = Date.now() + retryDelayMs(attempts, this.random, this.retryBaseMs);
+    const giveUp = outcome.final === true || attempts >= MAX_ATTEMPTS || nextAt >= deadline;
+    this.opts.log.warn(`notification ${giveUp ? "failed" : "try failed"}: ${outcome.error}`, {
+      channel: row.channel,
+      target: row.target,
+      event: row.event,
+      deliveryId: row.deliveryId,
+      attempts,
+    });
+    this.finish(row, {
+      status: giveUp ? "failed" : "queued",
+      attempts,
+      lastStatus: outcome.status,
+      lastError: outcome.error,
+      ...(giveUp ? {} : { nextAttemptAt: new Date(nextAt).toISOString() }),
+    });
+  }
+
+  private finish(
+    row: DeliveryRow,
+    record: {
+      status: "queued" | "delivered" | "failed";
+      attempts?: number;
+      lastStatus: number | null;
+      lastError: string | null;
+      nextAttemptAt?: string;
+    },
+  ): void {
+    const attempts = record.attempts ?? row.attempts;
+    const { db } = this.opts;
+    recordAttempt(db, row.id, { ...record, attempts });
+    if (record.status !== "queued") pruneFinished(db, row.channel, row.target);
+    this.emitter.emit("settled", {
+      id: row.id,
+      deliveryId: row.deliveryId,
+      channel: row.channel,
+      target: row.target,
+      event: row.event,
+      callId: row.callId,
+      status: record.status,
+      attempts,
+      lastError: record.lastError,
+    } satisfies DeliverySettled);
+  }
+}

@@ -1,0 +1,134 @@
+import "server-only";
+import type dns from "node:dns";
+import type { NotificationChannelView, NotificationsView } from "@/lib/notification-types";
+import type { NotificationsConfig } from "../config";
+import type { EventBus } from "../events";
+import type { Logger } from "../log";
+import type { Db } from "../store/db";
+import type { calls } from "../store/schema";
+import { type DeliverySettled, Dispatcher } from "./dispatcher";
+import { createEmailSender, emailSecrets } from "./email";
+import { linkBase } from "./messages";
+import {
+  type CallNotificationEvent,
+  type CatalogueChange,
+  enqueueCallEvent,
+  enqueueCatalogueChange,
+  recentDeliveries,
+} from "./outbox";
+import { createWebhookSender, originOf, type Sender } from "./webhook";
+
+/** Deliveries per destination the log shows. */
+export const LOG_LIMIT = 50;
+
+export interface NotifierOptions {
+  db: Db;
+  bus: EventBus;
+  log: Logger;
+  config: NotificationsConfig;
+  /** `GATEHOUSE_PUBLIC_ORIGIN`: the links' origin when `config.publicUrl` is null. */
+  publicOrigin?: string | null;
+  /** Test overrides: the address policy and resolver of every destination, and the timings. */
+  refuse?: (ip: string) => string | null;
+  lookup?: typeof dns.lookup;
+  timeoutMs?: number;
+  retryBaseMs?: number;
+}
+
+/** Reaching reviewers (PRODUCT.md §10): the outbox on the way in, the dispatcher on the way out. */
+export interface Notifier {
+  /** The origin links start with; null when neither setting gives one. */
+  readonly publicUrl: string | null;
+  /**
+   * `BrokerDeps.notify`: queues the messages about `event` (synchronous inserts on `db`, inside
+   * the caller's transaction). They are sent once the bus announces the committed move.
+   */
+  notify(db: Db, event: CallNotificationEvent, call: typeof calls.$inferSelect): void;
+  /** Queues `catalogue.changed` for one refresh that changed something, and wakes the dispatcher. */
+  catalogueChanged(server: string, changes: readonly CatalogueChange[]): void;
+  /** Starts sending: what a crash left queued at once, then whatever the bus announces. */
+  start(): void;
+  /** Aborts tries in flight (their rows stay queued), closes connections. Call before the store closes. */
+  stop(): Promise<void>;
+  onSettled(listener: (d: DeliverySettled) => void): () => void;
+  /** `GET /api/notifications`: every destination and its last {@link LOG_LIMIT} deliveries. */
+  view(): NotificationsView;
+}
+
+/** What must never be written anywhere: webhook URLs and keys, the SMTP URL and its password. */
+export function notificationSecrets(config: NotificationsConfig): string[] {
+  return [
+    ...config.webhooks.flatMap((w) => (w.secret ? [w.url, w.secret] : [w.url])),
+    ...(config.email ? emailSecrets(config.email) : []),
+  ];
+}
+
+export function createNotifier(opts: NotifierOptions): Notifier {
+  const { db, config } = opts;
+  const publicUrl = linkBase(config.publicUrl ?? opts.publicOrigin ?? null);
+  const webhooks = new Map<string, Sender>(
+    config.webhooks.map((hook) => [
+      hook.name,
+      createWebhookSender(hook, { publicUrl, ...(opts.refuse ? { refuse: opts.refuse } : {}) }),
+    ]),
+  );
+  const email = config.email
+    ? createEmailSender(config.email, {
+        publicUrl,
+        ...(opts.refuse ? { refuse: opts.refuse } : {}),
+        ...(opts.lookup ? { lookup: opts.lookup } : {}),
+      })
+    : null;
+  const dispatcher = new Dispatcher({
+    db,
+    bus: opts.bus,
+    log: opts.log,
+    senderFor: (row) => (row.channel === "email" ? email : (webhooks.get(row.target) ?? null)),
+    ...(opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs }),
+    ...(opts.retryBaseMs === undefined ? {} : { retryBaseMs: opts.retryBaseMs }),
+  });
+  if (publicUrl === null && (config.webhooks.length > 0 || email)) {
+    opts.log.warn(
+      "notifications carry no link: set notifications.publicUrl (or GATEHOUSE_PUBLIC_ORIGIN) to the address reviewers open",
+    );
+  }
+
+  return {
+    publicUrl,
+    notify(txDb, event, call) {
+      if (enqueueCallEvent(txDb, config, event, call) > 0) dispatcher.queued();
+    },
+    catalogueChanged(server, changes) {
+      if (enqueueCatalogueChange(db, config, server, changes) > 0) dispatcher.wake();
+    },
+    start: () => dispatcher.start(),
+    async stop() {
+      await dispatcher.stop();
+      await Promise.allSettled([...webhooks.values(), ...(email ? [email] : [])].map((s) => s.close()));
+    },
+    onSettled: (listener) => dispatcher.onSettled(listener),
+    view() {
+      const channels: NotificationChannelView[] = config.webhooks.map((hook) => ({
+        channel: "webhook",
+        name: hook.name,
+        target: originOf(hook.url),
+        format: hook.format,
+        events: [...hook.events],
+        signed: hook.secret !== null,
+        deliveries: recentDeliveries(db, { channel: "webhook", target: hook.name }, LOG_LIMIT),
+      }));
+      if (config.email && email) {
+        channels.push({
+          channel: "email",
+          name: "email",
+          target: email.host,
+          format: "email",
+          events: [...config.email.events],
+          signed: false,
+          deliveries: recentDeliveries(db, { channel: "email" }, LOG_LIMIT),
+        });
+      }
+      return { publicUrl, channels };
+    },
+  };
+}

@@ -1,0 +1,297 @@
+import "server-only";
+import { randomUUID } from "node:crypto";
+import { and, asc, desc, eq, lt, lte, ne } from "drizzle-orm";
+import type { ChangeView } from "@/lib/api-types";
+import type { DeliveryView } from "@/lib/notification-types";
+import { reviewerEmails } from "../auth/users";
+import type { NotificationEvent, NotificationsConfig } from "../config";
+import type { Db } from "../store/db";
+import { type calls, notificationDeliveries } from "../store/schema";
+
+/**
+ * The notification outbox (db first, synchronous): what is queued when something happens, and
+ * the queries the dispatcher and the delivery log run over it. Enqueueing is a plain insert made
+ * inside the caller's transaction, so a call and the messages about it are committed together
+ * or not at all, and nothing here ever waits on the network.
+ */
+
+export type CallNotificationEvent = Exclude<NotificationEvent, "catalogue.changed">;
+export type DeliveryRow = typeof notificationDeliveries.$inferSelect;
+type CallRow = typeof calls.$inferSelect;
+
+/** A catalogue change as the refresh recorded it. */
+export type CatalogueChange = Omit<ChangeView, "unread">;
+
+/** A call as messages tell of it: the facts of the moment, no argument values unless asked for. */
+export interface CallFacts {
+  id: string;
+  tool: string;
+  server: string;
+  requester: { kind: "agent" | "user"; name: string };
+  status: string;
+  approvalReason: string | null;
+  argumentsDigest: string;
+  expiresAt: string | null;
+  /** How many approvals the call needs: one (four eyes counts the reviewer, not the requester). */
+  approvalsNeeded: number;
+  /** Approvals it has: 0 while pending, 1 once approved. */
+  approvals: number;
+  decidedBy: string | null;
+  reason: string | null;
+  /** Only in rows for a webhook with `includeArguments`. */
+  arguments?: Record<string, unknown>;
+}
+
+export interface CallPayload {
+  event: CallNotificationEvent;
+  at: string;
+  call: CallFacts;
+  /** Email rows: the address it goes to, as it was when queued. */
+  to?: string;
+}
+
+export interface CataloguePayload {
+  event: "catalogue.changed";
+  at: string;
+  server: string;
+  changes: CatalogueChange[];
+}
+
+/** What a row's `payload` column holds; the message is built from it at send time. */
+export type DeliveryPayload = CallPayload | CataloguePayload;
+
+const nowIso = () => new Date().toISOString();
+
+/** Statuses in which a call holds a reviewer's approval. */
+const APPROVED = new Set(["running", "succeeded", "failed", "interrupted"]);
+
+export function callFacts(call: CallRow): CallFacts {
+  return {
+    id: call.id,
+    tool: call.tool,
+    server: call.server,
+    requester: { kind: call.requesterKind as "agent" | "user", name: call.requesterName },
+    status: call.status,
+    approvalReason: call.approvalReason,
+    argumentsDigest: call.argumentsDigest,
+    expiresAt: call.expiresAt,
+    approvalsNeeded: 1,
+    approvals: call.decidedBy !== null && APPROVED.has(call.status) ? 1 : 0,
+    decidedBy: call.decidedBy,
+    reason: call.reason,
+  };
+}
+
+interface NewDelivery {
+  channel: "webhook" | "email";
+  target: string;
+  event: NotificationEvent;
+  callId: string | null;
+  payload: DeliveryPayload;
+  deadline: string | null;
+}
+
+function insertDeliveries(db: Db, rows: NewDelivery[], at: string): number {
+  if (rows.length === 0) return 0;
+  db.insert(notificationDeliveries)
+    .values(
+      rows.map((r) => ({
+        deliveryId: randomUUID(),
+        channel: r.channel,
+        target: r.target,
+        event: r.event,
+        callId: r.callId,
+        payload: JSON.stringify(r.payload),
+        status: "queued" as const,
+        nextAttemptAt: at,
+        deadline: r.deadline,
+        createdAt: at,
+      })),
+    )
+    .run();
+  return rows.length;
+}
+
+/**
+ * Queues one row per webhook subscribed to `event`, and, when email is configured for it, one
+ * per reviewer with an address (never the requester themselves). A `call.pending` row's deadline
+ * is the call's expiry: a message arriving after nobody can act on it is not sent. Returns how
+ * many rows were queued. Call it inside the transaction that makes `event` true.
+ */
+export function enqueueCallEvent(
+  db: Db,
+  config: NotificationsConfig,
+  event: CallNotificationEvent,
+  call: CallRow,
+): number {
+  const at = nowIso();
+  const facts = callFacts(call);
+  const deadline = event === "call.pending" ? call.expiresAt : null;
+  const base = { event, callId: call.id, deadline };
+  const rows: NewDelivery[] = [];
+  for (const hook of config.webhooks) {
+    if (!hook.events.includes(event)) continue;
+    const withArgs = hook.includeArguments
+      ? { ...facts, arguments: JSON.parse(call.arguments) as Record<string, unknown> }
+      : facts;
+    rows.push({ ...base, channel: "webhook", target: hook.name, payload: { event, at, call: withArgs } });
+  }
+  if (config.email?.events.includes(event)) {
+    const except = call.requesterKind === "user" ? call.requesterName : undefined;
+    for (const person of reviewerEmails(db, except === undefined ? {} : { except })) {
+      rows.push({
+        ...base,
+        channel: "email",
+        target: person.name,
+        payload: { event, at, call: facts, to: person.email },
+      });
+    }
+  }
+  return insertDeliveries(db, rows, at);
+}
+
+/** Queues `catalogue.changed` for every webhook subscribed to it; nothing for an empty list. */
+export function enqueueCatalogueChange(
+  db: Db,
+  config: NotificationsConfig,
+  server: string,
+  changes: readonly CatalogueChange[],
+): number {
+  if (changes.length === 0) return 0;
+  const at = nowIso();
+  const payload: CataloguePayload = {
+    event: "catalogue.changed",
+    at: changes[0]?.at ?? at,
+    server,
+    changes: [...changes],
+  };
+  const rows: NewDelivery[] = config.webhooks
+    .filter((hook) => hook.events.includes("catalogue.changed"))
+    .map((hook) => ({
+      channel: "webhook",
+      target: hook.name,
+      event: "catalogue.changed",
+      callId: null,
+      payload,
+      deadline: null,
+    }));
+  return insertDeliveries(db, rows, at);
+}
+
+/** Queued rows due by `now`, oldest due first (then oldest queued). */
+export function dueDeliveries(db: Db, now: string, limit: number): DeliveryRow[] {
+  return db
+    .select()
+    .from(notificationDeliveries)
+    .where(and(eq(notificationDeliveries.status, "queued"), lte(notificationDeliveries.nextAttemptAt, now)))
+    .orderBy(asc(notificationDeliveries.nextAttemptAt), asc(notificationDeliveries.id))
+    .limit(limit)
+    .all();
+}
+
+/** The next queued rows by due time (the dispatcher skips those already in flight). */
+export function nextQueued(
+  db: Db,
+  limit: number,
+): { id: number; channel: string; target: string; nextAttemptAt: string }[] {
+  return db
+    .select({
+      id: notificationDeliveries.id,
+      channel: notificationDeliveries.channel,
+      target: notificationDeliveries.target,
+      nextAttemptAt: notificationDeliveries.nextAttemptAt,
+    })
+    .from(notificationDeliveries)
+    .where(eq(notificationDeliveries.status, "queued"))
+    .orderBy(asc(notificationDeliveries.nextAttemptAt), asc(notificationDeliveries.id))
+    .limit(limit)
+    .all();
+}
+
+/** What one try changes on its row. */
+export interface AttemptRecord {
+  status: "queued" | "delivered" | "failed";
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  /** When still queued: the next try. */
+  nextAttemptAt?: string;
+}
+
+/** Records a try's outcome; a finished row gets its `finishedAt`. Only a queued row changes. */
+export function recordAttempt(db: Db, id: number, record: AttemptRecord): void {
+  const finished = record.status !== "queued";
+  db.update(notificationDeliveries)
+    .set({
+      status: record.status,
+      attempts: record.attempts,
+      lastStatus: record.lastStatus,
+      lastError: record.lastError,
+      ...(record.nextAttemptAt ? { nextAttemptAt: record.nextAttemptAt } : {}),
+      ...(finished ? { finishedAt: nowIso() } : {}),
+    })
+    .where(and(eq(notificationDeliveries.id, id), eq(notificationDeliveries.status, "queued")))
+    .run();
+}
+
+/** Finished rows kept per destination; older ones are deleted as new ones finish. */
+export const KEEP_FINISHED = 200;
+
+/** Deletes all but the newest `keep` finished rows of one destination (queued rows are never touched). */
+export function pruneFinished(
+  db: Db,
+  channel: "webhook" | "email",
+  target: string,
+  keep = KEEP_FINISHED,
+): void {
+  const of = and(
+    eq(notificationDeliveries.channel, channel),
+    eq(notificationDeliveries.target, target),
+    ne(notificationDeliveries.status, "queued"),
+  );
+  const oldestKept = db
+    .select({ id: notificationDeliveries.id })
+    .from(notificationDeliveries)
+    .where(of)
+    .orderBy(desc(notificationDeliveries.id))
+    .limit(1)
+    .offset(keep - 1)
+    .get();
+  if (!oldestKept) return;
+  db.delete(notificationDeliveries)
+    .where(and(of, lt(notificationDeliveries.id, oldestKept.id)))
+    .run();
+}
+
+/** The newest `limit` rows of one channel (and target, if given) as the delivery log shows them. */
+export function recentDeliveries(
+  db: Db,
+  where: { channel: "webhook" | "email"; target?: string },
+  limit = 50,
+): DeliveryView[] {
+  return db
+    .select()
+    .from(notificationDeliveries)
+    .where(
+      and(
+        eq(notificationDeliveries.channel, where.channel),
+        where.target === undefined ? undefined : eq(notificationDeliveries.target, where.target),
+      ),
+    )
+    .orderBy(desc(notificationDeliveries.id))
+    .limit(limit)
+    .all()
+    .map((r) => ({
+      id: r.id,
+      deliveryId: r.deliveryId,
+      event: r.event,
+      callId: r.callId,
+      status: r.status,
+      attempts: r.attempts,
+      createdAt: r.createdAt,
+      finishedAt: r.finishedAt,
+      nextAttemptAt: r.status === "queued" ? r.nextAttemptAt : null,
+      lastStatus: r.lastStatus,
+      lastError: r.lastError,
+    }));
+}
