@@ -15,11 +15,41 @@ export interface E2EState {
   pid: number;
   demoStateFile: string;
   logFile: string;
+  /**
+   * The SMTP server global-setup runs (notifications.email points at it) writes each message it
+   * receives here as `<n>.eml`, raw RFC 822, n counting from 1 in arrival order; a file appears
+   * whole (written aside, then renamed).
+   */
+  mailDir: string;
+  /**
+   * The webhook receiver (the "e2e-hook" webhook) writes each POST it answers here as `<n>.json`,
+   * a {@link ReceivedHook}, the same way.
+   */
+  hooksDir: string;
+}
+
+/** One request the e2e webhook receiver answered (always 200). */
+export interface ReceivedHook {
+  method: string;
+  /** Path and query as requested. */
+  url: string;
+  /** Lower-case names, as Node reads them. */
+  headers: Record<string, string | string[] | undefined>;
+  /** The raw body, as signed. */
+  body: string;
+  /** ISO time the whole body had arrived. */
+  receivedAt: string;
 }
 
 export function readState(): E2EState {
   return JSON.parse(readFileSync(STATE_FILE, "utf8")) as E2EState;
 }
+
+/**
+ * Where global-setup leaves, on the runner's `globalThis`, the function that stops its SMTP server
+ * and webhook receiver (global-teardown calls it after Gatehouse is stopped).
+ */
+export const RECEIVERS = Symbol.for("gatehouse.e2e.receivers");
 
 /** People the journey creates and later specs reuse. */
 export const people = {

@@ -1,8 +1,21 @@
 import { existsSync, rmSync } from "node:fs";
-import { readState, STATE_FILE } from "./env";
+import { RECEIVERS, readState, STATE_FILE } from "./env";
 
-/** Stops Gatehouse (SIGTERM to its process group, so tool servers go too). */
+/**
+ * Stops Gatehouse (SIGTERM to its process group, so tool servers go too), then the SMTP server and
+ * webhook receiver global-setup started in this process — in that order, so no delivery of a
+ * Gatehouse still running meets a closed port.
+ */
 export default async function globalTeardown(): Promise<void> {
+  try {
+    await stopGatehouse();
+  } finally {
+    const stopReceivers = (globalThis as Record<symbol, unknown>)[RECEIVERS];
+    if (typeof stopReceivers === "function") await (stopReceivers as () => Promise<void>)();
+  }
+}
+
+async function stopGatehouse(): Promise<void> {
   if (!existsSync(STATE_FILE)) return;
   const state = readState();
   try {
