@@ -123,9 +123,9 @@ function Channel({ channel }: { channel: NotificationChannelView }) {
       <div className="space-y-2 border-b border-zinc-100 px-4 py-3">
         <div className="flex flex-wrap items-center gap-2">
           <h3 className="min-w-0 break-all font-mono text-base font-semibold text-zinc-900">
-            {channel.name}
+            {channel.channel === "email" ? "Email to reviewers" : channel.name}
           </h3>
-          <Badge tone="slate">{channel.channel}</Badge>
+          {channel.channel === "webhook" ? <Badge tone="slate">webhook</Badge> : null}
           {channel.channel === "webhook" ? (
             channel.signed ? (
               <Badge tone="green" title="Each delivery carries a Gatehouse-Signature header">
@@ -234,6 +234,9 @@ function DeliveryRow({ delivery }: { delivery: DeliveryView }) {
       </td>
       <td className={`${tdClass} whitespace-nowrap`}>
         <span className="font-mono text-xs text-zinc-800">{delivery.event}</span>
+        {delivery.recipient ? (
+          <span className="break-all text-xs text-zinc-600"> to {delivery.recipient}</span>
+        ) : null}
         {delivery.callId ? (
           <>
             {" "}
@@ -242,7 +245,7 @@ function DeliveryRow({ delivery }: { delivery: DeliveryView }) {
               className="text-xs font-medium text-indigo-700 hover:underline"
               aria-label={`Story of call ${delivery.callId}`}
             >
-              call
+              its call
             </Link>
           </>
         ) : null}

@@ -358,6 +358,7 @@ test.describe("the owner's delivery log on Settings", () => {
       deliveryId: `d-${n}`,
       event: "call.pending",
       callId: `call-${n}`,
+      recipient: null,
       attempts: 1,
       createdAt: at(60 * n),
       finishedAt: at(60 * n - 1),

@@ -6,6 +6,8 @@ export interface DeliveryView {
   deliveryId: string;
   event: string;
   callId: string | null;
+  /** Email: the person it went to (their user name); null for a webhook. */
+  recipient: string | null;
   status: "queued" | "delivered" | "failed";
   attempts: number;
   /** When it was queued. */

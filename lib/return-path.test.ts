@@ -26,6 +26,9 @@ describe("the return path after sign-in", () => {
     ["the sign-in page itself", "/login?next=/approvals"],
     ["an empty string", ""],
     ["a path over 2048 characters", `/${"a".repeat(2048)}`],
+    ["dot segments collapsing into a scheme-relative path", "/..//evil.example"],
+    ["a dot segment before a double slash", "/.//evil.example"],
+    ["an encoded dot-dot before a double slash", "/%2e%2e//evil.example"],
   ])("refuses %s", (_what, raw) => {
     expect(safeReturnPath(raw)).toBeNull();
   });

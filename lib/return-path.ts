@@ -29,6 +29,9 @@ export function safeReturnPath(raw: unknown): string | null {
   }
   if (url.origin !== PROBE_ORIGIN) return null;
   if (url.pathname === "/login" || url.pathname.startsWith("/login/")) return null;
+  // Dot segments can collapse into a scheme-relative path (`/..//evil.example` → `//evil.example`):
+  // the answer must be safe on its own, for a caller that does not check it again.
+  if (url.pathname.startsWith("//")) return null;
   return `${url.pathname}${url.search}${url.hash}`;
 }
 

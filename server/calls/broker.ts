@@ -80,7 +80,10 @@ export class CallBroker {
     transition(db, bus, {
       from: "running",
       to: "interrupted",
-      alsoWrite: (c) => this.deps.notify?.(db, "call.interrupted", c),
+      // Only a call that waited for a reviewer was ever told of; a read-only one never was.
+      alsoWrite: (c) => {
+        if (c.approvalReason !== null) this.deps.notify?.(db, "call.interrupted", c);
+      },
       set: {
         finishedAt: nowIso(),
         errorCode: "interrupted",

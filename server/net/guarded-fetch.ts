@@ -89,6 +89,11 @@ export interface GuardedFetchOptions {
   credentialHeaders: string[];
   /** Least gap between two requests to this server (default 0: never waits). */
   minIntervalMs?: number;
+  /**
+   * Follow no redirect at all, whatever `allowPrivate` says (default false). For a destination
+   * that is sent a body once, signed for it (webhooks): a redirect would re-send it elsewhere.
+   */
+  refuseRedirects?: boolean;
 }
 
 /**
@@ -141,6 +146,11 @@ export function guardedFetch(agent: Agent, opts: GuardedFetchOptions): FetchLike
       const location = res.headers.get("location");
       if (res.status < 300 || res.status >= 400 || location === null) return res as unknown as Response;
       await res.body?.cancel();
+      if (opts.refuseRedirects) {
+        throw new RedirectRefusedError(
+          `refused: ${opts.server} answered with a redirect (${res.status}); it must answer itself`,
+        );
+      }
       if (opts.allowPrivate) {
         throw new RedirectRefusedError(
           `refused: ${opts.server} answered with a redirect (${res.status}); servers with allowPrivate follow no redirects`,

@@ -114,14 +114,56 @@ describe("call and catalogue events", () => {
     expect(byCall.get(expired.id)?.url).toMatch(new RegExp(`/approvals/${expired.id}$`));
   }, 60_000);
 
+  it("a pending message still waiting for its retry is not sent once the call is decided or withdrawn", async () => {
+    const rx = await receiverFor([500]);
+    const runtime = await start(demoWith({ webhooks: [hook("ops", rx.url, { events: ["call.pending"] })] }));
+    const rita = await createTestUser(runtime, "rita", ["reviewer"]);
+    const denied = (await runtime.broker.request(agent, { tool: ADD_NOTE, arguments: { text: "a" } })).call;
+    const withdrawn = (await runtime.broker.request(agent, { tool: ADD_NOTE, arguments: { text: "b" } }))
+      .call;
+    const triedOnce = (id: string) => (r: { callId: string | null; attempts: number }) =>
+      r.callId === id && r.attempts === 1;
+    await untilRow(runtime.notifier, runtime.db, triedOnce(denied.id));
+    await untilRow(runtime.notifier, runtime.db, triedOnce(withdrawn.id));
+
+    await request("POST", `/api/calls/${denied.id}/deny`, { cookie: rita.cookie, body: { reason: "no" } });
+    runtime.broker.withdraw(agent, withdrawn.id);
+    // The retries come due and find their calls decided: they end without being sent.
+    await untilRow(runtime.notifier, runtime.db, (r) => r.callId === denied.id && r.status === "failed");
+    await untilRow(runtime.notifier, runtime.db, (r) => r.callId === withdrawn.id && r.status === "failed");
+    expect(rx.received).toHaveLength(2);
+    const rows = deliveryRows(runtime.db);
+    expect(rows.map((r) => [r.callId, r.status, r.attempts, r.lastError])).toEqual([
+      [denied.id, "failed", 1, "superseded: the call was denied before this was delivered"],
+      [withdrawn.id, "failed", 1, "superseded: the call was withdrawn before this was delivered"],
+    ]);
+  }, 60_000);
+
   it("a call left running by a crash is reported as call.interrupted once the next start finds it", async () => {
     const rx = await receiverFor();
     const demo = demoWith({ webhooks: [hook("ops", rx.url, { events: ["call.interrupted"] })] });
-    // The store as a crash leaves it: an approved call still `running`.
+    // The store as a crash leaves it: an approved call still `running`, and a read-only one that
+    // nobody was ever asked about (it is not reported).
     const db = openDb(demo.dbFile);
     const now = new Date().toISOString();
+    const readOnly = {
+      id: "crashed-read",
+      tool: ADD_NOTE,
+      server: "demo",
+      remoteName: "add_note",
+      arguments: "{}",
+      argumentsDigest: "sha256:y",
+      destructive: false,
+      requesterKind: "agent",
+      requesterName: "build-bot",
+      status: "running" as const,
+      createdAt: now,
+      startedAt: now,
+    };
+    db.insert(calls).values(readOnly).run();
     db.insert(calls)
       .values({
+        approvalReason: "no readOnlyHint",
         id: "crashed-call",
         tool: ADD_NOTE,
         server: "demo",
@@ -140,12 +182,14 @@ describe("call and catalogue events", () => {
       .run();
     db.$client.close();
 
-    await start(demo);
+    const runtime = await start(demo);
     const got = await rx.waitFor(() => true, "call.interrupted");
     expect(JSON.parse(got.body)).toMatchObject({
       event: "call.interrupted",
       call: { id: "crashed-call", status: "interrupted", decidedBy: "rita", approvals: 1 },
     });
+    // Both were interrupted; only the one a reviewer had seen was queued.
+    expect(deliveryRows(runtime.db).map((r) => r.callId)).toEqual(["crashed-call"]);
   }, 60_000);
 
   it("catalogue.webhook sends each refresh that changed something as catalogue.changed, the refresh not waiting", async () => {

@@ -3,7 +3,15 @@ import { EventEmitter } from "node:events";
 import type { EventBus } from "../events";
 import type { Logger } from "../log";
 import type { Db } from "../store/db";
-import { type DeliveryRow, dueDeliveries, nextQueued, pruneFinished, recordAttempt } from "./outbox";
+import {
+  callStatusNow,
+  type DeliveryRow,
+  destinationOf,
+  dueDeliveries,
+  nextQueued,
+  pruneFinished,
+  recordAttempt,
+} from "./outbox";
 import { SEND_TIMEOUT_MS, type Sender } from "./webhook";
 
 /** Tries of one message at most (PRODUCT.md §10). */
@@ -11,14 +19,16 @@ export const MAX_ATTEMPTS = 5;
 /** Messages in flight at most, over all destinations. */
 export const MAX_IN_FLIGHT = 16;
 /**
- * Messages in flight at most to one destination (a webhook, or one person's address): a receiver
- * that never answers holds only its own slots, for {@link SEND_TIMEOUT_MS} each, never the others'.
+ * Messages in flight at most to one destination (a webhook, or the SMTP server: see
+ * `destinationOf`): a receiver that never answers holds only its own slots, for
+ * {@link SEND_TIMEOUT_MS} each, never the others'.
  */
 export const MAX_PER_DESTINATION = 2;
-/** How many of the earliest queued rows one look considers (rows of full destinations are skipped). */
-const LOOK_WINDOW = 64;
-
-const destinationOf = (row: { channel: string; target: string }) => `${row.channel}:${row.target}`;
+/**
+ * How long a row whose try could not be recorded (a busy or failing store) waits before it is
+ * tried again: sent, but not known to be, it must not be re-sent at once, over and over.
+ */
+const UNRECORDED_HOLD_MS = 30_000;
 /** The first retry's delay; each next one doubles (about 1 s, 2 s, 4 s, 8 s). */
 export const RETRY_BASE_MS = 1_000;
 
@@ -77,8 +87,10 @@ export interface DispatcherOptions {
  */
 export class Dispatcher {
   private readonly inFlight = new Map<number, Promise<void>>();
-  /** Tries in flight per destination ({@link destinationOf}). */
+  /** Tries in flight per destination (`destinationOf`). */
   private readonly busy = new Map<string, number>();
+  /** Rows not to try before the time given (their last try could not be recorded). */
+  private readonly heldUntil = new Map<number, number>();
   private readonly abort = new AbortController();
   private readonly emitter = new EventEmitter();
   private timer: NodeJS.Timeout | null = null;
@@ -147,12 +159,25 @@ export class Dispatcher {
     if (!this.running) return;
     this.queuedSinceLook = false;
     try {
-      if (this.inFlight.size < MAX_IN_FLIGHT) {
-        const due = dueDeliveries(this.opts.db, new Date().toISOString(), LOOK_WINDOW + this.inFlight.size);
+      this.releaseHolds();
+      // Full destinations are left out in the query itself, so however long one's backlog, the
+      // rows of the others are seen; a pass that launches nothing new ends the look.
+      while (this.inFlight.size < MAX_IN_FLIGHT) {
+        const skipIds = new Set([...this.inFlight.keys(), ...this.heldUntil.keys()]);
+        const due = dueDeliveries(
+          this.opts.db,
+          new Date().toISOString(),
+          MAX_IN_FLIGHT + skipIds.size,
+          this.fullDestinations(),
+        );
+        let launched = 0;
         for (const row of due) {
           if (this.inFlight.size >= MAX_IN_FLIGHT) break;
-          if (!this.inFlight.has(row.id) && this.hasRoom(row)) this.launch(row);
+          if (skipIds.has(row.id) || !this.hasRoom(row)) continue;
+          this.launch(row);
+          launched++;
         }
+        if (launched === 0) break;
       }
       // Every slot busy: the next try to end wakes the dispatcher again, so no timer is needed
       // (one set for a row already due would fire at once, again and again).
@@ -169,13 +194,16 @@ export class Dispatcher {
   private scheduleNext(): void {
     // Rows waiting for a slot of their own destination are woken by that destination's tries
     // ending, not by a timer (which, for a row already due, would fire again and again).
-    const next = nextQueued(this.opts.db, LOOK_WINDOW + this.inFlight.size).find(
-      (r) => !this.inFlight.has(r.id) && this.hasRoom(r),
+    const skipIds = new Set([...this.inFlight.keys(), ...this.heldUntil.keys()]);
+    const next = nextQueued(this.opts.db, skipIds.size + 1, this.fullDestinations()).find(
+      (r) => !skipIds.has(r.id),
     );
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    if (!next) return;
-    this.arm(Date.parse(next.nextAttemptAt) - Date.now());
+    const nextHold = Math.min(...this.heldUntil.values());
+    const at = Math.min(next ? Date.parse(next.nextAttemptAt) : Number.POSITIVE_INFINITY, nextHold);
+    if (!Number.isFinite(at)) return;
+    this.arm(at - Date.now());
   }
 
   private arm(delayMs: number): void {
@@ -195,12 +223,23 @@ export class Dispatcher {
     return (this.busy.get(destinationOf(row)) ?? 0) < MAX_PER_DESTINATION;
   }
 
+  private fullDestinations(): string[] {
+    return [...this.busy].filter(([, n]) => n >= MAX_PER_DESTINATION).map(([d]) => d);
+  }
+
+  private releaseHolds(): void {
+    const now = Date.now();
+    for (const [id, until] of this.heldUntil) if (until <= now) this.heldUntil.delete(id);
+  }
+
   private launch(row: DeliveryRow): void {
     const destination = destinationOf(row);
     this.busy.set(destination, (this.busy.get(destination) ?? 0) + 1);
     const run = this.attempt(row)
       .catch((err: unknown) => {
         this.opts.log.error("recording a notification try failed", { id: row.id, error: String(err) });
+        // The row is still queued and due: without a hold it would be sent again at once.
+        this.heldUntil.set(row.id, Date.now() + UNRECORDED_HOLD_MS);
       })
       .finally(() => {
         this.inFlight.delete(row.id);
@@ -218,6 +257,17 @@ export class Dispatcher {
     const sender = this.opts.senderFor(row);
     if (!sender)
       return this.finish(row, { status: "failed", lastStatus: null, lastError: "no longer configured" });
+    // Asking for a decision already taken is noise: a call.pending message (first try or retry)
+    // goes out only while its call still waits. A try already under way finishes as it will.
+    const callNow =
+      row.event === "call.pending" && row.callId ? callStatusNow(this.opts.db, row.callId) : null;
+    if (callNow !== null && callNow !== "pending") {
+      return this.finish(row, {
+        status: "failed",
+        lastStatus: row.lastStatus,
+        lastError: `superseded: the call was ${callNow} before this was delivered`,
+      });
+    }
     if (left <= 0) {
       return this.finish(row, {
         status: "failed",

@@ -80,7 +80,8 @@ describe("email notifications", () => {
   it("a reviewer with an address is mailed the pending call with its link; nobody else is", async () => {
     const rx = await smtp();
     const runtime = await start({
-      email: email(`smtp://gatehouse:mail-pass-123@127.0.0.1:${rx.port}`),
+      // No password: one is only ever sent over TLS (see the plain-SMTP test below).
+      email: email(`smtp://127.0.0.1:${rx.port}`),
     });
     await person(runtime, "rita", ["reviewer"], "rita@example.test");
     await person(runtime, "nomail", ["reviewer"], null);
@@ -97,7 +98,6 @@ describe("email notifications", () => {
     expect(mail.text).toContain(`${PUBLIC_URL}/approvals/${call.id}`);
     expect(mail.text).toContain(`href="${PUBLIC_URL}/approvals/${call.id}"`);
     expect(mail.text).not.toContain("private-argument-text");
-    expect(rx.logins).toEqual([{ user: "gatehouse", pass: "mail-pass-123" }]);
 
     const done = await untilRow(runtime.notifier, runtime.db, (r) => r.status === "delivered");
     expect(done).toMatchObject({ channel: "email", target: "rita", attempts: 1, callId: call.id });
@@ -136,6 +136,27 @@ describe("email notifications", () => {
       "refused: 127.0.0.1, a loopback address; set notifications.email.allowPrivate to allow",
     );
     expect(rx.connections).toBe(0);
+    expect(rx.mails).toEqual([]);
+  }, 60_000);
+
+  it("a password is never sent over plain SMTP: without STARTTLS from the server, nothing is sent", async () => {
+    const rx = await smtp();
+    const runtime = await start({ email: email(`smtp://gatehouse:smtp-pass-word@127.0.0.1:${rx.port}`) });
+    await person(runtime, "rita", ["reviewer"], "rita@example.test");
+    await runtime.broker.request(
+      { kind: "agent", name: "build-bot" },
+      { tool: ADD_NOTE, arguments: { text: "x" } },
+    );
+    const tried = await untilRow(
+      runtime.notifier,
+      runtime.db,
+      (r) => r.channel === "email" && r.attempts >= 1,
+    );
+    expect(tried.status).not.toBe("delivered");
+    expect(tried.lastError ?? "").not.toContain("smtp-pass-word");
+    // The server offers no STARTTLS (and would accept AUTH in the clear): it never saw one.
+    expect(rx.connections).toBeGreaterThan(0);
+    expect(rx.logins).toEqual([]);
     expect(rx.mails).toEqual([]);
   }, 60_000);
 

@@ -13,7 +13,10 @@ import { failureText, isGuardRefusal, SEND_TIMEOUT_MS, type Sender } from "./web
 export interface SmtpTarget {
   host: string;
   port: number;
-  /** `smtps:` (TLS from the first byte); `smtp:` upgrades with STARTTLS when the server offers it. */
+  /**
+   * `smtps:` (TLS from the first byte); `smtp:` upgrades with STARTTLS when the server offers it,
+   * and must (or the message is not sent) when there is a password to send.
+   */
   secure: boolean;
   auth: { user: string; pass: string } | null;
 }
@@ -146,6 +149,9 @@ export function createEmailSender(email: EmailConfig, opts: EmailSenderOptions):
     port: target.port,
     secure: target.secure,
     ...(target.auth ? { auth: target.auth } : {}),
+    // With a password, `smtp:` must upgrade with STARTTLS or not send at all: a server (or anyone
+    // between) that does not offer it would otherwise be handed the password in the clear.
+    ...(target.auth && !target.secure ? { requireTLS: true } : {}),
     getSocket: guardedSmtpSocket({
       allowPrivate: email.allowPrivate,
       timeoutMs: SEND_TIMEOUT_MS,

@@ -1,12 +1,12 @@
 import "server-only";
 import { randomUUID } from "node:crypto";
-import { and, asc, desc, eq, lt, lte, ne } from "drizzle-orm";
+import { and, asc, desc, eq, lt, lte, ne, notInArray, sql } from "drizzle-orm";
 import type { ChangeView } from "@/lib/api-types";
 import type { DeliveryView } from "@/lib/notification-types";
 import { reviewerEmails } from "../auth/users";
 import type { NotificationEvent, NotificationsConfig } from "../config";
 import type { Db } from "../store/db";
-import { type calls, notificationDeliveries } from "../store/schema";
+import { type calls, calls as callsTable, notificationDeliveries } from "../store/schema";
 
 /**
  * The notification outbox (db first, synchronous): what is queued when something happens, and
@@ -178,21 +178,42 @@ export function enqueueCatalogueChange(
   return insertDeliveries(db, rows, at);
 }
 
-/** Queued rows due by `now`, oldest due first (then oldest queued). */
-export function dueDeliveries(db: Db, now: string, limit: number): DeliveryRow[] {
+/**
+ * Where a row goes, as the dispatcher counts its slots: every email row shares one key (one SMTP
+ * server and transport serve them all), each webhook has its own. The same in SQL and in code.
+ */
+export function destinationOf(row: { channel: string; target: string }): string {
+  return row.channel === "email" ? "email" : `webhook:${row.target}`;
+}
+const destinationSql = sql<string>`(CASE ${notificationDeliveries.channel} WHEN 'email' THEN 'email' ELSE 'webhook:' || ${notificationDeliveries.target} END)`;
+
+/** Queued rows due by `now`, oldest due first (then oldest queued), none for a destination in `skip`. */
+export function dueDeliveries(
+  db: Db,
+  now: string,
+  limit: number,
+  skip: readonly string[] = [],
+): DeliveryRow[] {
   return db
     .select()
     .from(notificationDeliveries)
-    .where(and(eq(notificationDeliveries.status, "queued"), lte(notificationDeliveries.nextAttemptAt, now)))
+    .where(
+      and(
+        eq(notificationDeliveries.status, "queued"),
+        lte(notificationDeliveries.nextAttemptAt, now),
+        skip.length > 0 ? notInArray(destinationSql, [...skip]) : undefined,
+      ),
+    )
     .orderBy(asc(notificationDeliveries.nextAttemptAt), asc(notificationDeliveries.id))
     .limit(limit)
     .all();
 }
 
-/** The next queued rows by due time (the dispatcher skips those already in flight). */
+/** The next queued rows by due time, none for a destination in `skip` (the dispatcher also skips those in flight). */
 export function nextQueued(
   db: Db,
   limit: number,
+  skip: readonly string[] = [],
 ): { id: number; channel: string; target: string; nextAttemptAt: string }[] {
   return db
     .select({
@@ -202,7 +223,12 @@ export function nextQueued(
       nextAttemptAt: notificationDeliveries.nextAttemptAt,
     })
     .from(notificationDeliveries)
-    .where(eq(notificationDeliveries.status, "queued"))
+    .where(
+      and(
+        eq(notificationDeliveries.status, "queued"),
+        skip.length > 0 ? notInArray(destinationSql, [...skip]) : undefined,
+      ),
+    )
     .orderBy(asc(notificationDeliveries.nextAttemptAt), asc(notificationDeliveries.id))
     .limit(limit)
     .all();
@@ -286,6 +312,7 @@ export function recentDeliveries(
       deliveryId: r.deliveryId,
       event: r.event,
       callId: r.callId,
+      recipient: r.channel === "email" ? r.target : null,
       status: r.status,
       attempts: r.attempts,
       createdAt: r.createdAt,
@@ -294,4 +321,12 @@ export function recentDeliveries(
       lastStatus: r.lastStatus,
       lastError: r.lastError,
     }));
+}
+
+/** A call's status now, or null when there is no such call (the dispatcher asks before each try). */
+export function callStatusNow(db: Db, id: string): string | null {
+  return (
+    db.select({ status: callsTable.status }).from(callsTable).where(eq(callsTable.id, id)).get()?.status ??
+    null
+  );
 }

@@ -200,9 +200,15 @@ describe("webhook notifications", () => {
   it("a receiver that never answers holds only its own slots: another webhook gets every message meanwhile", async () => {
     const stuck = await receiverFor(["hang"]);
     const ops = await receiverFor();
-    const { runtime, bearer } = await start({ webhooks: [hook("stuck", stuck.url), hook("ops", ops.url)] });
-    const calls = 6;
-    for (let i = 0; i < calls; i++) await callAddNote(bearer, `note ${i}`);
+    const { runtime } = await start({ webhooks: [hook("stuck", stuck.url), hook("ops", ops.url)] });
+    // More than one look at the outbox sees: the hung receiver's backlog must not hide the rest.
+    const calls = 80;
+    for (let i = 0; i < calls; i++) {
+      await runtime.broker.request(
+        { kind: "agent", name: "build-bot" },
+        { tool: ADD_NOTE, arguments: { text: `note ${i}` } },
+      );
+    }
     await ops.waitFor(() => ops.received.length >= calls, `${calls} messages`);
     // Every try to the hung receiver is still open (none has timed out yet): the healthy one did
     // not wait for them, though there were more of them than a destination's slots.

@@ -63,7 +63,14 @@ export function webhookSecrets(hook: WebhookConfig): string[] {
   try {
     const u = new URL(hook.url);
     const pathAndQuery = `${u.pathname}${u.search}`;
-    if (pathAndQuery !== "/") out.push(pathAndQuery, decodeURIComponent(pathAndQuery));
+    if (pathAndQuery !== "/") {
+      out.push(pathAndQuery);
+      try {
+        out.push(decodeURIComponent(pathAndQuery));
+      } catch {
+        // A stray "%" does not decode: the raw form above is hidden all the same.
+      }
+    }
   } catch {
     // Validation guarantees a URL; an unparseable one is hidden whole above.
   }
@@ -103,6 +110,8 @@ export function createWebhookSender(hook: WebhookConfig, opts: WebhookSenderOpti
     server: name,
     allowPrivate: hook.allowPrivate,
     credentialHeaders: ["gatehouse-signature"],
+    // The body (with argument values, when asked for) goes to this URL only, signed for it.
+    refuseRedirects: true,
   });
   const hide = webhookSecrets(hook);
   const hint =
