@@ -60,6 +60,8 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
       try {
         summary = syncServerTools(db, server, tools, {
           descriptionMaxChars: config.catalogue.descriptionMaxChars,
+          // Queued in the refresh's own transaction: a crash cannot keep the feed and lose the message.
+          alsoWrite: (changes) => notifier.catalogueChanged(db, server.name, changes),
         });
       } catch (err) {
         log.error(`catalogue of ${server.name} could not be stored`, { error: String(err) });
@@ -73,12 +75,6 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
           returned: summary.returned.length,
           overCap: summary.overCap.length,
         });
-      }
-      try {
-        // A synchronous insert; sending happens elsewhere, so a dead webhook never holds up the refresh.
-        notifier.catalogueChanged(server.name, summary.changes);
-      } catch (err) {
-        log.error(`catalogue changes of ${server.name} could not be queued`, { error: String(err) });
       }
       bus.publish({ type: "catalogue", server: server.name });
     },

@@ -170,3 +170,30 @@ describe("syncServerTools records the change feed", () => {
     expect(feed(d)).toEqual([]);
   });
 });
+
+describe("writes that stand or fall with a refresh", () => {
+  it("alsoWrite sees the feed rows just written, inside the refresh's transaction", () => {
+    const d = memoryDb();
+    const seen: { kinds: string[]; inTransaction: boolean }[] = [];
+    syncServerTools(d, serverConfig("srv"), [tool("a"), tool("b")], {
+      ...OPTS,
+      alsoWrite: (changes) =>
+        seen.push({ kinds: changes.map((c) => c.kind), inTransaction: d.$client.inTransaction }),
+    });
+    expect(seen).toEqual([{ kinds: ["added", "added"], inTransaction: true }]);
+  });
+
+  it("an alsoWrite that fails leaves no trace of the refresh: no rows, no feed entry", () => {
+    const d = memoryDb();
+    expect(() =>
+      syncServerTools(d, serverConfig("srv"), [tool("a")], {
+        ...OPTS,
+        alsoWrite: () => {
+          throw new Error("outbox write killed");
+        },
+      }),
+    ).toThrow(/outbox write killed/);
+    expect(d.select().from(tools).all()).toEqual([]);
+    expect(feed(d)).toEqual([]);
+  });
+});

@@ -13,12 +13,15 @@ import { planRefresh, type RefreshPlan, type SyncSummary } from "./sync-plan";
  * rows, the over-cap list, the change feed and the audit rows are read and written in one
  * transaction, so a refresh that fails leaves no trace, and one that changes nothing writes no
  * feed entry. The summary is the plan's, with the ids and the one time given to its feed rows.
+ *
+ * `alsoWrite`, when given, runs inside that transaction with the feed rows just written (none when
+ * nothing changed): writes that must stand or fall with the refresh (the notification outbox).
  */
 export function syncServerTools(
   db: Db,
   server: ServerConfig,
   listed: Tool[],
-  opts: { descriptionMaxChars: number },
+  opts: { descriptionMaxChars: number; alsoWrite?: (changes: readonly RecordedChange[]) => void },
 ): SyncSummary {
   const now = new Date().toISOString();
   return db.transaction((tx) => {
@@ -31,7 +34,9 @@ export function syncServerTools(
       excludedBefore: server.allowTools ? excludedBefore(tx, server.name) : new Set(),
       descriptionMaxChars: opts.descriptionMaxChars,
     });
-    return { ...plan.summary, changes: applyRefresh(tx, plan, now) };
+    const changes = applyRefresh(tx, plan, now);
+    opts.alsoWrite?.(changes);
+    return { ...plan.summary, changes };
   });
 }
 

@@ -44,8 +44,11 @@ export interface Notifier {
    * the caller's transaction). They are sent once the bus announces the committed move.
    */
   notify(db: Db, event: CallNotificationEvent, call: typeof calls.$inferSelect): void;
-  /** Queues `catalogue.changed` for one refresh that changed something, and wakes the dispatcher. */
-  catalogueChanged(server: string, changes: readonly CatalogueChange[]): void;
+  /**
+   * Queues `catalogue.changed` for one refresh that changed something (nothing for no changes).
+   * Call it inside the refresh's transaction; its bus event wakes the dispatcher after the commit.
+   */
+  catalogueChanged(db: Db, server: string, changes: readonly CatalogueChange[]): void;
   /** Starts sending: what a crash left queued at once, then whatever the bus announces. */
   start(): void;
   /** Aborts tries in flight (their rows stay queued), closes connections. Call before the store closes. */
@@ -98,8 +101,8 @@ export function createNotifier(opts: NotifierOptions): Notifier {
     notify(txDb, event, call) {
       if (enqueueCallEvent(txDb, config, event, call) > 0) dispatcher.queued();
     },
-    catalogueChanged(server, changes) {
-      if (enqueueCatalogueChange(db, config, server, changes) > 0) dispatcher.wake();
+    catalogueChanged(txDb, server, changes) {
+      if (enqueueCatalogueChange(txDb, config, server, changes) > 0) dispatcher.queued();
     },
     start: () => dispatcher.start(),
     async stop() {
