@@ -1,7 +1,7 @@
 import type { AuditEventView } from "@/lib/api-types";
 import { formatDateTime, formatDuration } from "@/lib/format";
 
-/** The same words the activity page's story uses for each step (components/call-story.tsx). */
+/** What each step of a call reads as, on a call's page and in its story in Activity. */
 const ACTIONS: Record<string, string> = {
   "call.pending": "Requested; waiting for approval",
   "call.started": "Requested; ran at once (read-only)",

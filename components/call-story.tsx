@@ -5,10 +5,11 @@ import Link from "next/link";
 import type { ReactNode } from "react";
 import { Age } from "@/components/age";
 import { ApprovalReason } from "@/components/approval-reason";
+import { AuditTrail } from "@/components/audit-trail";
 import { CallStatusBadge } from "@/components/call-status-badge";
 import { JsonView } from "@/components/json-view";
 import { ErrorAlert, Loading, Section } from "@/components/ui";
-import type { AuditEventView, CallStoryView, CallView } from "@/lib/api-types";
+import type { CallStoryView, CallView } from "@/lib/api-types";
 import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatBytes, formatDateTime, formatDuration } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
@@ -115,14 +116,7 @@ function Story({ story: { call, audit } }: { story: CallStoryView }) {
       </Section>
 
       <Section title="Audit trail" description="Every step of this call, oldest first.">
-        <ol
-          aria-label="Audit trail"
-          className="divide-y divide-zinc-100 rounded-lg border border-zinc-200 bg-white"
-        >
-          {audit.map((event) => (
-            <AuditRow key={event.id} event={event} />
-          ))}
-        </ol>
+        <AuditTrail events={audit} />
       </Section>
     </div>
   );
@@ -168,44 +162,4 @@ function Result({ call }: { call: CallView }) {
     return <p className="text-sm text-zinc-500">{why}</p>;
   }
   return <JsonView value={call.result} />;
-}
-
-const ACTIONS: Record<string, string> = {
-  "call.pending": "Requested; waiting for approval",
-  "call.started": "Requested; ran at once (read-only)",
-  "call.approved": "Approved",
-  "call.denied": "Denied",
-  "call.expired": "Expired without a decision",
-  "call.refused": "Refused",
-  "call.succeeded": "Succeeded",
-  "call.failed": "Failed",
-  "call.interrupted": "Interrupted: outcome unknown",
-  "call.withdrawn": "Withdrawn by the requester",
-};
-
-function durationText(event: AuditEventView): string | null {
-  if (event.durationMs === null) return null;
-  const d = formatDuration(event.durationMs);
-  if (event.action === "call.succeeded" || event.action === "call.failed") return `ran ${d}`;
-  return `after ${d}`;
-}
-
-function AuditRow({ event }: { event: AuditEventView }) {
-  const duration = durationText(event);
-  return (
-    <li className="grid gap-x-4 gap-y-0.5 px-4 py-2.5 text-sm sm:grid-cols-[10.5rem_1fr]">
-      <time dateTime={event.at} className="tabular-nums text-zinc-500">
-        {formatDateTime(event.at)}
-      </time>
-      <div className="min-w-0">
-        <span className="font-medium text-zinc-900">{ACTIONS[event.action] ?? event.action}</span>
-        <span className="text-zinc-600">
-          {" "}
-          by {event.actor}
-          {duration ? ` · ${duration}` : ""}
-        </span>
-        {event.detail ? <p className="break-words text-zinc-600">{event.detail}</p> : null}
-      </div>
-    </li>
-  );
 }

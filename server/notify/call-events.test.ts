@@ -6,16 +6,10 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { LiveEvent } from "@/lib/api-types";
-import {
-  ADD_NOTE,
-  createTestUser,
-  enableTool,
-  LIST_NOTES,
-  request,
-  waitForEvent,
-} from "@/test/support/runtime";
+import { startDemoRuntime } from "@/test/support/notify";
+import { ADD_NOTE, createTestUser, LIST_NOTES, request } from "@/test/support/runtime";
 import type { GatehouseConfig, NotificationsConfig } from "../config";
-import { createRuntime, type Runtime, setRuntime } from "../runtime";
+import type { Runtime } from "../runtime";
 import { openDb } from "../store/db";
 import { calls, tools } from "../store/schema";
 import type { CallWebhookBody, CatalogueWebhookBody } from "./messages";
@@ -44,31 +38,12 @@ async function receiverFor(answers?: Answer[]) {
 }
 
 /** Starts a runtime on `demo`; `onEvent` sees bus events from the very first. */
-async function start(
+function start(
   demo: DemoConfig,
   config: GatehouseConfig = demo.config,
   onEvent?: (e: LiveEvent, runtime: Runtime) => void,
-) {
-  const runtime: Runtime = createRuntime({ config, dbFile: demo.dbFile });
-  setRuntime(runtime);
-  if (onEvent) cleanup.push(runtime.bus.subscribe((e) => onEvent(e, runtime)));
-  cleanup.push(async () => {
-    await runtime.stop();
-    setRuntime(undefined);
-    demo.remove();
-  });
-  const ready = () =>
-    runtime.db
-      .select()
-      .from(tools)
-      .all()
-      .some((t) => t.localName === ADD_NOTE);
-  await waitForEvent(runtime.bus, (e) => e.type === "catalogue" && ready(), {
-    already: ready,
-    timeoutMs: 20_000,
-  });
-  enableTool(runtime, ADD_NOTE);
-  return runtime;
+): Promise<Runtime> {
+  return startDemoRuntime(demo, cleanup, onEvent ? { config, onEvent } : { config });
 }
 
 function demoWith(notifications: Partial<NotificationsConfig>, expireAfterSeconds?: number) {

@@ -9,10 +9,11 @@ import type dns from "node:dns";
 import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
 import type { NotificationsView } from "@/lib/notification-types";
-import { ADD_NOTE, bodyOf, createTestUser, enableTool, request, waitForEvent } from "@/test/support/runtime";
+import { startDemoRuntime } from "@/test/support/notify";
+import { ADD_NOTE, bodyOf, createTestUser, request } from "@/test/support/runtime";
 import type { EmailConfig, NotificationsConfig } from "../config";
-import { createRuntime, type Runtime, setRuntime } from "../runtime";
-import { tools, users } from "../store/schema";
+import type { Runtime } from "../runtime";
+import { users } from "../store/schema";
 import { createEmailSender } from "./email";
 import {
   captureOutput,
@@ -32,27 +33,8 @@ afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
 
-async function start(notifications: Partial<NotificationsConfig>): Promise<Runtime> {
-  const demo = demoConfig(notifications);
-  const runtime = createRuntime({ config: demo.config, dbFile: demo.dbFile });
-  setRuntime(runtime);
-  cleanup.push(async () => {
-    await runtime.stop();
-    setRuntime(undefined);
-    demo.remove();
-  });
-  const ready = () =>
-    runtime.db
-      .select()
-      .from(tools)
-      .all()
-      .some((t) => t.localName === ADD_NOTE);
-  await waitForEvent(runtime.bus, (e) => e.type === "catalogue" && ready(), {
-    already: ready,
-    timeoutMs: 20_000,
-  });
-  enableTool(runtime, ADD_NOTE);
-  return runtime;
+function start(notifications: Partial<NotificationsConfig>): Promise<Runtime> {
+  return startDemoRuntime(demoConfig(notifications), cleanup);
 }
 
 async function smtp() {

@@ -8,18 +8,9 @@ import { createHmac } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import type { CallView } from "@/lib/api-types";
 import type { NotificationsView } from "@/lib/notification-types";
-import {
-  ADD_NOTE,
-  bodyOf,
-  createAgentToken,
-  createTestUser,
-  enableTool,
-  request,
-  waitForEvent,
-} from "@/test/support/runtime";
+import { startDemoRuntime } from "@/test/support/notify";
+import { ADD_NOTE, bodyOf, createAgentToken, createTestUser, request } from "@/test/support/runtime";
 import type { NotificationsConfig } from "../config";
-import { createRuntime, type Runtime, setRuntime } from "../runtime";
-import { tools } from "../store/schema";
 import {
   type Answer,
   deliveryRows,
@@ -46,24 +37,7 @@ async function receiverFor(answers?: Answer[]) {
 /** A runtime with the demo server's add_note enabled and `notifications` as given. */
 async function start(notifications: Partial<NotificationsConfig>, expireAfterSeconds?: number) {
   const demo = demoConfig(notifications, expireAfterSeconds ? { expireAfterSeconds } : {});
-  const runtime: Runtime = createRuntime({ config: demo.config, dbFile: demo.dbFile });
-  setRuntime(runtime);
-  cleanup.push(async () => {
-    await runtime.stop();
-    setRuntime(undefined);
-    demo.remove();
-  });
-  const ready = () =>
-    runtime.db
-      .select()
-      .from(tools)
-      .all()
-      .some((t) => t.localName === ADD_NOTE);
-  await waitForEvent(runtime.bus, (e) => e.type === "catalogue" && ready(), {
-    already: ready,
-    timeoutMs: 20_000,
-  });
-  enableTool(runtime, ADD_NOTE);
+  const runtime = await startDemoRuntime(demo, cleanup);
   return { runtime, bearer: createAgentToken(runtime, "build-bot") };
 }
 
