@@ -4,9 +4,9 @@
  * catalogue webhook — same fields, through the guard, never holding up a refresh, its URL's
  * secret path never logged.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { LiveEvent } from "@/lib/api-types";
-import { startDemoRuntime } from "@/test/support/notify";
+import { registerCleanup, startDemoRuntime, startReceiver } from "@/test/support/notify";
 import { ADD_NOTE, createTestUser, LIST_NOTES, request } from "@/test/support/runtime";
 import type { GatehouseConfig, NotificationsConfig } from "../config";
 import type { Runtime } from "../runtime";
@@ -20,22 +20,13 @@ import {
   deliveryRows,
   demoConfig,
   hook,
-  receiver,
   SECRET_PATH,
   SECRET_QUERY,
   untilRow,
 } from "./notify-fixtures";
 
-const cleanup: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0).reverse()) await fn();
-});
-
-async function receiverFor(answers?: Answer[]) {
-  const rx = await receiver(answers);
-  cleanup.push(() => rx.close());
-  return rx;
-}
+const cleanup = registerCleanup();
+const receiverFor = (answers?: Answer[]) => startReceiver(cleanup, answers);
 
 /** Starts a runtime on `demo`; `onEvent` sees bus events from the very first. */
 function start(

@@ -7,9 +7,9 @@
 
 import type dns from "node:dns";
 import { eq } from "drizzle-orm";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { NotificationsView } from "@/lib/notification-types";
-import { startDemoRuntime } from "@/test/support/notify";
+import { registerCleanup, startDemoRuntime } from "@/test/support/notify";
 import { ADD_NOTE, bodyOf, createTestUser, request } from "@/test/support/runtime";
 import type { EmailConfig, NotificationsConfig } from "../config";
 import type { Runtime } from "../runtime";
@@ -28,10 +28,7 @@ import {
 } from "./notify-fixtures";
 import type { DeliveryRow } from "./outbox";
 
-const cleanup: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0).reverse()) await fn();
-});
+const cleanup = registerCleanup();
 
 function start(notifications: Partial<NotificationsConfig>): Promise<Runtime> {
   return startDemoRuntime(demoConfig(notifications), cleanup);

@@ -5,10 +5,10 @@
  * answers, and the guard refusing a loopback address.
  */
 import { createHmac } from "node:crypto";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { CallView } from "@/lib/api-types";
 import type { NotificationsView } from "@/lib/notification-types";
-import { startDemoRuntime } from "@/test/support/notify";
+import { registerCleanup, startDemoRuntime, startReceiver } from "@/test/support/notify";
 import { ADD_NOTE, bodyOf, createAgentToken, createTestUser, request } from "@/test/support/runtime";
 import type { NotificationsConfig } from "../config";
 import {
@@ -17,22 +17,13 @@ import {
   demoConfig,
   hook,
   PUBLIC_URL,
-  receiver,
   SECRET_PATH,
   SECRET_QUERY,
   untilRow,
 } from "./notify-fixtures";
 
-const cleanup: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0).reverse()) await fn();
-});
-
-async function receiverFor(answers?: Answer[]) {
-  const rx = await receiver(answers);
-  cleanup.push(() => rx.close());
-  return rx;
-}
+const cleanup = registerCleanup();
+const receiverFor = (answers?: Answer[]) => startReceiver(cleanup, answers);
 
 /** A runtime with the demo server's add_note enabled and `notifications` as given. */
 async function start(notifications: Partial<NotificationsConfig>, expireAfterSeconds?: number) {
