@@ -40,6 +40,7 @@ const manager = new McpManager(
     approvals: { expireAfterSeconds: 900, waitSeconds: 60, selfApproval: false },
     catalogue: { descriptionMaxChars: 1024, refreshSeconds: 0 },
     notifications: { publicUrl: null, webhooks: [], email: null },
+    rules: [],
   },
   { log: quiet, onState: (s) => s.state === "ready" && ready(), onTools: () => {} },
 );

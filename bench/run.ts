@@ -273,6 +273,7 @@ if (want("dial")) {
       approvals: { expireAfterSeconds: 900, waitSeconds: 60, selfApproval: false },
       catalogue: { descriptionMaxChars: 1024, refreshSeconds: 0 },
       notifications: { publicUrl: null, webhooks: [], email: null },
+      rules: [],
     },
     { log: quiet, onState: (s) => s.state === "ready" && ready(), onTools: () => {} },
   );

@@ -30,13 +30,39 @@ export const CreateUserBody = z.object({
   roles: z.array(z.enum(roles)).min(1),
   email: userEmail.optional(),
 });
-/** `PATCH /api/users/:name`: what an owner may change of a person after creating them. */
-export const UpdateUserBody = z.object({ email: userEmail });
+/**
+ * `PATCH /api/users/:name`: what an owner may change of a person after creating them — the
+ * address ("" clears it), the roles, or both at once; at least one of them.
+ */
+export const UpdateUserBody = z
+  .object({ email: userEmail.optional(), roles: z.array(z.enum(roles)).min(1).optional() })
+  .refine((b) => b.email !== undefined || b.roles !== undefined, { message: "give email or roles" });
 export const CreateTokenBody = z.object({ name: userName });
 export const CallBody = z.object({
   tool: z.string().min(1).max(200),
   arguments: z.record(z.string(), z.unknown()).default({}),
 });
+/** How long a grant may last: from a quarter hour to a working day. */
+export const GRANT_MAX_MINUTES = 480;
+/** The choices the browser offers (15 minutes, an hour, a working day). */
+export const grantMinuteChoices = [15, 60, 480] as const;
+/** Most calls one grant may cover. */
+export const GRANT_MAX_USES = 1000;
+export const grantScopes = ["arguments", "tool"] as const;
+export type GrantScope = (typeof grantScopes)[number];
+/**
+ * A grant made with an approval: the same requester may call the same tool — with these exact
+ * arguments (`arguments`) or any (`tool`) — without review for `minutes`, at most `uses` more
+ * times (absent: no count limit).
+ */
+export const GrantRequest = z.object({
+  scope: z.enum(grantScopes),
+  minutes: z.number().int().min(1).max(GRANT_MAX_MINUTES),
+  uses: z.number().int().min(1).max(GRANT_MAX_USES).optional(),
+});
+export type GrantRequest = z.infer<typeof GrantRequest>;
+/** `POST /api/calls/:id/approve`: an empty body approves; `grant` also allows what follows. */
+export const ApproveBody = z.object({ grant: GrantRequest.optional() }).strict();
 export const DenyBody = z.object({ reason: z.string().trim().min(1, "give a reason").max(2000) });
 export const WaitQuery = z.object({ wait: z.coerce.number().min(0).max(120).optional() });
 
@@ -176,6 +202,71 @@ export interface CallView {
   error: { code: string; message: string } | null;
   /** How long the tool ran (started → finished), when it did. */
   durationMs: number | null;
+  /** The rule that decided the call (allowed, denied or held it), when one did. */
+  rule: string | null;
+  /** The grant that let it run without review, when one did. */
+  grantId: string | null;
+  /** Distinct reviewers the call needs before it runs (1 unless a rule asks for more). */
+  approvalsNeeded: number;
+  /** Reviewers who approved it so far, in order: "1 of 2" is `approvedBy.length` of `approvalsNeeded`. */
+  approvedBy: string[];
+}
+
+/** A grant as reviewers and owners see it (`GET /api/grants`). */
+export interface GrantView {
+  id: string;
+  /** Whose calls it covers. */
+  requester: { kind: "agent" | "user"; name: string };
+  tool: string;
+  scope: GrantScope;
+  /** For an `arguments` grant, the exact arguments it covers; null for a `tool` grant. */
+  arguments: Record<string, unknown> | null;
+  /** The approved call it was made with. */
+  callId: string;
+  createdBy: string;
+  createdAt: string;
+  expiresAt: string;
+  /** Most calls it may cover; null: only time limits it. */
+  usesAllowed: number | null;
+  /** Calls it covered so far. */
+  uses: number;
+  lastUsedAt: string | null;
+  /** `live` covers calls now; `ended` never will again. */
+  state: "live" | "ended";
+  /** Why it ended ("expired", "used up", "revoked by alice", "the tool's definition changed", ...); null while live. */
+  endReason: string | null;
+  /** When it ended (expiry time, last use, or the ending act); null while live. */
+  endedAt: string | null;
+}
+
+/** `GET /api/grants`: live grants first (newest first), then recently ended ones. */
+export interface GrantListView {
+  grants: GrantView[];
+}
+
+/** One rule of `gatehouse.json` as the owner sees it (`GET /api/rules`). */
+export interface RuleView {
+  name: string;
+  /** Globs on local tool names. */
+  tools: string[];
+  /** Token names; null: any requester. */
+  agents: string[] | null;
+  /** The CEL condition; null: always. */
+  when: string | null;
+  decision: "allow" | "deny" | "review";
+  reason: string | null;
+  /** Distinct reviewers a `review` rule needs (1 for the others). */
+  approvals: number;
+  /** Calls this rule decided, since the store began. */
+  hits: number;
+  lastHitAt: string | null;
+  /** Enabled tools whose local name its globs match now. */
+  matchingTools: string[];
+}
+
+/** `GET /api/rules`: the rules in the order they are tried. */
+export interface RuleListView {
+  rules: RuleView[];
 }
 
 /** Events on `GET /api/events` (server-sent events); each names what changed. */

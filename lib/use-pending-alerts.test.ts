@@ -25,6 +25,10 @@ function call(id: string, tool = "demo_add_note"): CallView {
     resultTruncated: false,
     error: null,
     durationMs: null,
+    rule: null,
+    grantId: null,
+    approvalsNeeded: 1,
+    approvedBy: [],
   };
 }
 

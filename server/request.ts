@@ -16,13 +16,18 @@ export type JsonBody = { ok: true; value: unknown } | { ok: false; problem: "too
 /**
  * Reads `req`'s body as JSON, at most `maxBytes` (default {@link MAX_REQUEST_BODY_BYTES}). A
  * declared `Content-Length` over the cap is `too_large` before a byte is read; otherwise reading
- * stops as soon as more than the cap has arrived. A body that is not JSON, an empty one
- * included, is `not_json`. A failing body stream rejects. The caller turns a problem into its
+ * stops as soon as more than the cap has arrived. A body that is not JSON is `not_json`; so is an
+ * empty one, unless `emptyAs` is given (then an empty body reads as that value). A failing body stream rejects. The caller turns a problem into its
  * own answer (a REST `payload_too_large`, a JSON-RPC 413 or parse error).
  */
-export async function readJsonBody(req: Request, maxBytes = MAX_REQUEST_BODY_BYTES): Promise<JsonBody> {
+export async function readJsonBody(
+  req: Request,
+  maxBytes = MAX_REQUEST_BODY_BYTES,
+  opts: { emptyAs?: unknown } = {},
+): Promise<JsonBody> {
   const body = await readRequestBody(req, maxBytes);
   if (body.tooLarge) return { ok: false, problem: "too_large" };
+  if (body.text === "" && "emptyAs" in opts) return { ok: true, value: opts.emptyAs };
   try {
     return { ok: true, value: JSON.parse(body.text) as unknown };
   } catch {

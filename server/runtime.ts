@@ -7,10 +7,13 @@ import { CallBroker } from "./calls/broker";
 import { hasChanges, type SyncSummary, syncServerTools } from "./catalogue/catalogue";
 import type { GatehouseConfig } from "./config";
 import { EventBus } from "./events";
+import { endGrantsForChanges } from "./grants";
 import { logger, registerSecrets } from "./log";
 import { McpManager } from "./mcp/manager";
 import { createNotifier, type Notifier, notificationSecrets } from "./notify/notifier";
+import { RuleSet, rulesMatchingNoTool } from "./rules";
 import { type Db, openDb } from "./store/db";
+import { tools } from "./store/schema";
 
 const log = logger("gatehouse");
 
@@ -21,6 +24,8 @@ export interface Runtime {
   bus: EventBus;
   manager: McpManager;
   broker: CallBroker;
+  /** The `rules` of the config, evaluated in worker threads with a time bound. */
+  rules: RuleSet;
   /** Webhooks and email about calls and catalogue changes: the outbox and its dispatcher. */
   notifier: Notifier;
   throttle: LoginThrottle;
@@ -52,6 +57,10 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
     config: config.notifications,
     publicOrigin: opts.publicOrigin ?? null,
   });
+  // Rules are checked against the catalogue once every enabled server has listed its tools.
+  const enabledServers = config.servers.filter((s) => s.enabled).map((s) => s.name);
+  const listedOnce = new Set<string>();
+  let rulesChecked = false;
   const manager = new McpManager(config, {
     log: logger("mcp"),
     onState: (s) => bus.publish({ type: "server", name: s.name, state: s.state }),
@@ -61,7 +70,11 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
         summary = syncServerTools(db, server, tools, {
           descriptionMaxChars: config.catalogue.descriptionMaxChars,
           // Queued in the refresh's own transaction: a crash cannot keep the feed and lose the message.
-          alsoWrite: (changes) => notifier.catalogueChanged(db, server.name, changes),
+          // Grants of a tool whose definition changed end in the same transaction as the change.
+          alsoWrite: (changes) => {
+            endGrantsForChanges(db, changes);
+            notifier.catalogueChanged(db, server.name, changes);
+          },
         });
       } catch (err) {
         log.error(`catalogue of ${server.name} could not be stored`, { error: String(err) });
@@ -77,13 +90,20 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
         });
       }
       bus.publish({ type: "catalogue", server: server.name });
+      listedOnce.add(server.name);
+      if (!rulesChecked && enabledServers.every((name) => listedOnce.has(name))) {
+        rulesChecked = true;
+        warnUnmatchedRules(db, config);
+      }
     },
   });
+  const rules = new RuleSet(config.rules);
   const broker = new CallBroker({
     db,
     bus,
     log: logger("calls"),
     approvals: config.approvals,
+    rules,
     callTool: (server, tool, args) => manager.callTool(server, tool, args),
     notify: (txDb, event, call) => notifier.notify(txDb, event, call),
   });
@@ -94,6 +114,7 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
     bus,
     manager,
     broker,
+    rules,
     notifier,
     throttle: new LoginThrottle(),
     agentMcp: new AgentMcpEndpoint({
@@ -110,6 +131,7 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
       // Sessions first: their held calls stop waiting (and stay pending in the store).
       await runtime.agentMcp.close();
       await broker.stop();
+      await rules.close();
       await manager.stop();
       // Before the store closes: tries in flight are aborted and their rows stay queued.
       await notifier.stop();
@@ -122,6 +144,25 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
   notifier.start();
   manager.start();
   return runtime;
+}
+
+/**
+ * A rule whose globs match no tool the catalogue knows is probably a typo: said once, as a
+ * warning, when every enabled server has listed its tools (a dark server's tools may still come).
+ */
+function warnUnmatchedRules(db: Db, config: GatehouseConfig): void {
+  if (config.rules.length === 0) return;
+  const known = db
+    .select({ name: tools.localName })
+    .from(tools)
+    .all()
+    .map((t) => t.name);
+  for (const name of rulesMatchingNoTool(config.rules, known)) {
+    const index = config.rules.findIndex((r) => r.name === name);
+    log.warn(
+      `rules[${index}] "${name}": its tools globs match no tool in the catalogue; check its "tools" for a typo`,
+    );
+  }
 }
 
 const KEY = Symbol.for("gatehouse.runtime");

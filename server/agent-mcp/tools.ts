@@ -159,8 +159,12 @@ export function stillWaitingResult(call: CallView, waitSeconds: number, checkUrl
     );
   }
   const expiry = call.expiresAt ? ` (it expires at ${call.expiresAt})` : "";
+  const needed =
+    call.approvalsNeeded > 1
+      ? `${call.approvalsNeeded} approvals from different reviewers (${call.approvedBy.length} so far)`
+      : "a reviewer's approval";
   return text(
-    `Call ${call.id} is still waiting for a reviewer's approval after ${waitSeconds} s. It stays pending until someone decides${expiry}; nothing more is needed to keep it. ${later}`,
+    `Call ${call.id} is still waiting for ${needed} after ${waitSeconds} s. It stays pending until someone decides${expiry}; nothing more is needed to keep it. ${later}`,
     call,
   );
 }

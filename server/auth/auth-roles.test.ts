@@ -55,6 +55,9 @@ const ROUTE_ACCESS: Record<string, Record<string, readonly Access[]>> = {
   "/api/users": { GET: ["owner"], POST: ["owner"] },
   "/api/users/[name]": { PATCH: ["owner"] },
   "/api/notifications": { GET: ["owner"] },
+  "/api/rules": { GET: ["owner", "reviewer"] },
+  "/api/grants": { GET: ["owner", "reviewer"] },
+  "/api/grants/[id]": { DELETE: ["owner", "reviewer"] },
 };
 
 const HTTP_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];

@@ -2,6 +2,7 @@ import "server-only";
 import { asc, eq, sql } from "drizzle-orm";
 import type { TokenView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
+import { endGrants } from "../grants";
 import type { Db } from "../store/db";
 import { prepared } from "../store/prepared";
 import { agentTokens, auditEvents } from "../store/schema";
@@ -45,18 +46,30 @@ export function createToken(
   });
 }
 
-/** Revokes a token by name; revoking twice is harmless. */
-export function revokeToken(db: Db, params: { name: string; actor: string }): TokenView {
+/**
+ * Revokes a token by name; revoking twice is harmless. The grants made for the agent end in the
+ * same transaction ("the agent's token was revoked", PRODUCT.md §11), so no grant outlives its
+ * token and a revocation that fails ends none.
+ */
+export function revokeToken(db: Db, params: { name: string; actor: string }, now = new Date()): TokenView {
   return db.transaction((tx) => {
     const row = tx.select().from(agentTokens).where(eq(agentTokens.name, params.name)).get();
     if (!row) throw new GatehouseError("not_found", `no token named "${params.name}"`);
     if (row.revokedAt) return toView(row);
     const updated = tx
       .update(agentTokens)
-      .set({ revokedAt: new Date().toISOString() })
+      .set({ revokedAt: now.toISOString() })
       .where(eq(agentTokens.id, row.id))
       .returning()
       .get();
+    // Same connection: better-sqlite3 nests this as a savepoint of the revocation's transaction.
+    endGrants(
+      db,
+      { requester: { kind: "agent", name: params.name } },
+      "the agent's token was revoked",
+      params.actor,
+      now,
+    );
     tx.insert(auditEvents)
       .values({ actor: params.actor, action: "token.revoke", subject: params.name })
       .run();

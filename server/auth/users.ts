@@ -2,6 +2,7 @@ import "server-only";
 import { asc, count, eq, isNotNull } from "drizzle-orm";
 import { roles as allRoles, type Role, type UserView, userEmail } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
+import { endGrants } from "../grants";
 import type { Db } from "../store/db";
 import { prepared } from "../store/prepared";
 import { auditEvents, setupCodes, users } from "../store/schema";
@@ -11,6 +12,11 @@ type UserRow = typeof users.$inferSelect;
 
 export function parseRoles(text: string): Role[] {
   return allRoles.filter((r) => text.split(",").includes(r));
+}
+
+/** Roles as stored: the known ones, in the product's order, comma-separated. */
+function storedRoles(list: readonly Role[]): string {
+  return allRoles.filter((r) => list.includes(r)).join(",");
 }
 
 export function toUserView(row: UserRow): UserView {
@@ -104,6 +110,108 @@ export function setUserEmail(db: Db, params: SetUserEmailParams): UserView {
       .run();
     return toUserView(updated);
   });
+}
+
+export interface SetUserRolesParams {
+  name: string;
+  /** The roles the person holds from now on (at least one; duplicates and order do not matter). */
+  roles: Role[];
+  /** Who did it, for the audit log. */
+  actor: string;
+}
+
+/**
+ * Sets a person's roles, with a `user.roles` audit row (detail: "owner,reviewer → owner") in the
+ * same transaction; the same roles again change nothing and write no row. Taking the reviewer
+ * role away ends, in that transaction too, every live grant the person made ("<name> no longer
+ * has the reviewer role", PRODUCT.md §11). Sessions need nothing: they read the user's row, and
+ * so the roles, on every request.
+ *
+ * `now` (default: the current time) is when those grants end.
+ *
+ * `not_found` for an unknown name; `bad_request` for no roles; `conflict` when it would take the
+ * owner role from the last owner (nobody could manage the instance any more).
+ */
+export function setUserRoles(db: Db, params: SetUserRolesParams, now = new Date()): UserView {
+  const next = storedRoles(params.roles);
+  if (next === "") throw new GatehouseError("bad_request", "roles: give at least one role");
+  // IMMEDIATE: the last-owner check and the update hold one write lock, so another process (the
+  // CLI) cannot take the other owner's role in between.
+  return db.transaction(
+    (tx) => {
+      const row = tx.select().from(users).where(eq(users.name, params.name)).get();
+      if (!row) throw new GatehouseError("not_found", `no user named "${params.name}"`);
+      const before = parseRoles(row.roles);
+      const after = parseRoles(next);
+      if (storedRoles(before) === next) return toUserView(row);
+      if (before.includes("owner") && !after.includes("owner")) {
+        const owners = tx
+          .select({ name: users.name, roles: users.roles })
+          .from(users)
+          .all()
+          .filter((u) => parseRoles(u.roles).includes("owner"));
+        if (owners.every((u) => u.name === params.name)) {
+          throw new GatehouseError(
+            "conflict",
+            `${params.name} is the last owner: give someone else the owner role first`,
+          );
+        }
+      }
+      const updated =
+        tx.update(users).set({ roles: next }).where(eq(users.id, row.id)).returning().get() ?? row;
+      for (const role of ["reviewer", "owner"] as const) {
+        if (!before.includes(role) || after.includes(role)) continue;
+        // What they granted under the role they lost ends. Same connection: a savepoint of this transaction.
+        endGrants(
+          db,
+          { createdBy: params.name, madeAs: role },
+          `${params.name} no longer has the ${role} role`,
+          params.actor,
+          now,
+        );
+      }
+      tx.insert(auditEvents)
+        .values({
+          actor: params.actor,
+          action: "user.roles",
+          subject: params.name,
+          detail: `${storedRoles(before)} → ${next}`,
+        })
+        .run();
+      return toUserView(updated);
+    },
+    { behavior: "immediate" },
+  );
+}
+
+export interface UpdateUserParams {
+  name: string;
+  /** A new address ("" or null clears it); absent: unchanged. */
+  email?: string | null;
+  /** New roles; absent: unchanged. */
+  roles?: Role[];
+  actor: string;
+}
+
+/**
+ * `PATCH /api/users/:name`: {@link setUserEmail} and {@link setUserRoles} for what is given, in
+ * one transaction (a refused role change leaves the address as it was). With neither, returns
+ * the person as they are.
+ */
+export function updateUser(db: Db, params: UpdateUserParams): UserView {
+  return db.transaction(
+    (tx) => {
+      const { name, actor } = params;
+      let view: UserView | null = null;
+      if (params.email !== undefined) view = setUserEmail(db, { name, email: params.email, actor });
+      if (params.roles !== undefined) view = setUserRoles(db, { name, roles: params.roles, actor });
+      if (view) return view;
+      const row = tx.select().from(users).where(eq(users.name, name)).get();
+      if (!row) throw new GatehouseError("not_found", `no user named "${name}"`);
+      return toUserView(row);
+    },
+    { behavior: "immediate" },
+  );
 }
 
 /** Someone the notifier may mail. */

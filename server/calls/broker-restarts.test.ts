@@ -70,8 +70,11 @@ describe("restarts", () => {
       { kind: "agent", name: "agent-a" },
       { tool: "silent_hang", arguments: {} },
     );
-    // The start is committed at the next turn of the event loop, and the tool asked right after.
-    await new Promise((resolve) => setImmediate(resolve));
+    // The start is committed at a turn of the event loop once the call is decided (group commit),
+    // the tool asked right after; no event tells of a start, so the turns are counted.
+    for (let turn = 0; turn < 1000 && !db.select().from(calls).get(); turn++) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
     expect(callStatus(first.runtime, (db.select().from(calls).get() as { id: string }).id)).toBe("running");
     await first.stop({ keepDir: true });
     await answer.catch(() => undefined);

@@ -1,17 +1,22 @@
 import "server-only";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { type CallStoryView, type CallView, isFinalCallStatus as isFinal } from "@/lib/api-types";
-import { type ErrorCode, GatehouseError } from "@/lib/errors";
-import { callProblem } from "../catalogue/callable";
-import { approvalNeed, getToolRow, parseDefinition } from "../catalogue/catalogue";
+import {
+  type CallStoryView,
+  type CallView,
+  type GrantRequest,
+  type GrantView,
+  isFinalCallStatus as isFinal,
+} from "@/lib/api-types";
+import { GatehouseError } from "@/lib/errors";
 import type { EventBus } from "../events";
+import { grantView } from "../grants";
 import type { Logger } from "../log";
-import { writeAudit } from "../store/audit";
+import type { RuleSet } from "../rules";
 import type { Db } from "../store/db";
 import { WriteBatch } from "../store/write-batch";
-import { checkArguments } from "./arguments";
+import { approve } from "./approve";
+import { writeBirth, writeRefusal } from "./birth";
 import {
-  bindingProblem,
   type CallRow,
   type CallSubject,
   decisionText,
@@ -21,15 +26,8 @@ import {
   type Requester,
   toView,
 } from "./call-row";
-import {
-  type CallListParams,
-  callAudit,
-  callView,
-  findCall,
-  getCall,
-  insertCall,
-  listCalls,
-} from "./queries";
+import { decideCall, type StopDecision, stopUnknown } from "./decision";
+import { type CallListParams, callAudit, callView, findCall, getCall, listCalls } from "./queries";
 import { runCall } from "./run";
 import { transition } from "./transition";
 
@@ -43,6 +41,8 @@ export interface BrokerDeps {
   bus: EventBus;
   log: Logger;
   approvals: { expireAfterSeconds: number; selfApproval: boolean };
+  /** The configured rules (see decision.ts); absent: none, every call follows its tool's default. */
+  rules?: RuleSet;
   callTool(server: string, tool: string, args: Record<string, unknown>): Promise<CallToolResult>;
   /**
    * Called inside the transaction that makes `event` true of `call` (the new pending row, or the
@@ -119,39 +119,31 @@ export class CallBroker {
     this.writes.flush();
   }
 
-  /** Records a refused attempt (committed before the caller hears of it), then throws the refusal. */
-  private async refuse(
-    requester: Requester,
-    subject: CallSubject,
-    code: ErrorCode,
-    message: string,
-  ): Promise<never> {
+  /**
+   * Records a refused attempt (committed before the caller hears of it), then throws the refusal.
+   * A refusal by a deny rule names the rule on the row and is told of as a decision.
+   */
+  private async refuse(requester: Requester, subject: CallSubject, stop: StopDecision): Promise<never> {
     const { db } = this.deps;
     const call = newCall(requester, subject);
-    await this.writes.write(() => {
-      insertCall(db, {
-        ...call,
-        status: "refused",
-        finishedAt: call.createdAt,
-        errorCode: code,
-        errorMessage: message,
-      });
-      writeAudit(db, {
-        actor: requester.name,
-        action: "call.refused",
-        subject: subject.tool,
-        callId: call.id,
-        detail: `${code}: ${message}`,
-      });
-    });
+    const row: CallRow = {
+      ...call,
+      status: "refused",
+      finishedAt: call.createdAt,
+      errorCode: stop.code,
+      errorMessage: stop.message,
+      rule: stop.rule,
+    };
+    await this.writes.write(() => writeRefusal(db, row, stop, this.deps.notify));
     this.deps.bus.publish({ type: "call", id: call.id, status: "refused" });
-    throw new GatehouseError(code, message);
+    throw new GatehouseError(stop.code, stop.message);
   }
 
   /**
-   * A call from an agent or a person. Read-only tools run now (`200`); destructive ones become
-   * pending (`202`). Refusals throw after recording the attempt. Every row is committed before
-   * this resolves.
+   * A call from an agent or a person, decided by {@link decideCall}: it runs now (`200`), waits
+   * for reviewers (`202`), or is refused (thrown, after recording the attempt). Every row is
+   * committed before this resolves. A call covered by a grant takes the grant's use in the same
+   * write as its row; if the last use went to another call meanwhile, it waits instead.
    */
   async request(
     requester: Requester,
@@ -159,77 +151,48 @@ export class CallBroker {
   ): Promise<{ httpStatus: 200 | 202; call: CallView }> {
     const { db } = this.deps;
     const args = body.arguments;
-    const row = getToolRow(db, body.tool);
+    const { decision, row } = await decideCall(this.deps, { requester, tool: body.tool, args });
     const subject: CallSubject = {
-      tool: body.tool,
+      tool: row?.localName ?? body.tool,
       server: row?.server ?? "",
       remoteName: row?.remoteName ?? "",
       args,
-      destructive: row ? !row.readOnly : true,
+      destructive: decision.outcome === "run" ? decision.destructive : true,
     };
-    const problem = callProblem(row, body.tool);
-    if (problem || !row) {
-      const { code, message } = problem ?? {
-        code: "tool_not_found" as const,
-        message: `no tool named "${body.tool}"`,
-      };
-      return this.refuse(requester, subject, code, message);
+    if (decision.outcome === "stop" || !row) {
+      const stop = decision.outcome === "stop" ? decision : stopUnknown(body.tool);
+      return this.refuse(requester, subject, stop);
     }
-    const definition = parseDefinition(row);
-    try {
-      checkArguments(row.definitionHash, definition.inputSchema, args);
-    } catch (err) {
-      if (err instanceof GatehouseError) return this.refuse(requester, subject, err.code, err.message);
-      throw err;
-    }
-
-    // The catalogue's one answer to "does this call wait?": annotations, an owner's vouch, "Always confirm".
-    const need = approvalNeed(row, definition.annotations);
     const call: Omit<CallRow, "status"> = {
-      ...newCall(requester, { ...subject, tool: row.localName, destructive: need.destructive }),
+      ...newCall(requester, subject),
       definitionHash: row.definitionHash,
-      approvalReason: need.reason,
     };
     const toolNow = { description: row.description, definitionHash: row.definitionHash };
-    if (need.reason === null) {
-      const started: CallRow = { ...call, status: "running", startedAt: call.createdAt };
-      // The row exists before the tool is asked: a crash mid-call leaves it `interrupted`.
-      await this.writes.write(() => {
-        insertCall(db, started);
-        writeAudit(db, {
-          actor: requester.name,
-          action: "call.started",
-          subject: row.localName,
-          callId: call.id,
-          detail: "read-only",
-        });
-      });
-      const outcome = await this.execute({ ...started, args });
-      // The view is built from what was just written: no read-back of the row, unless the row was
-      // taken out of `running` meanwhile and the outcome was not written.
-      const view = outcome.moved
-        ? toView({ ...started, ...outcome.stored }, toolNow, outcome.full)
-        : callView(db, call.id);
-      return { httpStatus: 200, call: view };
-    }
-    const pending: CallRow = {
-      ...call,
-      status: "pending",
-      expiresAt: new Date(Date.now() + this.deps.approvals.expireAfterSeconds * 1000).toISOString(),
-    };
+    let stored: CallRow | null = null;
     await this.writes.write(() => {
-      insertCall(db, pending);
-      writeAudit(db, {
-        actor: requester.name,
-        action: "call.pending",
-        subject: row.localName,
-        callId: call.id,
-        detail: need.reason,
+      stored = writeBirth(db, {
+        call,
+        decision,
+        requester,
+        row,
+        args,
+        expireAfterSeconds: this.deps.approvals.expireAfterSeconds,
+        notify: this.deps.notify,
       });
-      this.deps.notify?.(db, "call.pending", pending);
     });
-    this.deps.bus.publish({ type: "call", id: call.id, status: "pending" });
-    return { httpStatus: 202, call: toView(pending, toolNow) };
+    const running = stored as CallRow | null;
+    if (!running) throw new Error(`call ${call.id} was not stored`);
+    if (running.status === "pending") {
+      this.deps.bus.publish({ type: "call", id: call.id, status: "pending" });
+      return { httpStatus: 202, call: toView(running, toolNow) };
+    }
+    const outcome = await this.execute({ ...running, args });
+    // The view is built from what was just written: no read-back of the row, unless the row was
+    // taken out of `running` meanwhile and the outcome was not written.
+    const view = outcome.moved
+      ? toView({ ...running, ...outcome.stored }, toolNow, outcome.full)
+      : callView(db, call.id);
+    return { httpStatus: 200, call: view };
   }
 
   /** Runs a `running` call, records its outcome and publishes it; held calls keep their full result. */
@@ -276,58 +239,34 @@ export class CallBroker {
   }
 
   /**
-   * Approves a pending call: `pending → running` in one conditional update (so two reviewers
-   * approving at once run it once), then runs it in the background. An approval that no longer
-   * applies (see `bindingProblem`) moves the call to `refused` instead and throws why.
+   * A reviewer approves a pending call (see `approve` in approve.ts): short of the approvals it
+   * needs, the approval is counted and the call keeps waiting; the last one moves it
+   * `pending → running` exactly once and runs it in the background. With `grant`, the approval
+   * also creates a grant for the same requester and tool. An approval that no longer applies
+   * moves the call to `refused` and throws why.
    */
-  approve(reviewer: string, id: string): CallView {
+  approve(
+    reviewer: string,
+    id: string,
+    opts: { grant?: GrantRequest } = {},
+  ): { call: CallView; grant: GrantView | null } {
     const { db, bus } = this.deps;
     const row = this.decidable(id);
-    if (row.requesterKind === "user" && row.requesterName === reviewer && !this.deps.approvals.selfApproval) {
-      throw new GatehouseError(
-        "self_approval",
-        "You cannot approve a call you requested yourself; another reviewer has to.",
-      );
-    }
-    const now = nowIso();
-    const problem = bindingProblem(row, getToolRow(db, row.tool));
-    if (problem) {
-      const moved = transition(db, bus, {
-        from: "pending",
-        to: "refused",
-        id,
-        set: {
-          decidedAt: now,
-          decidedBy: reviewer,
-          finishedAt: now,
-          errorCode: problem.code,
-          errorMessage: `${problem.message}; it was not run`,
-        },
-        actor: reviewer,
-        audit: (c) => ({ detail: `approval refused: ${problem.message}`, durationMs: pendingMs(c) }),
-        alsoWrite: (c) => this.deps.notify?.(db, "call.decided", c),
-      });
-      if (moved.length === 0) throw this.alreadyDecided(id);
-      throw new GatehouseError(problem.code, `Approval refused: ${problem.message}.`);
-    }
-    // The one step that lets a held call run: only the first of concurrent deciders moves the row.
-    const moved = transition(db, bus, {
-      from: "pending",
-      to: "running",
-      id,
-      set: { decidedAt: now, decidedBy: reviewer, startedAt: now },
-      actor: reviewer,
-      audit: (c) => ({ durationMs: pendingMs(c) }),
-      alsoWrite: (c) => this.deps.notify?.(db, "call.decided", c),
-    });
-    if (moved.length === 0) throw this.alreadyDecided(id);
+    const step = approve(
+      { db, bus, selfApproval: this.deps.approvals.selfApproval, notify: this.deps.notify },
+      reviewer,
+      row,
+      opts.grant,
+    );
+    if (!step) throw this.alreadyDecided(id);
+    if (step.kind === "counted") return { call: callView(db, id), grant: null };
     const run = this.execute({ ...row, args: JSON.parse(row.arguments) as Record<string, unknown> }).then(
       () => undefined,
       (err) => this.deps.log.error(`call ${id}: ${String(err)}`),
     );
     this.running.add(run);
     void run.finally(() => this.running.delete(run));
-    return callView(db, id);
+    return { call: callView(db, id), grant: step.grant ? grantView(step.grant) : null };
   }
 
   deny(reviewer: string, id: string, reason: string): CallView {

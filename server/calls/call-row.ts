@@ -58,7 +58,21 @@ export function toView(row: CallRow, tool: ToolNow, fullResult?: unknown): CallV
     resultTruncated: fullResult === undefined ? row.resultTruncated : false,
     error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? "" } : null,
     durationMs: Number.isFinite(started) && Number.isFinite(finished) ? finished - started : null,
+    rule: row.rule,
+    grantId: row.grantId,
+    approvalsNeeded: row.approvalsNeeded,
+    approvedBy: approvedByOf(row),
   };
+}
+
+/** The reviewers who approved a call so far (a damaged column reads as none). */
+export function approvedByOf(row: Pick<CallRow, "approvedBy">): string[] {
+  try {
+    const list = JSON.parse(row.approvedBy) as unknown;
+    return Array.isArray(list) ? list.filter((x): x is string => typeof x === "string") : [];
+  } catch {
+    return [];
+  }
 }
 
 /** The columns a call's outcome sets. */
@@ -81,6 +95,10 @@ const emptyCall = {
   resultTruncated: false,
   errorCode: null,
   errorMessage: null,
+  rule: null,
+  grantId: null,
+  approvalsNeeded: 1,
+  approvedBy: "[]",
 } satisfies Partial<CallRow>;
 
 /** What a new call is about, before the catalogue has said whether it may run. */

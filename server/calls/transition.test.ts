@@ -241,8 +241,11 @@ describe("an outcome for a call that is no longer running", () => {
       { kind: "agent", name: "agent-a" },
       { tool: "silent_hang", arguments: {} },
     );
-    // The start is committed at the next turn of the event loop (group commit), the tool asked right after.
-    await new Promise((resolve) => setImmediate(resolve));
+    // The start is committed at a turn of the event loop once the call is decided (group commit),
+    // the tool asked right after; no event tells of a start, so the turns are counted.
+    for (let turn = 0; turn < 1000 && !db.select().from(calls).get(); turn++) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
     expect(db.select().from(calls).get()?.status).toBe("running");
     const id = (db.select().from(calls).get() as { id: string }).id;
     // What another Gatehouse starting on the same store does to the calls it finds running.

@@ -13,7 +13,7 @@ import type { CallRow } from "./call-row";
  * edges, each named by the audit action that records it:
  *
  * ```
- * pending → running      call.approved     a reviewer approved it (the only way a held call runs)
+ * pending → running      call.approved     the last reviewer needed approved it (the only way a held call runs)
  * pending → denied       call.denied       a reviewer denied it
  * pending → expired      call.expired      nobody decided within approvals.expireAfterSeconds
  * pending → withdrawn    call.withdrawn    its requester took it back
@@ -22,6 +22,9 @@ import type { CallRow } from "./call-row";
  * running → failed       call.failed       the tool failed or reported an error (likewise)
  * running → interrupted  call.interrupted  Gatehouse stopped meanwhile: outcome unknown, never re-run
  * ```
+ *
+ * An approval short of a call's `approvalsNeeded` is no move: it is recorded as `call.approval`
+ * on a call that stays `pending` (see approve.ts).
  */
 export const CALL_TRANSITIONS = {
   pending: {
@@ -41,7 +44,14 @@ export type MovableStatus = keyof Transitions;
 type TransitionColumns = Partial<
   Pick<
     CallRow,
-    "decidedAt" | "decidedBy" | "reason" | "startedAt" | "finishedAt" | "errorCode" | "errorMessage"
+    | "decidedAt"
+    | "decidedBy"
+    | "reason"
+    | "startedAt"
+    | "finishedAt"
+    | "errorCode"
+    | "errorMessage"
+    | "approvedBy"
   >
 >;
 

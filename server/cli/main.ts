@@ -8,13 +8,17 @@ import { createToken, revokeToken } from "../auth/tokens";
 import { createUser } from "../auth/users";
 import { configPathFromEnv, formatIssues, loadConfigFile } from "../config";
 import { dbPathFromEnv, openDb } from "../store/db";
+import { rulesTest } from "./rules-test";
 
 const USAGE = `usage: npm run gatehouse -- <command>
   config check [FILE]                     validate a config file (default: GATEHOUSE_CONFIG or gatehouse.json)
   user add NAME --role owner|reviewer [--email ADDRESS]
                                           add a user; the password is read from stdin
   token create NAME                       create an agent token; prints it once, on the last line
-  token revoke NAME                       revoke an agent token`;
+  token revoke NAME                       revoke an agent token
+  rules test TOOL 'ARGS-JSON' [--agent NAME]
+                                          print which rule would decide such a call now, and why
+                                          (the catalogue and grants in GATEHOUSE_DB); calls nothing`;
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -92,6 +96,12 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(`revoked agent token ${name}\n`);
     }
     return 0;
+  }
+  if (group === "rules" && verb === "test") {
+    if (rest.includes("--agent") && optionValue(rest, "--agent") === undefined)
+      throw new GatehouseError("bad_request", `--agent needs a NAME\n${USAGE}`);
+    const [tool, argsJson] = rest.filter((w, i) => !w.startsWith("--") && rest[i - 1] !== "--agent");
+    return rulesTest(configPathFromEnv(), tool, argsJson, optionValue(rest, "--agent"));
   }
   process.stderr.write(`${USAGE}\n`);
   return 2;

@@ -80,6 +80,7 @@ describe("a valid file", () => {
       approvals: { expireAfterSeconds: 900, waitSeconds: 60, selfApproval: false },
       catalogue: { descriptionMaxChars: 1024, refreshSeconds: 300 },
       notifications: { publicUrl: null, webhooks: [], email: null },
+      rules: [],
     });
   });
 

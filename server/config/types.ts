@@ -79,6 +79,28 @@ export interface GatehouseConfig {
   agentEndpoint?: AgentEndpointConfig;
   /** `notifications`: where reviewers are told of calls; empty (no webhooks, no email) when absent. */
   notifications: NotificationsConfig;
+  /** `rules`: tried in order, the first that matches decides a call; [] when absent. */
+  rules: RuleConfig[];
+}
+
+/** What a rule does with a call it matches. */
+export type RuleDecision = "allow" | "deny" | "review";
+
+/** One entry of `rules` (PRODUCT.md §11), validated. */
+export interface RuleConfig {
+  /** Unique among rules; `^[a-z0-9][a-z0-9._-]{0,63}$`. Named in audit rows, calls and hit counts. */
+  name: string;
+  /** Globs on local tool names (`*` any run, `?` one character); at least one. */
+  tools: string[];
+  /** Token names the rule applies to; null (absent) = any requester. */
+  agents: string[] | null;
+  /** A CEL expression over `args`, `tool`, `agent`; null (absent) = always. Already syntax-checked. */
+  when: string | null;
+  decision: RuleDecision;
+  /** Shown to the requester (deny) or reviewers (review); null: a text naming the rule is used. */
+  reason: string | null;
+  /** Distinct reviewers a `review` rule needs, integer 1..5 (default 1); always 1 for allow/deny. */
+  approvals: number;
 }
 
 /** What a notification can be about. */

@@ -15,6 +15,7 @@ import {
   show,
   typeName,
 } from "./readers";
+import { readRules } from "./rules";
 import { validateServer } from "./servers";
 import type {
   AgentEndpointConfig,
@@ -29,14 +30,14 @@ import type {
 
 /**
  * Validation of gatehouse.json (PRODUCT.md §2): the top level and its sections here, one
- * `mcpServers` entry in servers.ts, `notifications` in notifications.ts.
+ * `mcpServers` entry in servers.ts, `notifications` in notifications.ts, `rules` in rules.ts.
  *
  * A hand-written walker rather than a zod schema: every message must carry the JSON path and a
  * fix, unknown keys need "did you mean" suggestions, and secret values (header and env values)
  * must never reach a message — all easier to guarantee when each check writes its own text.
  */
 
-const TOP_KEYS = ["mcpServers", "approvals", "catalogue", "agentEndpoint", "notifications"] as const;
+const TOP_KEYS = ["mcpServers", "approvals", "catalogue", "agentEndpoint", "notifications", "rules"] as const;
 const APPROVAL_KEYS = ["expireAfterSeconds", "waitSeconds", "selfApproval"] as const;
 const CATALOGUE_KEYS = ["descriptionMaxChars", "refreshSeconds", "webhook", "webhookAllowPrivate"] as const;
 
@@ -120,10 +121,11 @@ export function validateConfig(raw: unknown, opts: ValidateOptions): ConfigResul
     opts,
     issues,
   );
+  const rules = readRules(raw, issues);
 
   const config: GatehouseConfig | null =
     issues.errors.length === 0
-      ? { path: opts.path ?? "", servers, approvals, catalogue, notifications }
+      ? { path: opts.path ?? "", servers, approvals, catalogue, notifications, rules }
       : null;
   if (config && agentEndpoint) config.agentEndpoint = agentEndpoint;
   return { config, errors: issues.errors, warnings: issues.warnings };

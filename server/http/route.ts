@@ -25,6 +25,8 @@ export interface RouteOptions<B extends Schema | undefined, Q extends Schema | u
   /** Who may call this route; `public` routes still check Origin on state changes. */
   access: readonly Access[];
   body?: B;
+  /** An empty body reads as `{}` (a body whose every key is optional). Default false: it must be JSON. */
+  bodyOptional?: boolean;
   query?: Q;
 }
 
@@ -115,7 +117,7 @@ export function route<B extends Schema | undefined = undefined, Q extends Schema
       }
       let body: unknown;
       if (opts.body) {
-        const raw = await readJsonBody(req);
+        const raw = await readJsonBody(req, undefined, opts.bodyOptional ? { emptyAs: {} } : {});
         if (!raw.ok) {
           if (raw.problem === "too_large") throw payloadTooLarge();
           throw new GatehouseError("invalid_body", "the request body must be JSON");

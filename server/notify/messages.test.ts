@@ -23,6 +23,8 @@ const call: CallFacts = {
   approvals: 0,
   decidedBy: null,
   reason: null,
+  rule: null,
+  grant: null,
 };
 const pending: CallPayload = { event: "call.pending", at: "2026-12-01T10:52:03.000Z", call };
 const ctx = { deliveryId: "d-1", publicUrl: "https://gh.example" };

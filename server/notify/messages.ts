@@ -96,6 +96,9 @@ export function headline(payload: DeliveryPayload): string {
 }
 
 function decisionWord(c: CallFacts): string {
+  if (c.grant) return "Ran under a grant";
+  if (c.rule && c.status === "refused") return `Denied by rule ${c.rule}`;
+  if (c.rule && !c.decidedBy) return `Allowed by rule ${c.rule}`;
   const by = c.decidedBy ? ` by ${c.decidedBy}` : "";
   if (c.status === "denied") return `Denied${by}`;
   if (c.status === "refused") return `Approval refused${by}`;
@@ -115,7 +118,10 @@ function callLines(payload: CallPayload): [label: string, value: string][] {
     ["Tool", `${c.tool} (server ${c.server})`],
     ["Requested by", `${c.requester.name} (${c.requester.kind})`],
   ];
-  if (c.approvalReason) lines.push(["Why it waits", c.approvalReason]);
+  if (c.approvalReason && !c.grant) lines.push(["Why it waits", c.approvalReason]);
+  if (c.approvalsNeeded > 1) lines.push(["Approvals", `${c.approvals} of ${c.approvalsNeeded}`]);
+  if (c.rule) lines.push(["Rule", c.rule]);
+  if (c.grant) lines.push(["Grant", c.grant]);
   if (payload.event === "call.pending" && c.expiresAt) lines.push(["Expires", readableTime(c.expiresAt)]);
   if (payload.event === "call.decided") lines.push(["Status", c.status]);
   if (c.reason) lines.push(["Reason", c.reason]);

@@ -60,6 +60,10 @@ const pendingCall: CallRow = {
   resultTruncated: false,
   errorCode: null,
   errorMessage: null,
+  rule: null,
+  grantId: null,
+  approvalsNeeded: 1,
+  approvedBy: "[]",
 };
 
 const config: NotificationsConfig = {

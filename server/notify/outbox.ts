@@ -32,12 +32,16 @@ export interface CallFacts {
   approvalReason: string | null;
   argumentsDigest: string;
   expiresAt: string | null;
-  /** How many approvals the call needs: one (four eyes counts the reviewer, not the requester). */
+  /** Distinct reviewers the call needs (a rule's `approvals`; 1 otherwise). */
   approvalsNeeded: number;
-  /** Approvals it has: 0 while pending, 1 once approved. */
+  /** Approvals it has so far. */
   approvals: number;
   decidedBy: string | null;
   reason: string | null;
+  /** The rule that decided it (allowed, denied or held it), when one did. */
+  rule: string | null;
+  /** The grant that let it run without review, when one did. */
+  grant: string | null;
   /** Only in rows for a webhook with `includeArguments`. */
   arguments?: Record<string, unknown>;
 }
@@ -65,6 +69,19 @@ const nowIso = () => new Date().toISOString();
 /** Statuses in which a call holds a reviewer's approval. */
 const APPROVED = new Set(["running", "succeeded", "failed", "interrupted"]);
 
+/** A call's approvals; calls approved before approvals were listed count their one decider. */
+function approvalsOf(call: CallRow): number {
+  let listed = 0;
+  try {
+    const list = JSON.parse(call.approvedBy) as unknown;
+    listed = Array.isArray(list) ? list.length : 0;
+  } catch {
+    // A damaged column counts as no listed approvals.
+  }
+  if (listed > 0) return listed;
+  return call.decidedBy !== null && APPROVED.has(call.status) ? 1 : 0;
+}
+
 export function callFacts(call: CallRow): CallFacts {
   return {
     id: call.id,
@@ -75,10 +92,12 @@ export function callFacts(call: CallRow): CallFacts {
     approvalReason: call.approvalReason,
     argumentsDigest: call.argumentsDigest,
     expiresAt: call.expiresAt,
-    approvalsNeeded: 1,
-    approvals: call.decidedBy !== null && APPROVED.has(call.status) ? 1 : 0,
+    approvalsNeeded: call.approvalsNeeded,
+    approvals: approvalsOf(call),
     decidedBy: call.decidedBy,
     reason: call.reason,
+    rule: call.rule,
+    grant: call.grantId,
   };
 }
 

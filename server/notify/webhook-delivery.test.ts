@@ -72,6 +72,8 @@ describe("webhook notifications", () => {
         approvals: 0,
         decidedBy: null,
         reason: null,
+        rule: null,
+        grant: null,
       },
       url: `${PUBLIC_URL}/approvals/${call.id}`,
     });

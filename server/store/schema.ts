@@ -148,9 +148,18 @@ export const calls = sqliteTable(
     resultTruncated: integer("result_truncated", { mode: "boolean" }).notNull().default(false),
     errorCode: text("error_code"),
     errorMessage: text("error_message"),
+    /** The rule (by name) that decided the call, when one did; hit counts are counted from it. */
+    rule: text("rule"),
+    /** The grant that let the call run without review, when one did. */
+    grantId: text("grant_id"),
+    /** Distinct reviewers a held call needs (a rule's `approvals`); 1 otherwise. */
+    approvalsNeeded: integer("approvals_needed").notNull().default(1),
+    /** JSON array of the reviewers who approved so far, in order (distinct). */
+    approvedBy: text("approved_by").notNull().default("[]"),
   },
   (t) => [
     index("calls_status_idx").on(t.status),
+    index("calls_rule_idx").on(t.rule),
     index("calls_created_idx").on(t.createdAt),
     index("calls_requester_idx").on(t.requesterName),
     index("calls_tool_idx").on(t.tool),
@@ -212,4 +221,48 @@ export const notificationDeliveries = sqliteTable(
     index("notification_due_idx").on(t.status, t.nextAttemptAt),
     index("notification_target_idx").on(t.channel, t.target, t.id),
   ],
+);
+
+/**
+ * Grants: a reviewer's "and allow the same agent this tool (with these arguments, or any) for a
+ * while, at most N more times". A grant is pinned to the tool's definition hash; it is live only
+ * while it has not ended (`endedAt`), has not expired, has uses left, and its requester's token
+ * and its reviewer's role still stand. `uses` counts the calls it covered (the approved call is
+ * not one of them).
+ */
+export const grants = sqliteTable(
+  "grants",
+  {
+    id: text("id").primaryKey(),
+    /** `agent` (a token's name) or `user`: whose calls it covers. */
+    requesterKind: text("requester_kind").notNull(),
+    requesterName: text("requester_name").notNull(),
+    /** Local tool name. */
+    tool: text("tool").notNull(),
+    /** The tool definition the approved call was bound to; any other definition is not covered. */
+    definitionHash: text("definition_hash").notNull(),
+    /** `arguments`: only these exact arguments; `tool`: any arguments. */
+    scope: text("scope", { enum: ["arguments", "tool"] }).notNull(),
+    /** For `arguments` grants: the digest of the approved call's arguments. */
+    argumentsDigest: text("arguments_digest"),
+    /** The approved call the grant was made with. */
+    callId: text("call_id").notNull(),
+    createdBy: text("created_by").notNull(),
+    /**
+     * The role that let `createdBy` approve and grant: `reviewer` when they held it, else `owner`
+     * (owners may approve too). The grant stands only while they still hold that role.
+     */
+    madeAs: text("made_as", { enum: ["reviewer", "owner"] }).notNull(),
+    createdAt: text("created_at").notNull(),
+    expiresAt: text("expires_at").notNull(),
+    /** Most calls it may cover; null: no limit but time. */
+    usesAllowed: integer("uses_allowed"),
+    uses: integer("uses").notNull().default(0),
+    lastUsedAt: text("last_used_at"),
+    /** Set when something other than time or use ended it (revoked, definition changed, ...). */
+    endedAt: text("ended_at"),
+    /** Why it ended, as people read it: "revoked by alice", "the tool's definition changed", ... */
+    endReason: text("end_reason"),
+  },
+  (t) => [index("grants_cover_idx").on(t.tool, t.requesterName), index("grants_created_idx").on(t.createdAt)],
 );

@@ -69,6 +69,7 @@ export function gatehouse(servers: ServerConfig[], refreshSeconds = 0): Gatehous
     approvals: { expireAfterSeconds: 900, waitSeconds: 60, selfApproval: false },
     catalogue: { descriptionMaxChars: 1024, refreshSeconds },
     notifications: { publicUrl: null, webhooks: [], email: null },
+    rules: [],
   };
 }
 

@@ -35,6 +35,8 @@ export interface TestRuntimeOptions {
    * product's bounds (a 1 s expiry instead of the configured minimum of 10 s).
    */
   approvals?: Partial<ApprovalsConfig>;
+  /** More top-level keys of gatehouse.json (`rules`, `notifications`, ...), validated like the file's. */
+  config?: Record<string, unknown>;
   /** Reuse this directory (its gatehouse.db and demo state) instead of a new temp dir; it is removed on stop. */
   dir?: string;
   /** How long to wait for the demo server's catalogue before failing (default 20 s). */
@@ -65,6 +67,7 @@ export async function startTestRuntime(opts: TestRuntimeOptions = {}): Promise<T
       demo: { command: "node", args: [DEMO_SERVER], env: { DEMO_STATE_FILE: stateFile }, enabled: true },
       ...opts.servers,
     },
+    ...opts.config,
   };
   const result = validateConfig(raw, { env: {}, baseDir: REPO_ROOT });
   if (!result.config) {

@@ -1,13 +1,14 @@
 import { UpdateUserBody } from "@/lib/api-types";
 import { principalName } from "@/server/auth/access";
-import { setUserEmail } from "@/server/auth/users";
+import { updateUser } from "@/server/auth/users";
 import { route, who } from "@/server/http/route";
 
-/** `PATCH /api/users/:name {email}`: sets a person's address; "" clears it. */
+/** `PATCH /api/users/:name {email?, roles?}`: sets a person's address ("" clears it) and/or roles. */
 export const PATCH = route({ access: ["owner"], body: UpdateUserBody }, (ctx) => ({
-  user: setUserEmail(ctx.runtime.db, {
+  user: updateUser(ctx.runtime.db, {
     name: ctx.params.name ?? "",
     email: ctx.body.email,
+    roles: ctx.body.roles,
     actor: principalName(who(ctx)),
   }),
 }));

@@ -1,0 +1,7 @@
+import { listGrants } from "@/server/grants";
+import { route } from "@/server/http/route";
+
+/** `GET /api/grants`: live grants (newest first), then recently ended ones with why they ended. */
+export const GET = route({ access: ["owner", "reviewer"] }, ({ runtime }) => ({
+  grants: listGrants(runtime.db),
+}));

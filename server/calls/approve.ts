@@ -1,0 +1,177 @@
+import "server-only";
+import { and, eq } from "drizzle-orm";
+import type { GrantRequest } from "@/lib/api-types";
+import { GatehouseError } from "@/lib/errors";
+import { getToolRow } from "../catalogue/catalogue";
+import type { EventBus } from "../events";
+import { createGrant, type GrantRow } from "../grants";
+import { writeAudit } from "../store/audit";
+import type { Db } from "../store/db";
+import { calls } from "../store/schema";
+import type { CallEventName } from "./broker";
+import { approvedByOf, bindingProblem, type CallRow, nowIso, pendingMs } from "./call-row";
+import { transition } from "./transition";
+
+export interface ApprovalDeps {
+  db: Db;
+  bus: EventBus;
+  /** May a person approve a call they requested (one-reviewer calls only). */
+  selfApproval: boolean;
+  notify?: (db: Db, event: CallEventName, call: CallRow) => void;
+}
+
+/** What one reviewer's approval did. */
+export type ApprovalStep =
+  /** Counted, but more distinct reviewers are needed: the call still waits. */
+  | { kind: "counted"; approvals: number; needed: number }
+  /** The last approval needed: the call moved `pending → running` (and the grant, if asked, exists). */
+  | { kind: "approved"; grant: GrantRow | null };
+
+/** "1 of 2 approvals". */
+export function approvalsText(approvals: number, needed: number): string {
+  return `${approvals} of ${needed} approvals`;
+}
+
+/**
+ * Why this reviewer may not approve this call, or null. A call that needs two or more reviewers
+ * is never approved by its requester, whatever `selfApproval` says, nor twice by one reviewer,
+ * and cannot be granted.
+ */
+function approverProblem(
+  deps: ApprovalDeps,
+  reviewer: string,
+  row: CallRow,
+  grant: GrantRequest | undefined,
+): GatehouseError | null {
+  const own = row.requesterKind === "user" && row.requesterName === reviewer;
+  const needed = row.approvalsNeeded;
+  if (needed >= 2) {
+    if (own) {
+      return new GatehouseError(
+        "self_approval",
+        `You requested this call; it needs ${needed} approvals from reviewers other than its requester.`,
+      );
+    }
+    const approvedBy = approvedByOf(row);
+    if (approvedBy.includes(reviewer)) {
+      return new GatehouseError(
+        "already_approved",
+        `You already approved this call (${approvalsText(approvedBy.length, needed)}); another reviewer has to approve it.`,
+      );
+    }
+    if (grant) {
+      return new GatehouseError(
+        "grant_not_allowed",
+        `This call needs ${needed} approvals${row.rule ? ` (rule "${row.rule}")` : ""}, so its tool cannot be granted; approve without a grant.`,
+      );
+    }
+    return null;
+  }
+  if (own && !deps.selfApproval) {
+    return new GatehouseError(
+      "self_approval",
+      "You cannot approve a call you requested yourself; another reviewer has to.",
+    );
+  }
+  return null;
+}
+
+/**
+ * One reviewer approves a pending call (`row`, read just now). The approval must still apply
+ * (`bindingProblem`); if it does not, the call moves to `refused` and this throws why. Short of
+ * the call's `approvalsNeeded`, the approval is added to `approvedBy` with one conditional update
+ * (the row must still be pending with the approvals read), audited as `call.approval`. The last
+ * approval moves the call `pending → running` in one {@link transition}, so whoever clicks at the
+ * same moment, it runs once; a grant asked for is created in that same transaction.
+ *
+ * Returns null when the call was decided meanwhile (the caller says how).
+ */
+export function approve(
+  deps: ApprovalDeps,
+  reviewer: string,
+  row: CallRow,
+  grant?: GrantRequest,
+): ApprovalStep | null {
+  const { db, bus } = deps;
+  const refusal = approverProblem(deps, reviewer, row, grant);
+  if (refusal) throw refusal;
+  const now = nowIso();
+  const problem = bindingProblem(row, getToolRow(db, row.tool));
+  if (problem) {
+    const moved = transition(db, bus, {
+      from: "pending",
+      to: "refused",
+      id: row.id,
+      set: {
+        decidedAt: now,
+        decidedBy: reviewer,
+        finishedAt: now,
+        errorCode: problem.code,
+        errorMessage: `${problem.message}; it was not run`,
+      },
+      actor: reviewer,
+      audit: (c) => ({ detail: `approval refused: ${problem.message}`, durationMs: pendingMs(c) }),
+      alsoWrite: (c) => deps.notify?.(db, "call.decided", c),
+    });
+    if (moved.length === 0) return null;
+    throw new GatehouseError(problem.code, `Approval refused: ${problem.message}.`);
+  }
+  const before = approvedByOf(row);
+  const approvedBy = [...before, reviewer];
+  const needed = row.approvalsNeeded;
+  if (approvedBy.length < needed) {
+    const counted = db.transaction((tx) => {
+      const updated = tx
+        .update(calls)
+        .set({ approvedBy: JSON.stringify(approvedBy) })
+        .where(and(eq(calls.id, row.id), eq(calls.status, "pending"), eq(calls.approvedBy, row.approvedBy)))
+        .returning({ id: calls.id })
+        .all();
+      if (updated.length === 0) return false;
+      writeAudit(db, {
+        actor: reviewer,
+        action: "call.approval",
+        subject: row.tool,
+        callId: row.id,
+        detail: approvalsText(approvedBy.length, needed),
+      });
+      return true;
+    });
+    if (!counted) return null;
+    // Still pending: the queue and the call's page learn of the new count.
+    bus.publish({ type: "call", id: row.id, status: "pending" });
+    return { kind: "counted", approvals: approvedBy.length, needed };
+  }
+  let made: GrantRow | null = null;
+  // The one step that lets a held call run: only the first of concurrent deciders moves the row.
+  const moved = transition(db, bus, {
+    from: "pending",
+    to: "running",
+    id: row.id,
+    set: { decidedAt: now, decidedBy: reviewer, startedAt: now, approvedBy: JSON.stringify(approvedBy) },
+    actor: reviewer,
+    audit: (c) => ({
+      detail: needed >= 2 ? approvalsText(approvedBy.length, needed) : null,
+      durationMs: pendingMs(c),
+    }),
+    alsoWrite: (c) => {
+      if (grant && c.definitionHash) {
+        made = createGrant(db, {
+          requesterKind: c.requesterKind as "agent" | "user",
+          requesterName: c.requesterName,
+          tool: c.tool,
+          definitionHash: c.definitionHash,
+          scope: grant.scope,
+          argumentsDigest: c.argumentsDigest,
+          callId: c.id,
+          createdBy: reviewer,
+          minutes: grant.minutes,
+          ...(grant.uses === undefined ? {} : { uses: grant.uses }),
+        });
+      }
+      deps.notify?.(db, "call.decided", c);
+    },
+  });
+  if (moved.length === 0) return null;
+  return { kind: "approved", grant: made };
+}

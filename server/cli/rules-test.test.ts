@@ -1,0 +1,98 @@
+import { spawn } from "node:child_process";
+import { rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  ADD_NOTE,
+  enableTool,
+  LIST_NOTES,
+  REPO_ROOT,
+  startTestRuntime,
+  type TestRuntime,
+} from "@/test/support/runtime";
+
+const rules = [
+  {
+    name: "no-drop",
+    tools: ["demo_*"],
+    when: "args.text.matches('(?i)drop')",
+    decision: "deny",
+    reason: "no DROP",
+  },
+  {
+    name: "todo",
+    tools: [ADD_NOTE],
+    agents: ["build-bot"],
+    when: "args.text.startsWith('todo:')",
+    decision: "allow",
+  },
+  { name: "odd", tools: [ADD_NOTE], when: "args.level > 2", decision: "allow" },
+];
+
+let rt: TestRuntime;
+let env: Record<string, string>;
+
+/** `npm run gatehouse -- rules test …` as a user runs it: a child process on the store the server left. */
+function rulesTest(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ["--conditions=react-server", "--import", "tsx", "server/cli/main.ts", "rules", "test", ...args],
+      { cwd: REPO_ROOT, env: { ...process.env, ...env } },
+    );
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => {
+      stdout += c.toString();
+    });
+    child.stderr.on("data", (c: Buffer) => {
+      stderr += c.toString();
+    });
+    child.once("error", reject);
+    child.once("exit", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+beforeAll(async () => {
+  // A server ran once on this store and discovered the demo tools; the CLI reads what it left.
+  rt = await startTestRuntime({ config: { rules } });
+  enableTool(rt.runtime, ADD_NOTE);
+  enableTool(rt.runtime, LIST_NOTES);
+  await rt.stop({ keepDir: true });
+  const configFile = path.join(rt.dir, "gatehouse.json");
+  writeFileSync(
+    configFile,
+    JSON.stringify({ mcpServers: { demo: { command: "node", args: ["demo/server.mjs"] } }, rules }),
+  );
+  env = { GATEHOUSE_DB: rt.dbFile, GATEHOUSE_CONFIG: configFile };
+}, 30_000);
+afterAll(() => rmSync(rt.dir, { recursive: true, force: true }));
+
+describe("npm run gatehouse -- rules test", () => {
+  it("names the allow rule that would run a call, calling nothing", async () => {
+    const res = await rulesTest(ADD_NOTE, '{"text": "todo: milk"}', "--agent", "build-bot");
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout).toContain('runs at once (by rule "todo")');
+  });
+
+  it("names the deny rule and its reason", async () => {
+    const res = await rulesTest(ADD_NOTE, '{"text": "DROP it"}', "--agent", "build-bot");
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout).toContain('stops: denied_by_rule: denied by rule "no-drop": no DROP');
+  });
+
+  it("without a matching rule says the default and lists allow rules passed over for an error", async () => {
+    const res = await rulesTest(ADD_NOTE, '{"text": "plain"}');
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout).toContain("waits for a reviewer's approval: no readOnlyHint");
+    expect(res.stdout).toMatch(/passed over: rule "odd"/);
+    // "todo" names agents; a call without --agent is nobody's, so it does not apply.
+    expect(res.stdout).toContain("no --agent");
+  });
+
+  it("refuses arguments that are not a JSON object", async () => {
+    const res = await rulesTest(ADD_NOTE, "[1,2]");
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain("ARGS must be a JSON object");
+  });
+});

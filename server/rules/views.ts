@@ -1,0 +1,64 @@
+import "server-only";
+import { asc, count, eq, isNotNull, max } from "drizzle-orm";
+import type { RuleListView, RuleView } from "@/lib/api-types";
+import type { RuleConfig } from "../config/types";
+import type { Db } from "../store/db";
+import { calls, tools } from "../store/schema";
+import { anyGlobMatches } from "./glob";
+
+/**
+ * Rules as the owner sees them (`GET /api/rules`): each with its hit count (calls whose `rule`
+ * is its name, counted in one grouped query) and the enabled tools its globs match now.
+ */
+export function ruleViews(db: Db, rules: readonly RuleConfig[], enabledTools: readonly string[]): RuleView[] {
+  const hits = new Map(
+    db
+      .select({ rule: calls.rule, hits: count(), lastHitAt: max(calls.createdAt) })
+      .from(calls)
+      .where(isNotNull(calls.rule))
+      .groupBy(calls.rule)
+      .all()
+      .map((row) => [row.rule, row] as const),
+  );
+  return rules.map((rule) => {
+    const counted = hits.get(rule.name);
+    return {
+      name: rule.name,
+      tools: [...rule.tools],
+      agents: rule.agents === null ? null : [...rule.agents],
+      when: rule.when,
+      decision: rule.decision,
+      reason: rule.reason,
+      approvals: rule.approvals,
+      hits: counted?.hits ?? 0,
+      lastHitAt: counted?.lastHitAt ?? null,
+      matchingTools: enabledTools.filter((name) => anyGlobMatches(rule.tools, name)),
+    };
+  });
+}
+
+/** Local names of the tools an owner has enabled, in name order. */
+export function enabledToolNames(db: Db): string[] {
+  return db
+    .select({ name: tools.localName })
+    .from(tools)
+    .where(eq(tools.status, "enabled"))
+    .orderBy(asc(tools.localName))
+    .all()
+    .map((row) => row.name);
+}
+
+/** `GET /api/rules`: the rules in the order they are tried, with hits and matching enabled tools. */
+export function listRules(db: Db, rules: readonly RuleConfig[]): RuleListView {
+  return { rules: ruleViews(db, rules, enabledToolNames(db)) };
+}
+
+/**
+ * Names of the rules whose globs match none of `toolNames` (a start-time warning: a typo in a
+ * glob, or a server not connected yet). Config validation cannot say this: it has no catalogue.
+ */
+export function rulesMatchingNoTool(rules: readonly RuleConfig[], toolNames: readonly string[]): string[] {
+  return rules
+    .filter((rule) => !toolNames.some((name) => anyGlobMatches(rule.tools, name)))
+    .map((rule) => rule.name);
+}
