@@ -44,5 +44,6 @@ export default defineConfig({
     { name: "agent-mcp", testMatch: /mcp\.spec\.ts/, dependencies: ["journey"] },
     { name: "reach", testMatch: /reach\.spec\.ts/, dependencies: ["journey"] },
     { name: "notify", testMatch: /notify\.spec\.ts/, dependencies: ["journey"] },
+    { name: "grants", testMatch: /grants\.spec\.ts/, dependencies: ["journey"] },
   ],
 });

@@ -5,6 +5,7 @@ import Link from "next/link";
 import { type FormEvent, type InputHTMLAttributes, useId, useState } from "react";
 import { Age } from "@/components/age";
 import { CallStatusBadge } from "@/components/call-status-badge";
+import { decisionSourceOf, decisionSourceText } from "@/components/grant-text";
 import { Button, EmptyState, ErrorAlert, inputClass, Loading, PageHeader, thClass } from "@/components/ui";
 import { type CallView, callStatuses } from "@/lib/api-types";
 import { endpoints } from "@/lib/endpoints";
@@ -248,10 +249,20 @@ function FilterField({
 }
 
 function decision(call: CallView): string {
+  const source = decisionSourceOf(call);
+  // What a rule or grant decided alone; a held call goes on to say who decided it.
+  if (source && source.kind !== "held") return decisionSourceText(source);
   if (call.status === "denied")
     return `denied by ${call.decidedBy ?? "?"}${call.reason ? `: ${call.reason}` : ""}`;
-  if (call.decidedBy) return `approved by ${call.decidedBy}`;
-  if (call.status === "pending") return "waiting";
+  if (call.decidedBy) {
+    const by = call.approvedBy.length > 1 ? call.approvedBy.join(" and ") : call.decidedBy;
+    return `approved by ${by}${source ? ` (${decisionSourceText(source)})` : ""}`;
+  }
+  if (call.status === "pending") {
+    return call.approvalsNeeded > 1
+      ? `waiting (${call.approvedBy.length} of ${call.approvalsNeeded} approvals)`
+      : "waiting";
+  }
   if (call.status === "refused") return call.error ? `refused: ${call.error.code}` : "refused";
   if (call.status === "expired") return "nobody decided";
   if (call.status === "withdrawn") return "withdrawn by the requester";

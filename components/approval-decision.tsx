@@ -6,6 +6,8 @@ import { type ReactNode, useCallback, useEffect, useState } from "react";
 import { Age } from "@/components/age";
 import { AuditTrail } from "@/components/audit-trail";
 import { CallStatusBadge } from "@/components/call-status-badge";
+import { DecisionSourceText } from "@/components/decision-source";
+import { decisionSourceOf } from "@/components/grant-text";
 import { NotifyMe } from "@/components/notify-me";
 import { type DecisionError, PendingCallCard } from "@/components/pending-call-card";
 import { ErrorAlert, Loading, PageHeader, Section } from "@/components/ui";
@@ -104,7 +106,7 @@ export function ApprovalDecision({ id, userName }: { id: string; userName: strin
             <PendingCallCard
               call={story.data.call}
               error={error}
-              mine={story.data.call.requester.kind === "user" && story.data.call.requester.name === userName}
+              userName={userName}
               onDecided={onDecided}
               onError={onError}
               onClearError={clearError}
@@ -120,7 +122,7 @@ export function ApprovalDecision({ id, userName }: { id: string; userName: strin
               <PendingCallCard
                 call={story.data.call}
                 error={null}
-                mine={false}
+                userName={userName}
                 decidable={false}
                 onDecided={onDecided}
                 onError={onError}
@@ -195,6 +197,14 @@ function Who({ name }: { name: string | null }) {
   return <span className="font-medium text-zinc-900">{name ?? "a reviewer"}</span>;
 }
 
+/** Everyone who approved a call that needed several approvals, else whoever decided it. */
+function approvers(call: CallView): string | null {
+  if (call.approvedBy.length > 1) {
+    return `${call.approvedBy.slice(0, -1).join(", ")} and ${call.approvedBy[call.approvedBy.length - 1]}`;
+  }
+  return call.decidedBy;
+}
+
 /** What became of a call that no longer waits, in one heading and a sentence or two. */
 function outcomeOf(
   call: CallView,
@@ -202,10 +212,22 @@ function outcomeOf(
 ): { heading: string; tone: "done" | "stopped"; text: ReactNode } {
   const approved = (
     <>
-      <Who name={call.decidedBy} /> approved it <When at={call.decidedAt} />.
+      <Who name={approvers(call)} /> approved it <When at={call.decidedAt} />.
     </>
   );
-  const ranAtOnce = "It did not need approval: it ran at once.";
+  const source = decisionSourceOf(call);
+  const ranAtOnce =
+    source?.kind === "allowed" ? (
+      <>
+        It ran at once, <DecisionSourceText source={source} />.
+      </>
+    ) : source?.kind === "grant" ? (
+      <>
+        It did not wait for a reviewer: it <DecisionSourceText source={source} />.
+      </>
+    ) : (
+      "It did not need approval: it ran at once."
+    );
   switch (call.status) {
     case "pending":
       return {
@@ -275,6 +297,11 @@ function outcomeOf(
           <>
             <Who name={call.decidedBy} /> approved it <When at={call.decidedAt} />, but the approval no longer
             applied{call.error ? `: ${call.error.message}` : ""}. It did not run.
+          </>
+        ) : source?.kind === "denied" ? (
+          <>
+            It was <DecisionSourceText source={source} />
+            {call.error ? `: ${call.error.message}` : ""}. It did not run.
           </>
         ) : (
           <>Gatehouse refused it{call.error ? `: ${call.error.message}` : ""}. It did not run.</>

@@ -6,9 +6,19 @@ const MEANINGS: Record<string, string> = {
   "owner requires confirmation": "an owner asked for every call of this tool to be confirmed",
 };
 
-/** "Needs approval: no readOnlyHint — its server does not say ...". Unknown reasons are shown as they are. */
-export function ApprovalReason({ reason }: { reason: string }) {
+/**
+ * "Needs approval: no readOnlyHint — its server does not say ...". Unknown reasons are shown as
+ * they are. A rule's reason is the owner's own sentence (`byRule`): plain text, not a code.
+ */
+export function ApprovalReason({ reason, byRule = false }: { reason: string; byRule?: boolean }) {
   const meaning = MEANINGS[reason];
+  if (byRule) {
+    return (
+      <p className="text-sm text-zinc-700">
+        <span className="font-medium text-zinc-900">Needs approval:</span> {reason}
+      </p>
+    );
+  }
   return (
     <p className="text-sm text-zinc-700">
       <span className="font-medium text-zinc-900">Needs approval:</span>{" "}

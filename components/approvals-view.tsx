@@ -5,6 +5,8 @@ import Link from "next/link";
 import { useCallback, useMemo, useState } from "react";
 import { Age } from "@/components/age";
 import { CallStatusBadge } from "@/components/call-status-badge";
+import { DecisionSourceText } from "@/components/decision-source";
+import { decisionSourceOf } from "@/components/grant-text";
 import { NotifyMe } from "@/components/notify-me";
 import { type DecisionError, PendingCallCard } from "@/components/pending-call-card";
 import { Button, EmptyState, ErrorAlert, Loading, PageHeader, Section } from "@/components/ui";
@@ -42,9 +44,17 @@ export function ApprovalsView({ userName }: { userName: string }) {
   const onDecided = useCallback(
     (call: CallView) => {
       setErrors(({ [call.id]: _dropped, ...rest }) => rest);
-      // The card leaves at once; the refetch confirms it.
+      // A decided card leaves at once, and an approval that was not the last shows at once ("1 of
+      // 2"); the refetch confirms either.
       client.setQueryData<CallsData>(queryKeys.calls.pending(), (old) =>
-        old ? { calls: old.calls.filter((c) => c.id !== call.id) } : old,
+        old
+          ? {
+              calls:
+                call.status === "pending"
+                  ? old.calls.map((c) => (c.id === call.id ? call : c))
+                  : old.calls.filter((c) => c.id !== call.id),
+            }
+          : old,
       );
       void client.invalidateQueries({ queryKey: queryKeys.calls.all });
     },
@@ -107,7 +117,7 @@ export function ApprovalsView({ userName }: { userName: string }) {
                 <PendingCallCard
                   call={call}
                   error={errors[call.id] ?? null}
-                  mine={call.requester.kind === "user" && call.requester.name === userName}
+                  userName={userName}
                   permalink
                   onDecided={onDecided}
                   onError={onDecisionError}
@@ -141,8 +151,12 @@ export function ApprovalsView({ userName }: { userName: string }) {
   );
 }
 
-function decidedByText(call: CallView): string {
+function decidedByText(call: CallView): string | null {
+  if (call.approvedBy.length > 1) return `by ${call.approvedBy.join(" and ")}`;
   if (call.decidedBy) return `by ${call.decidedBy}`;
+  // What a rule or grant decided alone is said by the phrase beside it.
+  const source = decisionSourceOf(call);
+  if (source && source.kind !== "held") return null;
   switch (call.status) {
     case "expired":
       return "expired without a decision";
@@ -159,6 +173,8 @@ function decidedByText(call: CallView): string {
 
 function RecentCall({ call }: { call: CallView }) {
   const when = call.decidedAt ?? call.finishedAt ?? call.createdAt;
+  const source = decisionSourceOf(call);
+  const by = decidedByText(call);
   return (
     <li className="flex flex-wrap items-baseline gap-x-3 gap-y-1 px-4 py-2.5 text-sm">
       <CallStatusBadge status={call.status} />
@@ -166,7 +182,8 @@ function RecentCall({ call }: { call: CallView }) {
       <span className="text-zinc-500">
         on <span className="font-mono">{call.server}</span>
       </span>
-      <span className="text-zinc-700">{decidedByText(call)}</span>
+      {by ? <span className="text-zinc-700">{by}</span> : null}
+      {source ? <DecisionSourceText source={source} className="text-zinc-700" /> : null}
       <span className="text-zinc-500">
         requested by {call.requester.kind} {call.requester.name}
       </span>

@@ -4,8 +4,11 @@ import { formatDateTime, formatDuration } from "@/lib/format";
 /** What each step of a call reads as, on a call's page and in its story in Activity. */
 const ACTIONS: Record<string, string> = {
   "call.pending": "Requested; waiting for approval",
-  "call.started": "Requested; ran at once (read-only)",
+  // The detail says why: read-only, an allow rule, or a grant.
+  "call.started": "Requested; ran at once",
+  "call.approval": "Approved; more approvals needed",
   "call.approved": "Approved",
+  "grant.created": "Granted with the approval",
   "call.denied": "Denied",
   "call.expired": "Expired without a decision",
   "call.refused": "Refused",

@@ -7,6 +7,8 @@ import { Age } from "@/components/age";
 import { ApprovalReason } from "@/components/approval-reason";
 import { AuditTrail } from "@/components/audit-trail";
 import { CallStatusBadge } from "@/components/call-status-badge";
+import { DecisionSourceText } from "@/components/decision-source";
+import { decisionSourceOf } from "@/components/grant-text";
 import { JsonView } from "@/components/json-view";
 import { ErrorAlert, Loading, Section } from "@/components/ui";
 import type { CallStoryView, CallView } from "@/lib/api-types";
@@ -49,7 +51,23 @@ export function CallStory({ id }: { id: string }) {
   );
 }
 
+/**
+ * Who made the grant a call ran under, from the grants list (live and recently ended ones); null
+ * while it loads or once the grant has dropped off the list. Asked for only when there is a grant.
+ */
+function useGrantMaker(grantId: string | null): string | null {
+  const grants = useQuery({
+    queryKey: queryKeys.grants.list(),
+    queryFn: ({ signal }) => endpoints.grants.list({ signal }),
+    enabled: grantId !== null,
+  });
+  return grants.data?.grants.find((grant) => grant.id === grantId)?.createdBy ?? null;
+}
+
 function Story({ story: { call, audit } }: { story: CallStoryView }) {
+  const source = decisionSourceOf(call);
+  const grantBy = useGrantMaker(call.grantId);
+  const approvedBy = call.approvedBy.length > 1 ? call.approvedBy.join(", ") : call.decidedBy;
   return (
     <div className="mt-3 space-y-8">
       <div>
@@ -73,15 +91,31 @@ function Story({ story: { call, audit } }: { story: CallStoryView }) {
           {formatDateTime(call.createdAt)} (<Age at={call.createdAt} />)
         </Fact>
         {call.approvalReason ? (
-          <Fact term="Approval">
-            <ApprovalReason reason={call.approvalReason} />
+          // A call a grant covered did not wait: its reason is what it would have waited for.
+          <Fact term={source?.kind === "grant" ? "Without the grant" : "Approval"}>
+            <ApprovalReason reason={call.approvalReason} byRule={call.rule !== null} />
+          </Fact>
+        ) : null}
+        {source ? (
+          <Fact term={source.kind === "grant" ? "Grant" : "Rule"}>
+            <DecisionSourceText source={source} grantBy={grantBy} capitalized />
+          </Fact>
+        ) : null}
+        {call.approvalsNeeded >= 2 ? (
+          <Fact term="Approvals">
+            {Math.min(call.approvedBy.length, call.approvalsNeeded)} of {call.approvalsNeeded}
+            {call.approvedBy.length > 0 ? (
+              <>
+                : <span className="font-medium">{call.approvedBy.join(", ")}</span>
+              </>
+            ) : null}
           </Fact>
         ) : null}
         {call.decidedAt ? (
           <Fact
             term={call.status === "denied" ? "Denied" : call.status === "refused" ? "Refused" : "Approved"}
           >
-            {formatDateTime(call.decidedAt)} by <span className="font-medium">{call.decidedBy ?? "—"}</span>
+            {formatDateTime(call.decidedAt)} by <span className="font-medium">{approvedBy ?? "—"}</span>
           </Fact>
         ) : call.status === "pending" && call.expiresAt ? (
           <Fact term="Expires">{formatDateTime(call.expiresAt)}</Fact>

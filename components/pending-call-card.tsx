@@ -5,10 +5,13 @@ import Link from "next/link";
 import { type FormEvent, useId, useState } from "react";
 import { Age } from "@/components/age";
 import { ApprovalReason } from "@/components/approval-reason";
+import { DecisionSourceText } from "@/components/decision-source";
 import { ExpiryCountdown } from "@/components/expiry-countdown";
+import { emptyGrantDraft, GrantChoice, type GrantDraft, grantOf } from "@/components/grant-choice";
+import { decisionSourceOf } from "@/components/grant-text";
 import { JsonView } from "@/components/json-view";
 import { Badge, Button, ErrorAlert, inputClass } from "@/components/ui";
-import { type CallView, DenyBody } from "@/lib/api-types";
+import { type CallView, DenyBody, type GrantRequest } from "@/lib/api-types";
 import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, plural } from "@/lib/format";
 import { countHidden } from "@/lib/json-view";
@@ -25,15 +28,18 @@ const LONG_DESCRIPTION = 220;
 
 /**
  * One pending call, with what a reviewer needs to decide: the tool and what it says it does, why
- * it needs approval, who asked and when, how long is left, and the exact arguments (escaped,
- * long values folded). Approve is one click; Deny asks for a reason first. With
+ * it needs approval (and the rule that held it), who asked and when, how long is left, and the
+ * exact arguments (escaped, long values folded). Approve is one click, optionally "and allow…"
+ * the same again for a while (a grant; not offered when the call needs two approvals); Deny asks
+ * for a reason first. A call that needs several approvals shows "1 of 2 approvals" and who gave
+ * them; whoever already approved it, or requested it, gets no Approve button (Deny stays). With
  * `decidable={false}` it shows the same facts of a call no longer waiting, without countdown or
  * buttons.
  */
 export function PendingCallCard({
   call,
   error,
-  mine,
+  userName,
   decidable = true,
   permalink = false,
   onDecided,
@@ -42,8 +48,8 @@ export function PendingCallCard({
 }: {
   call: CallView;
   error: DecisionError | null;
-  /** The signed-in person requested this call (e.g. with "Try"). */
-  mine: boolean;
+  /** The signed-in person: marks a call they requested (e.g. with "Try") or already approved. */
+  userName: string;
   /** The call can still be decided here (default): the countdown and Approve / Deny are shown. */
   decidable?: boolean;
   /** Link to the call's own page, `/approvals/<id>` (for the queue; default false). */
@@ -57,11 +63,16 @@ export function PendingCallCard({
   const [denying, setDenying] = useState(false);
   const [reasonError, setReasonError] = useState<string | null>(null);
   const [descriptionOpen, setDescriptionOpen] = useState(false);
+  const [grantDraft, setGrantDraft] = useState<GrantDraft>(emptyGrantDraft);
+  const [grantError, setGrantError] = useState<string | null>(null);
 
   const approve = useMutation({
-    mutationFn: () => endpoints.calls.approve(call.id),
+    mutationFn: (grant: GrantRequest | null) => endpoints.calls.approve(call.id, grant ? { grant } : {}),
     onMutate: () => onClearError(call.id),
-    onSuccess: (answer) => onDecided(answer.call),
+    onSuccess: (answer) => {
+      setGrantDraft(emptyGrantDraft);
+      onDecided(answer.call);
+    },
     onError: (err) => onError(call, { tool: call.tool, action: "approve", message: errorWithCode(err) }),
   });
   const deny = useMutation({
@@ -74,6 +85,23 @@ export function PendingCallCard({
   const description = call.toolDescription ?? "";
   const longDescription = description.length > LONG_DESCRIPTION || description.split("\n").length > 3;
   const hidden = countHidden(call.arguments);
+  const mine = call.requester.kind === "user" && call.requester.name === userName;
+  const fourEyes = call.approvalsNeeded >= 2;
+  const approvedByMe = call.approvedBy.includes(userName);
+  // The requester never approves a call that needs several approvals or that a rule held,
+  // whatever self-approval allows.
+  const mayApprove = !approvedByMe && !(mine && (fourEyes || call.rule !== null));
+  const source = decisionSourceOf(call);
+
+  function onApprove() {
+    const chosen = grantOf(grantDraft);
+    if ("error" in chosen) {
+      setGrantError(chosen.error);
+      return;
+    }
+    setGrantError(null);
+    approve.mutate(chosen.grant);
+  }
 
   function onDeny(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
@@ -148,7 +176,15 @@ export function PendingCallCard({
         ) : (
           <p className="text-sm text-zinc-400">The tool has no description.</p>
         )}
-        {call.approvalReason ? <ApprovalReason reason={call.approvalReason} /> : null}
+        {call.approvalReason ? (
+          <ApprovalReason reason={call.approvalReason} byRule={call.rule !== null} />
+        ) : null}
+        {source && source.kind !== "grant" ? (
+          <p className="text-sm text-zinc-700">
+            <DecisionSourceText source={source} capitalized />
+          </p>
+        ) : null}
+        {fourEyes ? <ApprovalsProgress call={call} /> : null}
         {decidable && call.toolChanged ? (
           <p
             role="note"
@@ -160,7 +196,19 @@ export function PendingCallCard({
         ) : null}
         {decidable && mine ? (
           <p role="note" className="rounded-md bg-sky-50 px-3 py-2 text-sm text-sky-900 ring-1 ring-sky-200">
-            You requested this call. Another reviewer has to approve it, unless self-approval is allowed.
+            {fourEyes
+              ? `You requested this call. ${call.approvalsNeeded} other reviewers have to approve it.`
+              : call.rule !== null
+                ? `You requested this call, and rule ${call.rule} held it: another reviewer has to approve it.`
+                : "You requested this call. Another reviewer has to approve it, unless self-approval is allowed."}
+          </p>
+        ) : null}
+        {decidable && approvedByMe ? (
+          <p role="note" className="rounded-md bg-sky-50 px-3 py-2 text-sm text-sky-900 ring-1 ring-sky-200">
+            You approved this call.{" "}
+            {call.approvalsNeeded - call.approvedBy.length === 1
+              ? "It runs once another reviewer approves it."
+              : `It runs once ${call.approvalsNeeded - call.approvedBy.length} more reviewers approve it.`}
           </p>
         ) : null}
       </div>
@@ -219,15 +267,71 @@ export function PendingCallCard({
           </div>
         </form>
       ) : (
-        <div className="mt-4 flex flex-wrap gap-2">
-          <Button variant="primary" disabled={busy} onClick={() => approve.mutate()}>
-            Approve
-          </Button>
-          <Button variant="danger" disabled={busy} onClick={() => setDenying(true)}>
-            Deny
-          </Button>
+        <div className="mt-4 space-y-3">
+          {!mayApprove ? null : fourEyes ? (
+            <p className="text-xs text-zinc-500">
+              No “and allow…” here: this call needs {call.approvalsNeeded} approvals, and a call that needs
+              more than one cannot be granted in advance.
+            </p>
+          ) : call.requester.kind !== "agent" ? (
+            <p className="text-xs text-zinc-500">
+              No “and allow…” here: grants are for agents, and a person asked for this call.
+            </p>
+          ) : (
+            <GrantChoice
+              call={call}
+              draft={grantDraft}
+              disabled={busy}
+              onChange={(draft) => {
+                setGrantDraft(draft);
+                setGrantError(null);
+              }}
+            />
+          )}
+          {grantError ? <ErrorAlert>{grantError}</ErrorAlert> : null}
+          <div className="flex flex-wrap gap-2">
+            {mayApprove ? (
+              <Button variant="primary" disabled={busy} onClick={onApprove}>
+                {grantDraft.on && !fourEyes ? "Approve and allow" : "Approve"}
+              </Button>
+            ) : null}
+            <Button variant="danger" disabled={busy} onClick={() => setDenying(true)}>
+              Deny
+            </Button>
+          </div>
         </div>
       )}
     </article>
+  );
+}
+
+/** "1 of 2 approvals · approved by rita", for a call that needs more than one reviewer. */
+function ApprovalsProgress({ call }: { call: CallView }) {
+  const done = Math.min(call.approvedBy.length, call.approvalsNeeded);
+  return (
+    <p className="flex flex-wrap items-center gap-2 text-sm text-zinc-700" data-testid="approvals-progress">
+      <span className="inline-flex items-center gap-1.5 rounded-full bg-amber-50 px-2 py-0.5 text-xs font-semibold text-amber-900 ring-1 ring-inset ring-amber-300 tabular-nums">
+        <span aria-hidden="true" className="flex gap-0.5">
+          {Array.from({ length: call.approvalsNeeded }, (_, i) => (
+            <span
+              // biome-ignore lint/suspicious/noArrayIndexKey: one dot per approval slot, never reordered.
+              key={i}
+              className={`size-2 rounded-full ${i < done ? "bg-amber-600" : "bg-white ring-1 ring-amber-400"}`}
+            />
+          ))}
+        </span>
+        {done} of {call.approvalsNeeded} approvals
+      </span>{" "}
+      <span aria-hidden="true" className="text-zinc-400">
+        ·
+      </span>{" "}
+      {call.approvedBy.length > 0 ? (
+        <span>
+          approved by <span className="font-medium text-zinc-900">{call.approvedBy.join(", ")}</span>
+        </span>
+      ) : (
+        <span className="text-zinc-500">no approval yet</span>
+      )}
+    </p>
   );
 }

@@ -28,6 +28,10 @@ function upsert(old: UsersData | undefined, user: UserView): UsersData | undefin
   return old ? { users: [...old.users.filter((u) => u.id !== user.id), user] } : old;
 }
 
+function owners(users: UserView[]): number {
+  return users.filter((user) => user.roles.includes("owner")).length;
+}
+
 export function UsersSection() {
   const query = useQuery({
     queryKey: queryKeys.users.list(),
@@ -70,7 +74,11 @@ export function UsersSection() {
             </thead>
             <tbody className="divide-y divide-zinc-100">
               {query.data.map((user) => (
-                <UserRow key={user.id} user={user} />
+                <UserRow
+                  key={user.id}
+                  user={user}
+                  lastOwner={user.roles.includes("owner") && owners(query.data) === 1}
+                />
               ))}
             </tbody>
           </table>
@@ -106,9 +114,17 @@ function EmailText({ email }: { email: string }) {
  * form in the Email cell; an empty field or Remove clears the address, Escape or Cancel
  * closes it. Focus moves into the form on open and back to the Edit button on close.
  */
-function UserRow({ user }: { user: UserView }) {
+function UserRow({ user, lastOwner }: { user: UserView; lastOwner: boolean }) {
   const client = useQueryClient();
   const [editing, setEditing] = useState(false);
+  const [editingRoles, setEditingRoles] = useState(false);
+  const rolesCell = useRef<HTMLTableCellElement>(null);
+  const wasEditingRoles = useRef(false);
+
+  useEffect(() => {
+    if (wasEditingRoles.current && !editingRoles) rolesCell.current?.querySelector("button")?.focus();
+    wasEditingRoles.current = editingRoles;
+  }, [editingRoles]);
   // Button takes no ref, so focus is returned through the element around it.
   const actionCell = useRef<HTMLTableCellElement>(null);
   const wasEditing = useRef(false);
@@ -122,19 +138,36 @@ function UserRow({ user }: { user: UserView }) {
     client.setQueryData<UsersData>(queryKeys.users.list(), (old) => upsert(old, updated));
     void client.invalidateQueries({ queryKey: queryKeys.users.all });
     setEditing(false);
+    setEditingRoles(false);
   }
 
   return (
     <tr data-testid={`user-${user.name}`}>
       <td className={`${tdClass} break-all font-medium text-zinc-900`}>{user.name}</td>
-      <td className={tdClass}>
-        <span className="flex flex-wrap gap-1">
-          {user.roles.map((role) => (
-            <Badge key={role} tone={role === "owner" ? "violet" : "blue"}>
-              {role}
-            </Badge>
-          ))}
-        </span>
+      <td ref={rolesCell} className={tdClass}>
+        {editingRoles ? (
+          <RolesForm
+            user={user}
+            lastOwner={lastOwner}
+            onSaved={saved}
+            onCancel={() => setEditingRoles(false)}
+          />
+        ) : (
+          <span className="flex flex-wrap items-center gap-1">
+            {user.roles.map((role) => (
+              <Badge key={role} tone={role === "owner" ? "violet" : "blue"}>
+                {role}
+              </Badge>
+            ))}
+            <Button
+              className="ml-1 px-2 py-0.5 text-xs"
+              aria-label={`Edit roles for ${user.name}`}
+              onClick={() => setEditingRoles(true)}
+            >
+              Change roles
+            </Button>
+          </span>
+        )}
       </td>
       <td className={`${tdClass} min-w-40`}>
         {editing ? (
@@ -184,7 +217,8 @@ function EmailForm({
       return;
     }
     setFormError(null);
-    update.mutate(parsed.data.email);
+    // Given above, so present: the schema only trims it.
+    update.mutate(parsed.data.email ?? "");
   }
 
   function onSubmit(event: FormEvent<HTMLFormElement>) {
@@ -239,6 +273,101 @@ function EmailForm({
             Remove
           </Button>
         ) : null}
+        <Button className="px-2 py-0.5 text-xs" onClick={onCancel}>
+          Cancel
+        </Button>
+      </div>
+    </form>
+  );
+}
+
+/**
+ * A person's roles as checkboxes, saved together (`PATCH roles`). At least one stays ticked; the
+ * last owner's Owner box cannot be cleared (the server refuses it too, 409, and its message shows).
+ * Escape or Cancel closes it.
+ */
+function RolesForm({
+  user,
+  lastOwner,
+  onSaved,
+  onCancel,
+}: {
+  user: UserView;
+  lastOwner: boolean;
+  onSaved: (user: UserView) => void;
+  onCancel: () => void;
+}) {
+  const id = useId();
+  const [chosen, setChosen] = useState<Role[]>(user.roles);
+  const [formError, setFormError] = useState<string | null>(null);
+  const client = useQueryClient();
+  const update = useMutation({
+    mutationFn: (next: Role[]) => endpoints.users.update(user.name, { roles: next }),
+    onSuccess: ({ user: updated }) => onSaved(updated),
+    // Refused (e.g. the last owner, after someone else changed roles): show everyone as they now are.
+    onError: () => void client.invalidateQueries({ queryKey: queryKeys.users.all }),
+  });
+
+  function onSubmit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    if (chosen.length === 0) {
+      setFormError("Choose at least one role.");
+      return;
+    }
+    setFormError(null);
+    update.mutate(roles.filter((role) => chosen.includes(role)));
+  }
+
+  function onKeyDown(event: KeyboardEvent<HTMLFormElement>) {
+    if (event.key === "Escape") {
+      event.preventDefault();
+      onCancel();
+    }
+  }
+
+  const error = formError ?? (update.isError ? errorWithCode(update.error) : null);
+  return (
+    <form
+      onSubmit={onSubmit}
+      onKeyDown={onKeyDown}
+      noValidate
+      aria-label={`Roles of ${user.name}`}
+      className="space-y-2"
+    >
+      <div className="flex flex-wrap gap-x-4 gap-y-1">
+        {roles.map((role, index) => {
+          const locked = role === "owner" && lastOwner && chosen.includes("owner");
+          return (
+            <label key={role} className="flex items-center gap-2 text-sm text-zinc-800">
+              <input
+                type="checkbox"
+                name={`role-${role}`}
+                checked={chosen.includes(role)}
+                disabled={locked || update.isPending}
+                // biome-ignore lint/a11y/noAutofocus: the person asked to edit these roles just now.
+                autoFocus={index === 0 && !locked}
+                aria-describedby={locked ? `${id}-last-owner` : undefined}
+                onChange={(event) => {
+                  const on = event.currentTarget.checked;
+                  setChosen((old) => (on ? [...old, role] : old.filter((r) => r !== role)));
+                }}
+                className="size-4 rounded border-zinc-300 text-indigo-600 focus:ring-indigo-600 disabled:opacity-50"
+              />
+              {roleLabels[role]}
+            </label>
+          );
+        })}
+      </div>
+      {lastOwner ? (
+        <p id={`${id}-last-owner`} className="text-xs text-zinc-500">
+          The last owner keeps the owner role: make someone else an owner first.
+        </p>
+      ) : null}
+      {error ? <ErrorAlert>{error}</ErrorAlert> : null}
+      <div className="flex flex-wrap gap-2">
+        <Button type="submit" variant="primary" className="px-2 py-0.5 text-xs" disabled={update.isPending}>
+          Save
+        </Button>
         <Button className="px-2 py-0.5 text-xs" onClick={onCancel}>
           Cancel
         </Button>

@@ -55,11 +55,14 @@ export type GrantScope = (typeof grantScopes)[number];
  * arguments (`arguments`) or any (`tool`) — without review for `minutes`, at most `uses` more
  * times (absent: no count limit).
  */
-export const GrantRequest = z.object({
-  scope: z.enum(grantScopes),
-  minutes: z.number().int().min(1).max(GRANT_MAX_MINUTES),
-  uses: z.number().int().min(1).max(GRANT_MAX_USES).optional(),
-});
+export const GrantRequest = z
+  .object({
+    scope: z.enum(grantScopes),
+    minutes: z.number().int().min(1).max(GRANT_MAX_MINUTES),
+    uses: z.number().int().min(1).max(GRANT_MAX_USES).optional(),
+  })
+  // A misspelt key ("Uses") must not quietly make an unlimited grant.
+  .strict();
 export type GrantRequest = z.infer<typeof GrantRequest>;
 /** `POST /api/calls/:id/approve`: an empty body approves; `grant` also allows what follows. */
 export const ApproveBody = z.object({ grant: GrantRequest.optional() }).strict();
@@ -273,7 +276,9 @@ export interface RuleListView {
 export type LiveEvent =
   | { type: "call"; id: string; status: CallStatus }
   | { type: "catalogue"; server: string }
-  | { type: "server"; name: string; state: ServerState };
+  | { type: "server"; name: string; state: ServerState }
+  /** Grants changed other than by a call (revoked, or ended by a token's or a role's loss). */
+  | { type: "grants" };
 
 /** A server's resource, as the owner sees it (text cleaned and capped). */
 export interface ResourceView {

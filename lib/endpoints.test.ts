@@ -66,6 +66,30 @@ describe("the browser's endpoints", () => {
   });
 });
 
+describe("grants, rules and roles", () => {
+  it("an approval sends its grant, a plain one an empty body; grants and rules have their paths", async () => {
+    const seen = recordFetches(ok);
+    await endpoints.calls.approve("c 1");
+    await endpoints.calls.approve("c2", { grant: { scope: "arguments", minutes: 60, uses: 3 } });
+    await endpoints.grants.list();
+    await endpoints.grants.revoke("g/1");
+    await endpoints.rules.list();
+    await endpoints.users.update("rita", { roles: ["owner", "reviewer"] });
+    expect(seen).toEqual([
+      { url: "/api/calls/c%201/approve", method: "POST", body: {} },
+      {
+        url: "/api/calls/c2/approve",
+        method: "POST",
+        body: { grant: { scope: "arguments", minutes: 60, uses: 3 } },
+      },
+      { url: "/api/grants", method: "GET", body: undefined },
+      { url: "/api/grants/g%2F1", method: "DELETE", body: undefined },
+      { url: "/api/rules", method: "GET", body: undefined },
+      { url: "/api/users/rita", method: "PATCH", body: { roles: ["owner", "reviewer"] } },
+    ]);
+  });
+});
+
 describe("call statuses", () => {
   it("every status but pending and running is final", () => {
     expect([...finalCallStatuses].sort()).toEqual(

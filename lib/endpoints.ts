@@ -6,6 +6,7 @@
 import type { z } from "zod";
 import { api, seg } from "@/lib/api-client";
 import type {
+  ApproveBody,
   BulkToolStatusBody,
   CallBody,
   CallListQuery,
@@ -17,10 +18,13 @@ import type {
   CreateTokenBody,
   CreateUserBody,
   DenyBody,
+  GrantListView,
+  GrantView,
   MarkChangesReadBody,
   PromptView,
   ResourceContentView,
   ResourceView,
+  RuleListView,
   ServerView,
   SetupBody,
   SignInBody,
@@ -56,6 +60,8 @@ export const endpoints = {
   setup: (body: z.input<typeof SetupBody>) =>
     api<{ user: UserView }>("/api/setup", { method: "POST", json: body }),
 
+  /** `GET /api/me`: the signed-in person (null for an agent's token). */
+
   session: {
     /** `POST /api/session`: sets the session cookie. */
     signIn: (body: z.input<typeof SignInBody>) =>
@@ -68,7 +74,10 @@ export const endpoints = {
     list: (init?: ReadInit) => api<{ users: UserView[] }>("/api/users", init),
     create: (body: z.input<typeof CreateUserBody>) =>
       api<{ user: UserView }>("/api/users", { method: "POST", json: body }),
-    /** `PATCH /api/users/:name`: sets a person's email; "" clears it. */
+    /**
+     * `PATCH /api/users/:name`: sets a person's email ("" clears it) and/or their roles (at least
+     * one; the last owner keeps "owner", else 409).
+     */
     update: (name: string, body: z.input<typeof UpdateUserBody>) =>
       api<{ user: UserView }>(`/api/users/${seg(name)}`, { method: "PATCH", json: body }),
   },
@@ -132,8 +141,25 @@ export const endpoints = {
     story: (id: string, init?: ReadInit) => api<CallStoryView>(`/api/calls/${seg(id)}/story`, init),
     /** `POST /api/calls`: answers with the call, refused, finished or pending. */
     request: (body: z.input<typeof CallBody>) => api<CallView>("/api/calls", { method: "POST", json: body }),
-    approve: (id: string) => api<{ call: CallView }>(`/api/calls/${seg(id)}/approve`, { method: "POST" }),
+    /**
+     * `POST /api/calls/:id/approve`, optionally granting what follows (`{grant}`). A call that needs
+     * more approvals answers still `pending`, with `approvedBy` grown by one.
+     */
+    approve: (id: string, body: z.input<typeof ApproveBody> = {}) =>
+      api<{ call: CallView }>(`/api/calls/${seg(id)}/approve`, { method: "POST", json: body }),
     deny: (id: string, body: z.input<typeof DenyBody>) =>
       api<{ call: CallView }>(`/api/calls/${seg(id)}/deny`, { method: "POST", json: body }),
+  },
+
+  grants: {
+    /** `GET /api/grants` (reviewers, owners): live grants, newest first, then recently ended ones. */
+    list: (init?: ReadInit) => api<GrantListView>("/api/grants", init),
+    /** `DELETE /api/grants/:id`: ends it now; answers with the grant as ended. */
+    revoke: (id: string) => api<{ grant: GrantView }>(`/api/grants/${seg(id)}`, { method: "DELETE" }),
+  },
+
+  rules: {
+    /** `GET /api/rules` (reviewers, owners): the rules of gatehouse.json in the order they are tried. */
+    list: (init?: ReadInit) => api<RuleListView>("/api/rules", init),
   },
 };

@@ -32,6 +32,14 @@ export const queryKeys = {
     story: (id: string) => [...queryKeys.calls.all, "story", id] as const,
     one: (id: string) => [...queryKeys.calls.all, "one", id] as const,
   },
+  grants: {
+    all: ["grants"] as const,
+    list: () => [...queryKeys.grants.all, "list"] as const,
+  },
+  rules: {
+    all: ["rules"] as const,
+    list: () => [...queryKeys.rules.all, "list"] as const,
+  },
   users: {
     all: ["users"] as const,
     list: () => [...queryKeys.users.all, "list"] as const,

@@ -4,7 +4,7 @@ import type { LiveEvent } from "@/lib/api-types";
 import { queryKeys } from "@/lib/query-keys";
 
 const EVENTS_PATH = "/api/events";
-const EVENT_TYPES = ["call", "catalogue", "server"] as const satisfies readonly LiveEvent["type"][];
+const EVENT_TYPES = ["call", "catalogue", "server", "grants"] as const satisfies readonly LiveEvent["type"][];
 /** Used only when the browser gave up on the stream (HTTP error, wrong content type). */
 const REOPEN_MIN_MS = 1_000;
 const REOPEN_MAX_MS = 30_000;
@@ -15,12 +15,22 @@ const REOPEN_MAX_MS = 30_000;
  */
 function keysFor(type: LiveEvent["type"]): QueryKey[] {
   switch (type) {
+    // A call may use a grant or count as a rule's hit; a refresh may end grants or change the
+    // tools a rule matches.
     case "call":
-      return [queryKeys.calls.all];
+      return [queryKeys.calls.all, queryKeys.grants.all, queryKeys.rules.all];
     case "catalogue":
-      return [queryKeys.catalogue.all, queryKeys.servers.all, queryKeys.changes.all];
+      return [
+        queryKeys.catalogue.all,
+        queryKeys.servers.all,
+        queryKeys.changes.all,
+        queryKeys.grants.all,
+        queryKeys.rules.all,
+      ];
     case "server":
       return [queryKeys.servers.all];
+    case "grants":
+      return [queryKeys.grants.all];
   }
 }
 

@@ -52,7 +52,17 @@ const server = http.createServer((req, res) => {
 });
 
 /** Pages asked for once at start, without credentials: see {@link warmUp}. */
-const WARM_PATHS = ["/login", "/servers", "/tools", "/changes", "/approvals", "/activity", "/settings"];
+const WARM_PATHS = [
+  "/login",
+  "/servers",
+  "/tools",
+  "/changes",
+  "/approvals",
+  "/activity",
+  "/grants",
+  "/rules",
+  "/settings",
+];
 
 /**
  * Next loads a route's server code, and the renderer's own code paths warm up, on first use:

@@ -16,8 +16,15 @@ function linksFor(user: UserView): NavLink[] {
       { href: "/changes", label: "Changes" },
     );
   }
-  if (reviewer)
-    links.push({ href: "/approvals", label: "Approvals" }, { href: "/activity", label: "Activity" });
+  if (reviewer) {
+    // Grants and Rules right after Activity: both explain what did or did not reach the queue.
+    links.push(
+      { href: "/approvals", label: "Approvals" },
+      { href: "/activity", label: "Activity" },
+      { href: "/grants", label: "Grants" },
+      { href: "/rules", label: "Rules" },
+    );
+  }
   if (owner) links.push({ href: "/settings", label: "Settings" });
   return links;
 }

@@ -174,6 +174,26 @@ export default async function globalSetup(): Promise<void> {
         },
       },
       approvals: { expireAfterSeconds: 900, waitSeconds: 60, selfApproval: false },
+      // Four eyes, and a deny with a condition, for tokens no other spec uses (e2e/grants.spec.ts
+      // and its looks): every other requester's calls follow the tools' defaults.
+      rules: [
+        {
+          name: "pair-review",
+          tools: ["demo_*"],
+          agents: ["pair-bot", "pair-look-bot"],
+          decision: "review",
+          approvals: 2,
+          reason: "two people check pair-bot",
+        },
+        {
+          name: "no-drop-notes",
+          tools: ["demo_add_note"],
+          agents: ["grant-bot"],
+          when: "args.text.startsWith('DROP')",
+          decision: "deny",
+          reason: "grant-bot never drops notes",
+        },
+      ],
       // Every spec's pending calls reach both; e2e/notify.spec.ts follows one of them end to end.
       notifications: {
         publicUrl: baseURL,

@@ -8,6 +8,7 @@ import type {
   ToolAnnotations,
 } from "@modelcontextprotocol/sdk/types.js";
 import { type AgentToolView, type CallView, isFinalCallStatus } from "@/lib/api-types";
+import { approvalsNeededText } from "@/lib/decision-text";
 import { GatehouseError } from "@/lib/errors";
 import type { CallBroker, Requester } from "../calls/broker";
 import { cleanDescription } from "../catalogue/definition";
@@ -159,10 +160,7 @@ export function stillWaitingResult(call: CallView, waitSeconds: number, checkUrl
     );
   }
   const expiry = call.expiresAt ? ` (it expires at ${call.expiresAt})` : "";
-  const needed =
-    call.approvalsNeeded > 1
-      ? `${call.approvalsNeeded} approvals from different reviewers (${call.approvedBy.length} so far)`
-      : "a reviewer's approval";
+  const needed = `${approvalsNeededText(call.approvalsNeeded)}${call.approvalsNeeded > 1 ? ` (${call.approvedBy.length} so far)` : ""}`;
   return text(
     `Call ${call.id} is still waiting for ${needed} after ${waitSeconds} s. It stays pending until someone decides${expiry}; nothing more is needed to keep it. ${later}`,
     call,

@@ -1,6 +1,7 @@
 import "server-only";
 import { and, eq } from "drizzle-orm";
 import type { GrantRequest } from "@/lib/api-types";
+import { approvalsText } from "@/lib/decision-text";
 import { GatehouseError } from "@/lib/errors";
 import { getToolRow } from "../catalogue/catalogue";
 import type { EventBus } from "../events";
@@ -27,15 +28,12 @@ export type ApprovalStep =
   /** The last approval needed: the call moved `pending → running` (and the grant, if asked, exists). */
   | { kind: "approved"; grant: GrantRow | null };
 
-/** "1 of 2 approvals". */
-export function approvalsText(approvals: number, needed: number): string {
-  return `${approvals} of ${needed} approvals`;
-}
-
 /**
- * Why this reviewer may not approve this call, or null. A call that needs two or more reviewers
- * is never approved by its requester, whatever `selfApproval` says, nor twice by one reviewer,
- * and cannot be granted.
+ * Why this reviewer may not approve this call, or null. A call that needs two or more reviewers,
+ * or that a rule held, is never approved by its requester, whatever `selfApproval` says; nor is
+ * one approved twice by one reviewer. A grant is made only for an agent's call (a person does
+ * not exempt their own calls), for a call bound to a definition, and never for a call that needs
+ * two or more reviewers.
  */
 function approverProblem(
   deps: ApprovalDeps,
@@ -45,32 +43,43 @@ function approverProblem(
 ): GatehouseError | null {
   const own = row.requesterKind === "user" && row.requesterName === reviewer;
   const needed = row.approvalsNeeded;
-  if (needed >= 2) {
-    if (own) {
-      return new GatehouseError(
-        "self_approval",
-        `You requested this call; it needs ${needed} approvals from reviewers other than its requester.`,
-      );
-    }
-    const approvedBy = approvedByOf(row);
-    if (approvedBy.includes(reviewer)) {
-      return new GatehouseError(
-        "already_approved",
-        `You already approved this call (${approvalsText(approvedBy.length, needed)}); another reviewer has to approve it.`,
-      );
-    }
-    if (grant) {
-      return new GatehouseError(
-        "grant_not_allowed",
-        `This call needs ${needed} approvals${row.rule ? ` (rule "${row.rule}")` : ""}, so its tool cannot be granted; approve without a grant.`,
-      );
-    }
-    return null;
+  if (own && (needed >= 2 || row.rule !== null)) {
+    const why = needed >= 2 ? `it needs ${needed} approvals` : `rule "${row.rule}" held it`;
+    return new GatehouseError(
+      "self_approval",
+      `You requested this call and ${why}: reviewers other than its requester have to approve it.`,
+    );
   }
   if (own && !deps.selfApproval) {
     return new GatehouseError(
       "self_approval",
       "You cannot approve a call you requested yourself; another reviewer has to.",
+    );
+  }
+  const approvedBy = approvedByOf(row);
+  if (approvedBy.includes(reviewer)) {
+    return new GatehouseError(
+      "already_approved",
+      `You already approved this call (${approvalsText(approvedBy.length, needed)}); another reviewer has to approve it.`,
+    );
+  }
+  if (!grant) return null;
+  if (needed >= 2) {
+    return new GatehouseError(
+      "grant_not_allowed",
+      `This call needs ${needed} approvals${row.rule ? ` (rule "${row.rule}")` : ""}, so its tool cannot be granted; approve without a grant.`,
+    );
+  }
+  if (row.requesterKind !== "agent") {
+    return new GatehouseError(
+      "grant_not_allowed",
+      "Grants are for agents; a person asked for this call. Approve without a grant.",
+    );
+  }
+  if (!row.definitionHash) {
+    return new GatehouseError(
+      "grant_not_allowed",
+      "This call is not bound to a tool definition, so no grant can be pinned to one.",
     );
   }
   return null;
@@ -148,6 +157,8 @@ export function approve(
     from: "pending",
     to: "running",
     id: row.id,
+    // Only with the approvals read: another process adding one meanwhile makes this a lost race.
+    approvedBy: row.approvedBy,
     set: { decidedAt: now, decidedBy: reviewer, startedAt: now, approvedBy: JSON.stringify(approvedBy) },
     actor: reviewer,
     audit: (c) => ({
@@ -155,7 +166,7 @@ export function approve(
       durationMs: pendingMs(c),
     }),
     alsoWrite: (c) => {
-      if (grant && c.definitionHash) {
+      if (grant && c.definitionHash !== null) {
         made = createGrant(db, {
           requesterKind: c.requesterKind as "agent" | "user",
           requesterName: c.requesterName,

@@ -1,5 +1,8 @@
 import "server-only";
+import { callProblem } from "../catalogue/callable";
+import { getToolRow } from "../catalogue/catalogue";
 import { takeGrant } from "../grants";
+import type { RuleSkip } from "../rules";
 import { writeAudit } from "../store/audit";
 import type { Db } from "../store/db";
 import type { tools } from "../store/schema";
@@ -23,42 +26,59 @@ type Notify = ((db: Db, event: CallEventName, call: CallRow) => void) | undefine
  * commit (one write, all or nothing). Synchronous, so what it reads and writes in the store cannot
  * interleave with another call's birth.
  */
-
-/** Stores a refused call. A refusal by a deny rule is an automatic decision: it is told of. */
-export function writeRefusal(db: Db, row: CallRow, stop: StopDecision, notify: Notify): void {
-  insertCall(db, row);
-  writeAudit(db, {
-    actor: row.requesterName,
-    action: "call.refused",
-    subject: row.tool,
-    callId: row.id,
-    detail: stop.rule ? `${stop.code}: ${stop.why}` : `${stop.code}: ${stop.message}`,
-  });
-  if (stop.rule) notify?.(db, "call.decided", row);
-}
-
 export interface Birth {
+  /** The new row's columns, before its status is known. */
   call: Omit<CallRow, "status">;
-  decision: Exclude<CallDecision, StopDecision>;
+  decision: CallDecision;
   requester: Requester;
-  row: ToolRow;
+  /** The tool row the decision was made on; null when there was none. */
+  row: ToolRow | null;
   args: Record<string, unknown>;
+  /** Allow rules passed over because their condition could not be evaluated: said in the audit row. */
+  skipped: readonly RuleSkip[];
   expireAfterSeconds: number;
   notify: Notify;
 }
 
+/** "; passed over: rule "a" (its condition could not be evaluated: …)", or "". */
+function skippedText(skipped: readonly RuleSkip[]): string {
+  return skipped.map((s) => `; passed over: rule "${s.rule}" (${s.why})`).join("");
+}
+
 /**
- * Stores a call that waits (`pending`) or runs now (`running`) and returns its row. A call covered
- * by a grant takes the grant's use here, in its own write, so N covered calls use exactly N; when
- * the last use went to another call first, the call waits as it would have without the grant.
+ * The decision still holds for the tool as it is now. Rules are evaluated off the main thread, so
+ * an owner may have disabled the tool, or its server changed it, while the call was being decided:
+ * then the call is refused as it would be had it arrived a moment later.
+ */
+function stillCallable(db: Db, b: Birth): StopDecision | null {
+  if (!b.row) return null;
+  const now = getToolRow(db, b.row.localName);
+  const problem = callProblem(now, b.row.localName);
+  const changed = now !== null && now.definitionHash !== b.row.definitionHash;
+  if (!problem && !changed) return null;
+  const { code, message } = problem ?? {
+    code: "tool_changed" as const,
+    message: `${b.row.localName} changed on its server while the call was being decided`,
+  };
+  return { outcome: "stop", code, message, rule: null, reason: null, why: message };
+}
+
+/**
+ * Stores the call as its decision says and returns its row: `refused` (a stop, or a decision
+ * the tool no longer supports), `pending` (wait) or `running` (run). A call covered by a grant
+ * takes the grant's use here, in its own write, so N covered calls use exactly N; when the last use
+ * went to another call first, the call waits as it would have without the grant.
  */
 export function writeBirth(db: Db, b: Birth): CallRow {
-  const { call, decision, requester } = b;
+  const decision = b.decision.outcome === "stop" ? b.decision : (stillCallable(db, b) ?? b.decision);
+  if (decision.outcome === "stop") return writeRefusal(db, b, decision);
+  const { call, requester } = b;
+  const row = b.row as ToolRow;
   let wait: WaitDecision | null = decision.outcome === "wait" ? decision : null;
   let grantId: string | null = null;
   let detail = decision.outcome === "run" ? runDetail(decision) : "";
   if (decision.outcome === "run" && decision.by === "grant") {
-    const used = takeGrant(db, coverQuery(requester, b.row, b.args));
+    const used = takeGrant(db, coverQuery(requester, row, b.args));
     if (used) {
       grantId = used.id;
       detail = grantText(used);
@@ -80,7 +100,7 @@ export function writeBirth(db: Db, b: Birth): CallRow {
       action: "call.pending",
       subject: held.tool,
       callId: held.id,
-      detail: wait.rule ? `${wait.reason} (${wait.why})` : wait.reason,
+      detail: `${wait.rule ? `held by rule "${wait.rule}": ${wait.reason}` : wait.reason}${skippedText(b.skipped)}`,
     });
     b.notify?.(db, "call.pending", held);
     return held;
@@ -102,8 +122,34 @@ export function writeBirth(db: Db, b: Birth): CallRow {
     action: "call.started",
     subject: started.tool,
     callId: started.id,
-    detail,
+    detail: `${detail}${skippedText(b.skipped)}`,
   });
   if (run && run.by !== "default") b.notify?.(db, "call.decided", started);
   return started;
+}
+
+/** Stores a refused call. A refusal by a deny rule is an automatic decision: it is told of. */
+function writeRefusal(db: Db, b: Birth, stop: StopDecision): CallRow {
+  const refused: CallRow = {
+    ...b.call,
+    // A refused call was never bound to a definition.
+    definitionHash: null,
+    status: "refused",
+    finishedAt: b.call.createdAt,
+    errorCode: stop.code,
+    errorMessage: stop.message,
+    rule: stop.rule,
+    reason: stop.reason,
+  };
+  insertCall(db, refused);
+  const detail = stop.rule ? `${stop.code}: ${stop.message} (${stop.why})` : `${stop.code}: ${stop.message}`;
+  writeAudit(db, {
+    actor: refused.requesterName,
+    action: "call.refused",
+    subject: refused.tool,
+    callId: refused.id,
+    detail: `${detail}${skippedText(b.skipped)}`,
+  });
+  if (stop.rule) b.notify?.(db, "call.decided", refused);
+  return refused;
 }

@@ -7,15 +7,15 @@ import {
   type GrantView,
   isFinalCallStatus as isFinal,
 } from "@/lib/api-types";
-import { GatehouseError } from "@/lib/errors";
+import { GatehouseError, isErrorCode } from "@/lib/errors";
 import type { EventBus } from "../events";
-import { grantView } from "../grants";
+import { readGrantView } from "../grants";
 import type { Logger } from "../log";
 import type { RuleSet } from "../rules";
 import type { Db } from "../store/db";
 import { WriteBatch } from "../store/write-batch";
 import { approve } from "./approve";
-import { writeBirth, writeRefusal } from "./birth";
+import { writeBirth } from "./birth";
 import {
   type CallRow,
   type CallSubject,
@@ -26,7 +26,7 @@ import {
   type Requester,
   toView,
 } from "./call-row";
-import { decideCall, type StopDecision, stopUnknown } from "./decision";
+import { decideCall } from "./decision";
 import { type CallListParams, callAudit, callView, findCall, getCall, listCalls } from "./queries";
 import { runCall } from "./run";
 import { transition } from "./transition";
@@ -120,26 +120,6 @@ export class CallBroker {
   }
 
   /**
-   * Records a refused attempt (committed before the caller hears of it), then throws the refusal.
-   * A refusal by a deny rule names the rule on the row and is told of as a decision.
-   */
-  private async refuse(requester: Requester, subject: CallSubject, stop: StopDecision): Promise<never> {
-    const { db } = this.deps;
-    const call = newCall(requester, subject);
-    const row: CallRow = {
-      ...call,
-      status: "refused",
-      finishedAt: call.createdAt,
-      errorCode: stop.code,
-      errorMessage: stop.message,
-      rule: stop.rule,
-    };
-    await this.writes.write(() => writeRefusal(db, row, stop, this.deps.notify));
-    this.deps.bus.publish({ type: "call", id: call.id, status: "refused" });
-    throw new GatehouseError(stop.code, stop.message);
-  }
-
-  /**
    * A call from an agent or a person, decided by {@link decideCall}: it runs now (`200`), waits
    * for reviewers (`202`), or is refused (thrown, after recording the attempt). Every row is
    * committed before this resolves. A call covered by a grant takes the grant's use in the same
@@ -151,7 +131,7 @@ export class CallBroker {
   ): Promise<{ httpStatus: 200 | 202; call: CallView }> {
     const { db } = this.deps;
     const args = body.arguments;
-    const { decision, row } = await decideCall(this.deps, { requester, tool: body.tool, args });
+    const { decision, row, skipped } = await decideCall(this.deps, { requester, tool: body.tool, args });
     const subject: CallSubject = {
       tool: row?.localName ?? body.tool,
       server: row?.server ?? "",
@@ -159,29 +139,28 @@ export class CallBroker {
       args,
       destructive: decision.outcome === "run" ? decision.destructive : true,
     };
-    if (decision.outcome === "stop" || !row) {
-      const stop = decision.outcome === "stop" ? decision : stopUnknown(body.tool);
-      return this.refuse(requester, subject, stop);
-    }
     const call: Omit<CallRow, "status"> = {
       ...newCall(requester, subject),
-      definitionHash: row.definitionHash,
+      definitionHash: row?.definitionHash ?? null,
     };
-    const toolNow = { description: row.description, definitionHash: row.definitionHash };
+    const birth = { call, decision, requester, row, args, skipped };
     let stored: CallRow | null = null;
     await this.writes.write(() => {
       stored = writeBirth(db, {
-        call,
-        decision,
-        requester,
-        row,
-        args,
+        ...birth,
         expireAfterSeconds: this.deps.approvals.expireAfterSeconds,
         notify: this.deps.notify,
       });
     });
     const running = stored as CallRow | null;
     if (!running) throw new Error(`call ${call.id} was not stored`);
+    if (running.status === "refused") {
+      // Committed before the caller hears of it.
+      this.deps.bus.publish({ type: "call", id: call.id, status: "refused" });
+      const code = isErrorCode(running.errorCode) ? running.errorCode : "internal";
+      throw new GatehouseError(code, running.errorMessage ?? "refused");
+    }
+    const toolNow = { description: row?.description ?? null, definitionHash: row?.definitionHash ?? null };
     if (running.status === "pending") {
       this.deps.bus.publish({ type: "call", id: call.id, status: "pending" });
       return { httpStatus: 202, call: toView(running, toolNow) };
@@ -266,7 +245,7 @@ export class CallBroker {
     );
     this.running.add(run);
     void run.finally(() => this.running.delete(run));
-    return { call: callView(db, id), grant: step.grant ? grantView(step.grant) : null };
+    return { call: callView(db, id), grant: step.grant ? readGrantView(db, step.grant.id) : null };
   }
 
   deny(reviewer: string, id: string, reason: string): CallView {

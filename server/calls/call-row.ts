@@ -2,6 +2,7 @@ import "server-only";
 import type { CallStatus, CallView } from "@/lib/api-types";
 import type { ErrorCode } from "@/lib/errors";
 import { callProblem } from "../catalogue/callable";
+import { parseApprovedBy } from "../store/approved-by";
 import type { calls, tools } from "../store/schema";
 import { argumentsDigest } from "./arguments";
 import { newCallId } from "./ids";
@@ -67,12 +68,7 @@ export function toView(row: CallRow, tool: ToolNow, fullResult?: unknown): CallV
 
 /** The reviewers who approved a call so far (a damaged column reads as none). */
 export function approvedByOf(row: Pick<CallRow, "approvedBy">): string[] {
-  try {
-    const list = JSON.parse(row.approvedBy) as unknown;
-    return Array.isArray(list) ? list.filter((x): x is string => typeof x === "string") : [];
-  } catch {
-    return [];
-  }
+  return parseApprovedBy(row.approvedBy);
 }
 
 /** The columns a call's outcome sets. */

@@ -1,4 +1,5 @@
 import "server-only";
+import { approvalsNeededText, grantScopeText } from "@/lib/decision-text";
 import { type ErrorCode, GatehouseError } from "@/lib/errors";
 import { callProblem } from "../catalogue/callable";
 import { approvalNeed, getToolRow, parseDefinition } from "../catalogue/catalogue";
@@ -19,6 +20,8 @@ export interface StopDecision {
   message: string;
   /** The deny rule that stopped it, when one did. */
   rule: string | null;
+  /** The deny rule's `reason`, stored as the call's reason; null otherwise. */
+  reason: string | null;
   /** Why, in one sentence, for the audit row and a dry run. */
   why: string;
 }
@@ -139,14 +142,18 @@ export async function decideCall(
 
   if (match?.rule.decision === "deny") {
     const reason = match.rule.reason ?? "the rule denies this call";
-    return decided(
-      stop(
+    // Failing closed is said, so a requester does not take "DROP never…" for a verdict on its SQL.
+    const closed =
+      match.when.kind === "error" ? ` (its condition could not be evaluated, so it applies)` : "";
+    return decided({
+      ...stop(
         "denied_by_rule",
-        `denied by rule "${match.rule.name}": ${reason}`,
+        `denied by rule "${match.rule.name}"${closed}: ${reason}`,
         match.rule.name,
         match.explanation,
       ),
-    );
+      reason: match.rule.reason,
+    });
   }
   if (match?.rule.decision === "allow") {
     return decided({
@@ -211,18 +218,17 @@ export function runDetail(run: RunDecision): string {
 }
 
 function stop(code: ErrorCode, message: string, rule: string | null, why: string): StopDecision {
-  return { outcome: "stop", code, message, rule, why };
+  return { outcome: "stop", code, message, rule, reason: null, why };
 }
 
 function reviewWait(match: RuleMatch): WaitDecision {
   const n = match.rule.approvals;
-  const need = n === 1 ? "a reviewer's approval" : `${n} approvals from different reviewers`;
+  const closed = match.when.kind === "error" ? " (its condition could not be evaluated, so it applies)" : "";
   return {
     outcome: "wait",
     approvalsNeeded: n,
-    reason: match.rule.reason
-      ? `rule "${match.rule.name}": ${match.rule.reason}`
-      : `rule "${match.rule.name}" asks for ${need}`,
+    // The rule itself is named beside the reason wherever it is shown (`rule` on the call).
+    reason: `${match.rule.reason ?? `rule "${match.rule.name}" asks for ${approvalsNeededText(n)}`}${closed}`,
     rule: match.rule.name,
     grantable: n === 1,
     why: match.explanation,
@@ -231,7 +237,7 @@ function reviewWait(match: RuleMatch): WaitDecision {
 
 /** "covered by grant g_… from alice (any arguments, 2 of 10 uses taken)", for audit rows and dry runs. */
 export function grantText(grant: GrantRow): string {
-  const scope = grant.scope === "arguments" ? "these exact arguments" : "any arguments";
+  const scope = grantScopeText[grant.scope];
   const uses =
     grant.usesAllowed === null ? `${grant.uses} used` : `${grant.uses} of ${grant.usesAllowed} used`;
   return `covered by grant ${grant.id} from ${grant.createdBy} (${scope}, ${uses}, until ${grant.expiresAt})`;

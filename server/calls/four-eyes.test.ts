@@ -26,7 +26,7 @@ describe("four eyes: a rule asking for two approvals", () => {
     const { agent, alice, bob } = await people(rt);
     const held = await addNote(agent, "pair");
     expect(held).toMatchObject({ approvalsNeeded: 2, approvedBy: [], rule: "pairs" });
-    expect(held.approvalReason).toBe('rule "pairs": two people check notes');
+    expect(held.approvalReason).toBe("two people check notes");
 
     const first = await approve(held.id, alice.cookie);
     expect(first.status).toBe(200);
@@ -123,5 +123,41 @@ describe("four eyes: a rule asking for two approvals", () => {
     const self = await approve(held.id, owner.cookie);
     expect(self.status).toBe(403);
     expect((await bodyOf<ErrorBody>(self)).error.code).toBe("self_approval");
+  });
+
+  it("the requester never approves a call a rule held for one review, even with selfApproval on", async () => {
+    const rt = await start({
+      config: { rules: [{ name: "check", tools: [ADD_NOTE], decision: "review" }] },
+      approvals: { selfApproval: true },
+    });
+    await people(rt);
+    const owner = await createTestUser(rt.runtime, "olga", ["owner", "reviewer"]);
+    const res = await request("POST", "/api/calls", {
+      cookie: owner.cookie,
+      body: { tool: ADD_NOTE, arguments: { text: "mine" } },
+    });
+    const held = await bodyOf<CallView>(res);
+    expect(held.rule).toBe("check");
+    const self = await approve(held.id, owner.cookie);
+    expect(self.status).toBe(403);
+    expect((await bodyOf<ErrorBody>(self)).error.message).toContain('rule "check" held it');
+  });
+
+  it("a person's own call is approved without a grant: grants are for agents", async () => {
+    const rt = await start({ approvals: { selfApproval: true } });
+    const { alice } = await people(rt);
+    const owner = await createTestUser(rt.runtime, "olga", ["owner"]);
+    const res = await request("POST", "/api/calls", {
+      cookie: owner.cookie,
+      body: { tool: ADD_NOTE, arguments: { text: "x" } },
+    });
+    const held = await bodyOf<CallView>(res);
+    const granted = await request("POST", `/api/calls/${held.id}/approve`, {
+      cookie: alice.cookie,
+      body: { grant: { scope: "tool", minutes: 15 } },
+    });
+    expect(granted.status).toBe(409);
+    expect((await bodyOf<ErrorBody>(granted)).error.code).toBe("grant_not_allowed");
+    expect(rt.runtime.broker.get(held.id)?.status).toBe("pending");
   });
 });

@@ -2,6 +2,7 @@ import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import type { CallView } from "@/lib/api-types";
 import { ADD_NOTE, bodyOf, LIST_NOTES, request, waitForCallStatus } from "@/test/support/runtime";
+import { setToolStatus } from "../catalogue/catalogue";
 import { notificationDeliveries } from "../store/schema";
 import { addNote, auditRows, call, callRow, type ErrorBody, people, runtimes } from "./call-fixtures";
 
@@ -111,8 +112,31 @@ describe("rules decide calls", () => {
     const other = createAgentToken(rt.runtime, "agent-b");
     const held = await call(other, LIST_NOTES, {}, 202);
     expect(held.rule).toBe("watch-b");
-    expect(held.approvalReason).toBe('rule "watch-b": agent-b is new');
+    expect(held.approvalReason).toBe("agent-b is new");
     expect(held.approvalsNeeded).toBe(1);
+  });
+
+  it("a tool disabled while its rule is being evaluated is refused, not run", async () => {
+    const rt = await start({ config: { rules: notesRules } });
+    await people(rt);
+    // The request reads the tool, then waits for the rule's worker; the owner acts in between.
+    const answer = rt.runtime.broker.request(
+      { kind: "agent", name: "agent-a" },
+      { tool: ADD_NOTE, arguments: { text: "todo: now" } },
+    );
+    setToolStatus(rt.runtime.db, { localName: ADD_NOTE, status: "disabled", actor: "owner" });
+    await expect(answer).rejects.toMatchObject({ code: "tool_not_enabled" });
+    expect(rt.demoRuns()).toBe(0);
+    const [refused] = rt.runtime.broker.list({ limit: 1 });
+    expect(refused).toMatchObject({ status: "refused", rule: null });
+  });
+
+  it("an allow rule passed over for an error is named in the audit row of the call", async () => {
+    const rt = await start({ config: { rules: notesRules } });
+    const { agent } = await people(rt);
+    const held = await addNote(agent, "plain");
+    const pending = auditRows(rt, held.id).find((a) => a.action === "call.pending");
+    expect(pending?.detail).toMatch(/passed over: rule "broken-allow"/);
   });
 
   it("webhook events carry approvals, approvalsNeeded and the deciding rule", async () => {

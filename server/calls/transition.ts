@@ -65,6 +65,8 @@ export interface TransitionSpec<F extends MovableStatus> {
   id?: string;
   /** Only calls whose `expiresAt` is at or before this ISO time. */
   dueBy?: string;
+  /** Only a call whose `approvedBy` column is still this (the approvals the decider read). */
+  approvedBy?: string;
   set: TransitionColumns;
   /** Who made the move, as the audit log names them ("gatehouse" for the host itself). */
   actor: string;
@@ -100,6 +102,7 @@ export function transition<F extends MovableStatus>(
           eq(calls.status, spec.from),
           spec.id === undefined ? undefined : eq(calls.id, spec.id),
           spec.dueBy === undefined ? undefined : lte(calls.expiresAt, spec.dueBy),
+          spec.approvedBy === undefined ? undefined : eq(calls.approvedBy, spec.approvedBy),
         ),
       )
       .returning()

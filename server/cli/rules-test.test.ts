@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
-import { rmSync, writeFileSync } from "node:fs";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ADD_NOTE,
@@ -32,13 +33,32 @@ const rules = [
 let rt: TestRuntime;
 let env: Record<string, string>;
 
+/** Rows in the store's call and audit tables, read beside the CLI. */
+function storeCounts(): { calls: number; audit: number } {
+  const db = new Database(rt.dbFile, { readonly: true });
+  try {
+    const count = (table: string) =>
+      (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+    return { calls: count("calls"), audit: count("audit_events") };
+  } finally {
+    db.close();
+  }
+}
+
+function rulesTest(...args: string[]) {
+  return rulesTestWith({}, ...args);
+}
+
 /** `npm run gatehouse -- rules test …` as a user runs it: a child process on the store the server left. */
-function rulesTest(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function rulesTestWith(
+  extra: Record<string, string>,
+  ...args: string[]
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
       ["--conditions=react-server", "--import", "tsx", "server/cli/main.ts", "rules", "test", ...args],
-      { cwd: REPO_ROOT, env: { ...process.env, ...env } },
+      { cwd: REPO_ROOT, env: { ...process.env, ...env, ...extra } },
     );
     let stdout = "";
     let stderr = "";
@@ -69,10 +89,22 @@ beforeAll(async () => {
 afterAll(() => rmSync(rt.dir, { recursive: true, force: true }));
 
 describe("npm run gatehouse -- rules test", () => {
-  it("names the allow rule that would run a call, calling nothing", async () => {
+  it("names the allow rule that would run a call, calling nothing and writing nothing", async () => {
+    const before = storeCounts();
     const res = await rulesTest(ADD_NOTE, '{"text": "todo: milk"}', "--agent", "build-bot");
     expect(res.code, res.stderr).toBe(0);
     expect(res.stdout).toContain('runs at once (by rule "todo")');
+    expect(storeCounts()).toEqual(before);
+    // The demo server is not running: had anything been called, it would not have answered.
+    expect(before.calls).toBe(0);
+  });
+
+  it("a store that does not exist is said, not created", async () => {
+    const missing = path.join(rt.dir, "nowhere", "typo.db");
+    const res = await rulesTestWith({ GATEHOUSE_DB: missing }, ADD_NOTE, '{"text": "x"}');
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain("no Gatehouse store at");
+    expect(existsSync(missing)).toBe(false);
   });
 
   it("names the deny rule and its reason", async () => {

@@ -1,19 +1,17 @@
+import { approvalsNeededText } from "@/lib/decision-text";
 import { GatehouseError } from "@/lib/errors";
 import { type CallDecision, decideCall } from "../calls/decision";
 import { formatIssues, loadConfigFile } from "../config";
 import { RuleSet } from "../rules";
-import { dbPathFromEnv, openDb } from "../store/db";
+import { dbPathFromEnv, openDbReadOnly } from "../store/db";
 
 /** What `rules test` prints: the decision in one line, then why, then the allow rules passed over. */
 export function describeDecision(d: CallDecision): string {
   switch (d.outcome) {
     case "stop":
-      return `stops: ${d.code}: ${d.message}\nwhy: ${d.why}`;
+      return `stops: ${d.code}: ${d.message}${d.why === d.message ? "" : `\nwhy: ${d.why}`}`;
     case "wait": {
-      const who =
-        d.approvalsNeeded === 1
-          ? "a reviewer's approval"
-          : `${d.approvalsNeeded} approvals from different reviewers`;
+      const who = approvalsNeededText(d.approvalsNeeded);
       return `waits for ${who}: ${d.reason}\nwhy: ${d.why}${d.grantable ? "" : "\n(such a call cannot be granted)"}`;
     }
     case "run": {
@@ -54,9 +52,10 @@ export async function rulesTest(
     process.stderr.write(`${formatIssues(loaded)}\n${configPath}: ${loaded.errors.length} error(s)\n`);
     return 1;
   }
+  // Read only: a dry run neither creates, migrates nor writes the store a server owns.
+  const db = openDbReadOnly(dbPathFromEnv());
   const rules = new RuleSet(loaded.config.rules);
   try {
-    const db = openDb(dbPathFromEnv());
     const requester = agent ? { kind: "agent" as const, name: agent } : { kind: "user" as const, name: "" };
     const { decision, skipped } = await decideCall(
       { db, rules },
@@ -65,9 +64,9 @@ export async function rulesTest(
     const as = agent ? ` as agent ${agent}` : " (no --agent: rules with `agents` do not apply)";
     process.stdout.write(`${tool} ${JSON.stringify(args)}${as}:\n${describeDecision(decision)}\n`);
     for (const s of skipped) process.stdout.write(`passed over: rule "${s.rule}": ${s.why}\n`);
-    db.$client.close();
     return 0;
   } finally {
+    db.$client.close();
     await rules.close();
   }
 }

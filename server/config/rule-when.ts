@@ -1,7 +1,9 @@
 import "server-only";
 import type { CelEnv } from "@bufbuild/cel";
-import { celEnv, parse, plan } from "@bufbuild/cel";
-import { strings } from "@bufbuild/cel/ext";
+import * as cel from "@bufbuild/cel";
+import { parse, plan } from "@bufbuild/cel";
+import * as celExt from "@bufbuild/cel/ext";
+import * as re2 from "@bufbuild/re2";
 import { closestKey } from "./readers";
 
 /**
@@ -25,14 +27,78 @@ export const WHEN_LIMITS = {
 } as const;
 
 /** The variables a condition sees. */
-export const WHEN_VARIABLES = ["args", "tool", "agent"] as const;
+const WHEN_VARIABLES = ["args", "tool", "agent"] as const;
 
-/** The environment conditions are parsed and evaluated against: the standard library plus `strings`. */
-export function whenEnv(): CelEnv {
-  return celEnv({ funcs: strings });
+/**
+ * The environment conditions are checked and evaluated in, as the body of a function of
+ * `(cel, ext, re2)` (the modules `@bufbuild/cel`, `@bufbuild/cel/ext`, `@bufbuild/re2`) that
+ * returns `{env, regex}`. It is text because the evaluator's worker is eval'd source that cannot
+ * import this app's modules: the worker splices in this very text and start-time checks compile
+ * it here, so the two cannot drift.
+ *
+ * The standard library plus the `strings` extension, with three repairs:
+ * - `int`, `uint` and `double` of a string parse strictly, as cel-go's strconv does (optional
+ *   sign and decimal digits; `uint` without a sign; `double` with a fraction and exponent, and
+ *   finite) and are an error for anything else. The library's own overloads use `BigInt()` and
+ *   `Number()`, which read "" as 0, "0x10" as 16, and "1,500" as NaN, which compares false with
+ *   everything: `double(args.amount) > 1000.0` would be false, and a deny rule would not apply.
+ *   Unlike cel-go, "NaN", "Infinity" and hex floats are refused too, for the same reason.
+ * - `matches(text, pattern)`, the receiver-less form cel-spec defines, which the library lacks.
+ * - compiled patterns are kept (at most 100), as most are constants of the condition.
+ * No error message carries the value converted: messages can reach audit rows.
+ */
+// biome-ignore lint/complexity/noUselessStringRaw: it is source code; a backslash added later must reach it as written.
+export const WHEN_ENV_SOURCE = String.raw`
+const { CelScalar, celFunc, celUint } = cel;
+const { STRING, INT, UINT, DOUBLE, BOOL } = CelScalar;
+const INT_TEXT = /^[+-]?[0-9]+$/;
+const UINT_TEXT = /^[0-9]+$/;
+const DOUBLE_TEXT = /^[+-]?(?:[0-9]+(?:[.][0-9]*)?|[.][0-9]+)(?:[eE][+-]?[0-9]+)?$/;
+const MIN_INT = -(2n ** 63n);
+const MAX_INT = 2n ** 63n - 1n;
+const MAX_UINT = 2n ** 64n - 1n;
+function refused(type) {
+  return new Error("type conversion error from string to " + type);
 }
+function toInt(text) {
+  const n = INT_TEXT.test(text) ? BigInt(text) : null;
+  if (n === null || n < MIN_INT || n > MAX_INT) throw refused("int");
+  return n;
+}
+function toUint(text) {
+  const n = UINT_TEXT.test(text) ? BigInt(text) : null;
+  if (n === null || n > MAX_UINT) throw refused("uint");
+  return celUint(n);
+}
+function toDouble(text) {
+  const n = DOUBLE_TEXT.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isFinite(n)) throw refused("double");
+  return n;
+}
+const patterns = new Map();
+function regex(pattern) {
+  let compiled = patterns.get(pattern);
+  if (compiled === undefined) {
+    compiled = re2.RE2JS.compile(pattern);
+    if (patterns.size >= 100) patterns.clear();
+    patterns.set(pattern, compiled);
+  }
+  return compiled;
+}
+const funcs = [
+  ...ext.strings,
+  celFunc("int", [STRING], INT, toInt),
+  celFunc("uint", [STRING], UINT, toUint),
+  celFunc("double", [STRING], DOUBLE, toDouble),
+  celFunc("matches", [STRING, STRING], BOOL, (text, pattern) => regex(pattern).test(text)),
+];
+return { env: cel.celEnv({ funcs, re2: { compile: regex } }), regex };
+`;
 
-const env = whenEnv();
+type WhenEnv = { env: CelEnv; regex(pattern: string): unknown };
+
+// Our own constant text (above), never input: the one way to share it with the worker.
+const { env, regex } = new Function("cel", "ext", "re2", WHEN_ENV_SOURCE)(cel, celExt, re2) as WhenEnv;
 
 type Expr = ReturnType<typeof parse>["expr"];
 type Place = { line?: number; column?: number };
@@ -135,7 +201,7 @@ export function checkWhen(source: string): WhenProblem | null {
 }
 
 /** The deepest nesting of (, [ and { outside string literals and comments. */
-export function bracketDepth(source: string): number {
+function bracketDepth(source: string): number {
   let depth = 0;
   let max = 0;
   let i = 0;
@@ -243,17 +309,10 @@ function firstProblem(e: Expr, bound: ReadonlySet<string>, at: Placer): WhenProb
         };
       }
       if (call.function === "matches") {
-        const pattern = call.args.find((a) => backspaceIn(a));
-        if (pattern) {
-          // JSON's "\\b" reaches CEL as '\b', which CEL reads as a backspace: a pattern that never
-          // matches, and a deny rule that silently never applies.
-          return {
-            kind: "pattern",
-            message: "the pattern given to matches() holds a backspace character",
-            fix: "in a CEL string \\b is a backspace, not a word boundary; in gatehouse.json write \\\\\\\\b (CEL then reads \\\\b), or use a raw string: \"args.sql.matches(r'(?i)\\\\bdrop\\\\b')\"",
-            ...at(pattern),
-          };
-        }
+        // `text.matches(pattern)` or `matches(text, pattern)`.
+        const pattern = call.target ? call.args[0] : call.args[1];
+        const problem = pattern ? patternProblem(pattern) : null;
+        if (problem && pattern) return { ...problem, ...at(pattern) };
       }
       if (qualified !== null && env.funcs.find(`${qualified}.${call.function}`)) {
         return firstOf(call.args, bound, at);
@@ -283,14 +342,38 @@ function firstProblem(e: Expr, bound: ReadonlySet<string>, at: Placer): WhenProb
   }
 }
 
-/** A string constant holding U+0008 (what CEL makes of the `\b` a JSON file's "\\b" becomes). */
-function backspaceIn(e: Expr): boolean {
+/** Longest part of a pattern quoted in a message. */
+const PATTERN_SHOWN = 60;
+
+/**
+ * What is wrong with a constant `matches()` pattern: one that does not compile would make the
+ * condition an error on every call, and one holding a backspace would never match what it means.
+ * A pattern computed from the arguments is only known at run time (and an error there fails closed).
+ */
+function patternProblem(e: Expr): Omit<WhenProblem, "line" | "column"> | null {
   const k = e.exprKind;
-  return (
-    k.case === "constExpr" &&
-    k.value.constantKind.case === "stringValue" &&
-    k.value.constantKind.value.includes("\b")
-  );
+  if (k.case !== "constExpr" || k.value.constantKind.case !== "stringValue") return null;
+  const pattern = k.value.constantKind.value;
+  if (pattern.includes("\b")) {
+    // JSON's "\\b" reaches CEL as '\b', which CEL reads as a backspace: a pattern that never
+    // matches, and a deny rule that silently never applies.
+    return {
+      kind: "pattern",
+      message: "the pattern given to matches() holds a backspace character",
+      fix: "in a CEL string \\b is a backspace, not a word boundary; in gatehouse.json write \\\\\\\\b (CEL then reads \\\\b), or use a raw string: \"args.sql.matches(r'(?i)\\\\bdrop\\\\b')\"",
+    };
+  }
+  try {
+    regex(pattern);
+    return null;
+  } catch (err) {
+    const why = (err instanceof Error ? err.message : String(err)).replace(/^error parsing regexp: /, "");
+    const shown = pattern.length > PATTERN_SHOWN ? `${pattern.slice(0, PATTERN_SHOWN - 3)}...` : pattern;
+    return {
+      kind: "pattern",
+      message: `the regular expression '${shown}' does not compile: ${why.slice(0, 200)}`,
+    };
+  }
 }
 
 function firstOf(

@@ -204,6 +204,24 @@ describe("rules", () => {
     }
   });
 
+  it("a constant matches() pattern that does not compile is an error at its column", () => {
+    // Otherwise the start passes and the condition is an error on every call.
+    expect(onlyError([{ ...ok, name: "x", when: "args.sql.matches('(')" }], "rules[0].when")).toBe(
+      "rule \"x\": the regular expression '(' does not compile: missing closing ): `(` at column 18",
+    );
+    expect(onlyError([{ ...ok, name: "x", when: "matches(args.sql, 'a{1001}')" }], "rules[0].when")).toBe(
+      "rule \"x\": the regular expression 'a{1001}' does not compile: invalid repeat count: `{1001}` at column 19",
+    );
+    for (const when of [
+      String.raw`args.sql.matches(r'^(?i)select\s')`,
+      String.raw`matches(args.sql, r'\bdrop\b')`,
+      // A pattern from the arguments is only known when a call comes (and an error then fails closed).
+      "args.sql.matches(args.pattern)",
+    ]) {
+      expect(withRules([{ ...ok, when }]).errors, when).toEqual([]);
+    }
+  });
+
   it("a when over the length or nesting bounds, or one that is not a condition", () => {
     expect(onlyError([{ ...ok, when: `tool == '${"x".repeat(2000)}'` }], "rules[0].when")).toMatch(
       /the condition is 2010 characters long; at most 2000 are allowed/,

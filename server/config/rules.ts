@@ -14,12 +14,12 @@ import type { RuleConfig, RuleDecision } from "./types";
  */
 
 /** Rule names: they are stored on calls and counted, so they stay short and plain. */
-export const RULE_NAME_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+const RULE_NAME_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 /** What a glob may hold: the characters of local tool names, and the wildcards `*` and `?`. */
 const GLOB_CHAR = /^[A-Za-z0-9_.\-*?]$/;
-export const RULE_DECISIONS = ["allow", "deny", "review"] as const satisfies readonly RuleDecision[];
+const RULE_DECISIONS = ["allow", "deny", "review"] as const satisfies readonly RuleDecision[];
 /** Bounds of a rule's fields. */
-export const RULE_LIMITS = {
+const RULE_LIMITS = {
   ...WHEN_LIMITS,
   reasonMaxChars: 500,
   approvalsMin: 1,
@@ -229,7 +229,7 @@ function readWhen(value: unknown, where: string, name: string, issues: Issues): 
       break;
     case "name":
     case "pattern":
-      issues.error(where, `${rule}: ${problem.message}${place}; ${problem.fix ?? ""}`);
+      issues.error(where, `${rule}: ${problem.message}${place}${problem.fix ? `; ${problem.fix}` : ""}`);
       break;
     default:
       issues.error(where, `${rule}: the condition ${problem.message}`);

@@ -2,6 +2,7 @@ import "server-only";
 import { and, desc, eq, sql } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
 import { GRANT_MAX_MINUTES, GRANT_MAX_USES, type GrantScope } from "@/lib/api-types";
+import { grantScopeText } from "@/lib/decision-text";
 import { GatehouseError } from "@/lib/errors";
 import { writeAudit } from "../store/audit";
 import type { Db } from "../store/db";
@@ -46,7 +47,7 @@ export interface NewGrant {
 export function describeGrant(
   g: Pick<NewGrant, "scope" | "minutes" | "uses" | "requesterKind" | "requesterName">,
 ) {
-  const scope = g.scope === "arguments" ? "these exact arguments" : "any arguments";
+  const scope = grantScopeText[g.scope];
   const uses = g.uses === undefined ? "" : `, at most ${g.uses} call${g.uses === 1 ? "" : "s"}`;
   return `${scope} for ${g.minutes} min${uses}, for ${g.requesterKind} "${g.requesterName}"`;
 }

@@ -75,6 +75,20 @@ describe("revokeGrant", () => {
     expect(auditOf(db, "grant.revoked")).toHaveLength(1);
   });
 
+  it("revoking a grant that only looked ended (its tool's definition differs) keeps it ended if the definition comes back", async () => {
+    const db = grantWorld();
+    const g = grant(db, { scope: "tool" });
+    db.update(tools)
+      .set({ definitionHash: "b".repeat(64) })
+      .where(eq(tools.localName, g.tool))
+      .run();
+    expect(revokeGrant(db, g.id, "alice", at(1))).toMatchObject({ state: "ended" });
+    // The server goes back to the definition the grant was pinned to.
+    db.update(tools).set({ definitionHash: g.definitionHash }).where(eq(tools.localName, g.tool)).run();
+    expect(takeGrant(db, call(), at(2))).toBeNull();
+    expect(db.select().from(grants).where(eq(grants.id, g.id)).get()?.endedAt).not.toBeNull();
+  });
+
   it("an unknown id is grant_not_found", async () => {
     const db = grantWorld();
     expect(codeOf(() => revokeGrant(db, "g_nope", "alice"))).toBe("grant_not_found");

@@ -1,5 +1,5 @@
 import "server-only";
-import { and, eq, inArray, ne, type SQL } from "drizzle-orm";
+import { and, eq, inArray, isNull, ne, type SQL } from "drizzle-orm";
 import type { ChangeView, GrantView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import { writeAudit } from "../store/audit";
@@ -18,13 +18,21 @@ function named(row: Pick<GrantRow, "id" | "requesterKind" | "requesterName">): s
  * Anyone's "stop this grant now" (`DELETE /api/grants/:id`): records the ending ("revoked by
  * <actor>") and a `grant.revoked` audit row in one transaction, and returns the grant's view.
  * A grant that has already ended, for whatever reason, is returned as it is, with no second
- * audit row. `grant_not_found` for an unknown id.
+ * audit row; an ending only its standing showed (a definition that differs, a token revoked) is
+ * written down then, so the grant cannot come back if that condition reverses. `grant_not_found`
+ * for an unknown id.
  */
 export function revokeGrant(db: Db, id: string, actor: string, now = new Date()): GrantView {
   return db.transaction((tx) => {
     const before = readGrantView(db, id, now);
     if (!before) throw new GatehouseError("grant_not_found", `no grant "${id}"`);
-    if (before.state === "ended") return before;
+    if (before.state === "ended") {
+      tx.update(grants)
+        .set({ endedAt: before.endedAt ?? now.toISOString(), endReason: before.endReason })
+        .where(and(eq(grants.id, id), isNull(grants.endedAt)))
+        .run();
+      return before;
+    }
     const row = tx
       .update(grants)
       .set({ endedAt: now.toISOString(), endReason: `revoked by ${actor}` })

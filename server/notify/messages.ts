@@ -97,7 +97,8 @@ export function headline(payload: DeliveryPayload): string {
 
 function decisionWord(c: CallFacts): string {
   if (c.grant) return "Ran under a grant";
-  if (c.rule && c.status === "refused") return `Denied by rule ${c.rule}`;
+  // A rule-held call whose approval was refused was decided by a reviewer, not by its rule.
+  if (c.rule && c.status === "refused" && !c.decidedBy) return `Denied by rule ${c.rule}`;
   if (c.rule && !c.decidedBy) return `Allowed by rule ${c.rule}`;
   const by = c.decidedBy ? ` by ${c.decidedBy}` : "";
   if (c.status === "denied") return `Denied${by}`;

@@ -5,6 +5,7 @@ import type { ChangeView } from "@/lib/api-types";
 import type { DeliveryView } from "@/lib/notification-types";
 import { reviewerEmails } from "../auth/users";
 import type { NotificationEvent, NotificationsConfig } from "../config";
+import { parseApprovedBy } from "../store/approved-by";
 import type { Db } from "../store/db";
 import { type calls, calls as callsTable, notificationDeliveries } from "../store/schema";
 
@@ -71,13 +72,7 @@ const APPROVED = new Set(["running", "succeeded", "failed", "interrupted"]);
 
 /** A call's approvals; calls approved before approvals were listed count their one decider. */
 function approvalsOf(call: CallRow): number {
-  let listed = 0;
-  try {
-    const list = JSON.parse(call.approvedBy) as unknown;
-    listed = Array.isArray(list) ? list.length : 0;
-  } catch {
-    // A damaged column counts as no listed approvals.
-  }
+  const listed = parseApprovedBy(call.approvedBy).length;
   if (listed > 0) return listed;
   return call.decidedBy !== null && APPROVED.has(call.status) ? 1 : 0;
 }

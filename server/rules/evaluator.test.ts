@@ -1,6 +1,9 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { RuleConfig } from "../config/types";
-import { RuleSet, WHEN_DEADLINE_MS } from "./index";
+import { type EvaluatorOptions, RuleSet, WHEN_DEADLINE_MS } from "./index";
 import { callOf, rule } from "./rule-fixtures";
 
 /**
@@ -14,7 +17,7 @@ afterEach(async () => {
   for (const set of sets.splice(0)) await set.close();
 });
 
-function ruleSet(rules: RuleConfig[], opts?: { deadlineMs?: number; workers?: number }): RuleSet {
+function ruleSet(rules: RuleConfig[], opts?: EvaluatorOptions): RuleSet {
   const set = new RuleSet(rules, opts);
   sets.push(set);
   return set;
@@ -36,10 +39,6 @@ const big = callOf("big_build", { items });
 const fast = callOf("fast_read", { n: 2 });
 
 describe("conditions with a bound", () => {
-  it("the default bound is the documented one", () => {
-    expect(WHEN_DEADLINE_MS).toBe(100);
-  });
-
   it("a hostile comprehension comes back as an error naming the bound, and fails closed", async () => {
     const set = ruleSet(rules);
     const verdict = await set.decide(slow);
@@ -123,5 +122,67 @@ describe("conditions with a bound", () => {
     await Promise.all([set.decide(fast), set.decide(fast)]);
     await set.close();
     expect((await hostile).match?.when).toEqual({ kind: "error", message: "the rule evaluator is closed" });
+  });
+});
+
+describe("waiting for the evaluator", () => {
+  const guard = [rule({ name: "guard", tools: ["q_*"], when: "args.n > 1", decision: "deny" })];
+  /** A call by `agent`; decided synchronously up to the evaluator's queue, before any worker is up. */
+  const call = (agent: string) => callOf("q_run", { n: 2 }, agent);
+
+  it("an evaluation beyond the queue's bound fails closed at once, and those already waiting are answered", async () => {
+    const set = ruleSet(guard);
+    // 10 requesters × 100: the whole queue, each within its own share.
+    const waiting = Array.from({ length: 1000 }, (_, i) => set.decide(call(`bot-${i % 10}`)));
+    const over = await set.decide(call("late-bot"));
+    expect(over.match?.rule.name).toBe("guard");
+    expect(over.match?.when).toEqual({ kind: "error", message: "the rule evaluator is busy" });
+    expect(over.match?.explanation).toContain("failing closed");
+    for (const verdict of await Promise.all(waiting)) expect(verdict.match?.when).toEqual({ kind: "true" });
+  });
+
+  for (const flooder of ["flood-bot", ""]) {
+    it(`one requester flooding past its share (${flooder || "people"}) does not make another's evaluation fail`, async () => {
+      const set = ruleSet(guard);
+      const flood = Array.from({ length: 1000 }, () => set.decide(call(flooder)));
+      const other = set.decide(call("other-bot"));
+      expect((await other).match?.when).toEqual({ kind: "true" });
+      const outcomes = (await Promise.all(flood)).map((v) => v.match?.when);
+      const answered = outcomes.filter((w) => w?.kind === "true").length;
+      // The flooder's first ones wait and are answered; the rest are refused at once, in order.
+      expect(answered).toBeGreaterThan(0);
+      expect(answered).toBeLessThan(1000);
+      expect(outcomes.slice(answered)).toEqual(
+        Array(1000 - answered).fill({ kind: "error", message: "the rule evaluator is busy" }),
+      );
+    });
+  }
+
+  it("a worker that cannot start fails its evaluation closed, every time, without hanging", async () => {
+    // No node_modules to load CEL from: the worker's start throws.
+    const dir = mkdtempSync(path.join(os.tmpdir(), "gatehouse-no-cel-"));
+    try {
+      const set = ruleSet(
+        [
+          rule({ name: "a", when: "true", decision: "allow" }),
+          rule({ name: "d", when: "true", decision: "deny" }),
+        ],
+        { moduleBase: path.join(dir, "package.json") },
+      );
+      // Two at once start both workers; then one more after both failed.
+      const verdicts = [...(await Promise.all([set.decide(fast), set.decide(fast)])), await set.decide(fast)];
+      for (const verdict of verdicts) {
+        expect(verdict.skipped).toEqual([
+          {
+            rule: "a",
+            why: "its condition could not be evaluated (the rule evaluator could not start), so this allow rule does not apply",
+          },
+        ]);
+        expect(verdict.match?.rule.name).toBe("d");
+        expect(verdict.match?.when).toEqual({ kind: "error", message: "the rule evaluator could not start" });
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -4,7 +4,7 @@
  * pool with a deadline, failing closed); `views.ts` answers `GET /api/rules`.
  */
 export type { EvaluatorOptions } from "./evaluator";
-export { WHEN_DEADLINE_MS, WHEN_WORKERS } from "./evaluator";
+export { WHEN_DEADLINE_MS } from "./evaluator";
 export { globMatches } from "./glob";
 export { RuleSet } from "./rule-set";
 export type { RuleInput, RuleMatch, RuleSkip, RuleVerdict, WhenOutcome } from "./types";

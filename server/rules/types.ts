@@ -10,7 +10,11 @@ export interface RuleInput {
   args: Record<string, unknown>;
 }
 
-/** How a rule's `when` came out; a rule without `when` counts as "true". */
+/**
+ * How a rule's `when` came out; a rule without `when` counts as "true". An error's message says
+ * what went wrong ("a key it reads is missing", "it ran longer than 100 ms", ...) and never
+ * quotes an argument value: it is written to audit rows and shown to reviewers.
+ */
 export type WhenOutcome = { kind: "true" } | { kind: "false" } | { kind: "error"; message: string };
 
 /** The rule that decides a call. */
@@ -20,7 +24,8 @@ export interface RuleMatch {
   index: number;
   /**
    * One sentence: 'rule "no-drop" matched', or 'rule "no-drop": its condition could not be
-   * evaluated (field not found: sql), so it applies (failing closed)'.
+   * evaluated (a key it reads is missing: "sql"), so it applies (failing closed)'. The reason
+   * in parentheses never quotes an argument value (it is written to audit rows).
    */
   explanation: string;
   /** The `when` outcome: "true", or "error" for a deny or review rule that failed closed. */

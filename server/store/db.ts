@@ -4,6 +4,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { type BetterSQLite3Database, drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
+import { GatehouseError } from "@/lib/errors";
 import * as schema from "./schema";
 
 export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Database };
@@ -34,4 +35,26 @@ export function openDb(file: string): Db {
   const db = drizzle(sqlite, { schema }) as Db;
   migrate(db, { migrationsFolder: migrationsFolder() });
   return db;
+}
+
+/**
+ * Opens an existing store for reading only: no folder or file is created, no migration applied,
+ * nothing can be written (SQLite refuses). For looking at a store a server owns (`rules test`).
+ * Throws `not_found` when there is no store at `file`.
+ */
+export function openDbReadOnly(file: string): Db {
+  let sqlite: Database.Database;
+  try {
+    sqlite = new Database(file, { readonly: true, fileMustExist: true });
+  } catch (err) {
+    throw new GatehouseError(
+      "not_found",
+      `no Gatehouse store at ${file} (set GATEHOUSE_DB, or start Gatehouse once)`,
+      {
+        cause: err,
+      },
+    );
+  }
+  sqlite.pragma("busy_timeout = 5000");
+  return drizzle(sqlite, { schema }) as Db;
 }
