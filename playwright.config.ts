@@ -44,6 +44,7 @@ export default defineConfig({
     { name: "agent-mcp", testMatch: /mcp\.spec\.ts/, dependencies: ["journey"] },
     { name: "reach", testMatch: /reach\.spec\.ts/, dependencies: ["journey"] },
     { name: "notify", testMatch: /notify\.spec\.ts/, dependencies: ["journey"] },
-    { name: "grants", testMatch: /grants\.spec\.ts/, dependencies: ["journey"] },
+    // After looks: its "/grants without any grant" screenshot needs a store no grant was made in yet.
+    { name: "grants", testMatch: /grants\.spec\.ts/, dependencies: ["journey", "looks"] },
   ],
 });

@@ -8,6 +8,7 @@ import { CallStatusBadge } from "@/components/call-status-badge";
 import { decisionSourceOf, decisionSourceText } from "@/components/grant-text";
 import { Button, EmptyState, ErrorAlert, inputClass, Loading, PageHeader, thClass } from "@/components/ui";
 import { type CallView, callStatuses } from "@/lib/api-types";
+import { approvalsText, decidersText } from "@/lib/decision-text";
 import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatDateTime, formatDuration } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
@@ -252,19 +253,17 @@ function decision(call: CallView): string {
   const source = decisionSourceOf(call);
   // What a rule or grant decided alone; a held call goes on to say who decided it.
   if (source && source.kind !== "held") return decisionSourceText(source);
+  const held = source ? ` (${decisionSourceText(source)})` : "";
+  const sofar = call.approvalsNeeded > 1 ? approvalsText(call.approvedBy.length, call.approvalsNeeded) : null;
   if (call.status === "denied")
     return `denied by ${call.decidedBy ?? "?"}${call.reason ? `: ${call.reason}` : ""}`;
-  if (call.decidedBy) {
-    const by = call.approvedBy.length > 1 ? call.approvedBy.join(" and ") : call.decidedBy;
-    return `approved by ${by}${source ? ` (${decisionSourceText(source)})` : ""}`;
+  if (call.status === "refused") {
+    const code = call.error ? `refused: ${call.error.code}` : "refused";
+    return call.decidedBy ? `${code} when ${call.decidedBy} approved` : code;
   }
-  if (call.status === "pending") {
-    return call.approvalsNeeded > 1
-      ? `waiting (${call.approvedBy.length} of ${call.approvalsNeeded} approvals)`
-      : "waiting";
-  }
-  if (call.status === "refused") return call.error ? `refused: ${call.error.code}` : "refused";
-  if (call.status === "expired") return "nobody decided";
+  if (call.decidedBy) return `approved by ${decidersText(call)}${held}`;
+  if (call.status === "pending") return sofar ? `waiting (${sofar})` : "waiting";
+  if (call.status === "expired") return sofar ? `nobody finished deciding (${sofar})` : "nobody decided";
   if (call.status === "withdrawn") return "withdrawn by the requester";
   return call.destructive ? "—" : "read-only, no review";
 }

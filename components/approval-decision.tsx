@@ -12,6 +12,7 @@ import { NotifyMe } from "@/components/notify-me";
 import { type DecisionError, PendingCallCard } from "@/components/pending-call-card";
 import { ErrorAlert, Loading, PageHeader, Section } from "@/components/ui";
 import type { CallStoryView, CallView } from "@/lib/api-types";
+import { decidersText } from "@/lib/decision-text";
 import { endpoints } from "@/lib/endpoints";
 import { GatehouseError } from "@/lib/errors";
 import { errorWithCode, formatDateTime } from "@/lib/format";
@@ -197,13 +198,8 @@ function Who({ name }: { name: string | null }) {
   return <span className="font-medium text-zinc-900">{name ?? "a reviewer"}</span>;
 }
 
-/** Everyone who approved a call that needed several approvals, else whoever decided it. */
-function approvers(call: CallView): string | null {
-  if (call.approvedBy.length > 1) {
-    return `${call.approvedBy.slice(0, -1).join(", ")} and ${call.approvedBy[call.approvedBy.length - 1]}`;
-  }
-  return call.decidedBy;
-}
+/** Whoever decided the call (see `decidersText`). */
+const approvers = decidersText;
 
 /** What became of a call that no longer waits, in one heading and a sentence or two. */
 function outcomeOf(
@@ -299,10 +295,8 @@ function outcomeOf(
             applied{call.error ? `: ${call.error.message}` : ""}. It did not run.
           </>
         ) : source?.kind === "denied" ? (
-          <>
-            It was <DecisionSourceText source={source} />
-            {call.error ? `: ${call.error.message}` : ""}. It did not run.
-          </>
+          // The message names the rule and its reason (and says so when it failed closed).
+          <>It was {call.error?.message ?? <DecisionSourceText source={source} />}. It did not run.</>
         ) : (
           <>Gatehouse refused it{call.error ? `: ${call.error.message}` : ""}. It did not run.</>
         ),
@@ -350,7 +344,7 @@ function Outcome({ call, timeUp }: { call: CallView; timeUp: boolean }) {
         <CallStatusBadge status={call.status} />
       </div>
       <p className="mt-1 break-words text-sm text-zinc-800">{text}</p>
-      {call.reason ? (
+      {call.reason && call.status !== "refused" ? (
         <p className="mt-1 whitespace-pre-wrap break-words text-sm text-zinc-800">
           <span className="font-medium">Reason:</span> {call.reason}
         </p>

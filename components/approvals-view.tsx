@@ -11,6 +11,7 @@ import { NotifyMe } from "@/components/notify-me";
 import { type DecisionError, PendingCallCard } from "@/components/pending-call-card";
 import { Button, EmptyState, ErrorAlert, Loading, PageHeader, Section } from "@/components/ui";
 import type { CallView } from "@/lib/api-types";
+import { decidersText } from "@/lib/decision-text";
 import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatDateTime } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
@@ -152,8 +153,8 @@ export function ApprovalsView({ userName }: { userName: string }) {
 }
 
 function decidedByText(call: CallView): string | null {
-  if (call.approvedBy.length > 1) return `by ${call.approvedBy.join(" and ")}`;
-  if (call.decidedBy) return `by ${call.decidedBy}`;
+  const deciders = decidersText(call);
+  if (deciders) return `by ${deciders}`;
   // What a rule or grant decided alone is said by the phrase beside it.
   const source = decisionSourceOf(call);
   if (source && source.kind !== "held") return null;

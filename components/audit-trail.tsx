@@ -9,6 +9,8 @@ const ACTIONS: Record<string, string> = {
   "call.approval": "Approved; more approvals needed",
   "call.approved": "Approved",
   "grant.created": "Granted with the approval",
+  "grant.revoked": "Grant revoked",
+  "grant.ended": "Grant ended",
   "call.denied": "Denied",
   "call.expired": "Expired without a decision",
   "call.refused": "Refused",

@@ -12,6 +12,7 @@ import { decisionSourceOf } from "@/components/grant-text";
 import { JsonView } from "@/components/json-view";
 import { ErrorAlert, Loading, Section } from "@/components/ui";
 import type { CallStoryView, CallView } from "@/lib/api-types";
+import { decidersText, namesText } from "@/lib/decision-text";
 import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatBytes, formatDateTime, formatDuration } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
@@ -51,23 +52,10 @@ export function CallStory({ id }: { id: string }) {
   );
 }
 
-/**
- * Who made the grant a call ran under, from the grants list (live and recently ended ones); null
- * while it loads or once the grant has dropped off the list. Asked for only when there is a grant.
- */
-function useGrantMaker(grantId: string | null): string | null {
-  const grants = useQuery({
-    queryKey: queryKeys.grants.list(),
-    queryFn: ({ signal }) => endpoints.grants.list({ signal }),
-    enabled: grantId !== null,
-  });
-  return grants.data?.grants.find((grant) => grant.id === grantId)?.createdBy ?? null;
-}
-
-function Story({ story: { call, audit } }: { story: CallStoryView }) {
+function Story({ story: { call, audit, grant } }: { story: CallStoryView }) {
   const source = decisionSourceOf(call);
-  const grantBy = useGrantMaker(call.grantId);
-  const approvedBy = call.approvedBy.length > 1 ? call.approvedBy.join(", ") : call.decidedBy;
+  const grantBy = grant?.createdBy ?? null;
+  const approvedBy = decidersText(call);
   return (
     <div className="mt-3 space-y-8">
       <div>
@@ -106,7 +94,7 @@ function Story({ story: { call, audit } }: { story: CallStoryView }) {
             {Math.min(call.approvedBy.length, call.approvalsNeeded)} of {call.approvalsNeeded}
             {call.approvedBy.length > 0 ? (
               <>
-                : <span className="font-medium">{call.approvedBy.join(", ")}</span>
+                : <span className="font-medium">{namesText(call.approvedBy)}</span>
               </>
             ) : null}
           </Fact>

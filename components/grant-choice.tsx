@@ -50,7 +50,7 @@ export function grantOf(
 const usesInputClass =
   "block w-20 rounded-md border-0 bg-white px-2 py-1 text-sm text-zinc-900 shadow-xs ring-1 ring-inset ring-zinc-300 focus:ring-2 focus:ring-inset focus:ring-indigo-600 disabled:bg-zinc-50 disabled:text-zinc-400";
 
-const legendClass = "mb-1 text-sm text-zinc-600";
+const legendClass = "mb-1 text-sm text-zinc-600 wrap-anywhere";
 
 const pill =
   "relative cursor-pointer rounded-md px-2.5 py-1 text-sm ring-1 ring-inset ring-zinc-300 has-[:checked]:bg-indigo-50 has-[:checked]:font-medium has-[:checked]:text-indigo-800 has-[:checked]:ring-indigo-400 has-[:focus-visible]:outline-2 has-[:focus-visible]:outline-offset-2 has-[:focus-visible]:outline-indigo-600";
@@ -162,7 +162,11 @@ export function GrantChoice({
             />
             <span className={draft.limitUses ? "" : "text-zinc-400"}>more calls</span>
           </div>
-          <p className="text-sm text-indigo-950" data-testid="grant-sentence" aria-live="polite">
+          <p
+            className="text-sm text-indigo-950 wrap-anywhere"
+            data-testid="grant-sentence"
+            aria-live="polite"
+          >
             {"error" in chosen ? (
               <span className="text-rose-700">{chosen.error}</span>
             ) : chosen.grant ? (

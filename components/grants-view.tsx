@@ -2,7 +2,7 @@
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import { Age } from "@/components/age";
 import { usesText } from "@/components/grant-text";
 import { JsonView } from "@/components/json-view";
@@ -29,13 +29,14 @@ export function GrantsView() {
   });
   const live = query.data?.grants.filter((grant) => grant.state === "live") ?? [];
   const ended = query.data?.grants.filter((grant) => grant.state === "ended") ?? [];
+  useRefetchAtNextExpiry(live);
 
   return (
     <div className="space-y-10">
       <div>
         <PageHeader
           title="Grants"
-          subtitle="Calls reviewers allowed in advance while approving one: until a grant ends, the same requester's matching calls run without review. The list updates live."
+          subtitle="Calls allowed in advance while approving one: until a grant ends, the same agent's matching calls run without review. The list updates live."
         />
         {query.isPending ? (
           <Loading label="Loading grants…" />
@@ -44,11 +45,11 @@ export function GrantsView() {
         ) : query.data.grants.length === 0 ? (
           <EmptyState title="No grants">
             <p className="mx-auto max-w-xl">
-              A reviewer makes one while approving a call: tick{" "}
+              Whoever approves a call can make one: tick{" "}
               <span className="font-medium text-zinc-700">“and allow…”</span> next to Approve to let the same
               agent call the same tool again without review — with those exact arguments or with any — for 15
               minutes, an hour or a working day, optionally at most so many times. Grants end by themselves;
-              any reviewer can revoke one here.
+              any reviewer or owner can revoke one here.
             </p>
           </EmptyState>
         ) : (
@@ -181,9 +182,28 @@ function GrantRow({ grant }: { grant: GrantView }) {
   );
 }
 
-/** "in 54 min", ticking, with the exact time in the tooltip; "expiring…" once it has passed. */
+/**
+ * Expiry ends a grant without any event: the list is fetched again the moment the first live one
+ * expires, so it moves to "Ended" without a reload.
+ */
+function useRefetchAtNextExpiry(live: GrantView[]): void {
+  const client = useQueryClient();
+  const next = live.reduce<string | null>(
+    (min, g) => (min === null || g.expiresAt < min ? g.expiresAt : min),
+    null,
+  );
+  useEffect(() => {
+    if (next === null) return;
+    // A little after the moment, so the server sees it expired too; timers cap at about 24 days.
+    const ms = Math.min(Math.max(Date.parse(next) - Date.now() + 500, 0), 2 ** 31 - 1);
+    const timer = setTimeout(() => void client.invalidateQueries({ queryKey: queryKeys.grants.all }), ms);
+    return () => clearTimeout(timer);
+  }, [client, next]);
+}
+
+/** "in 54 min", ticking (in minutes, so every 15 s is enough), with the exact time in the tooltip. */
 function ExpiresIn({ at }: { at: string }) {
-  const now = useNow(1_000);
+  const now = useNow(15_000);
   const text = formatUntil(at, now);
   return (
     <span className="block">
@@ -199,6 +219,8 @@ function ExpiresIn({ at }: { at: string }) {
 function RevokeButton({ grant }: { grant: GrantView }) {
   const client = useQueryClient();
   const [asking, setAsking] = useState(false);
+  // After "Keep", focus goes back to Revoke rather than to the page.
+  const [keptBack, setKeptBack] = useState(false);
   const revoke = useMutation({
     mutationFn: () => endpoints.grants.revoke(grant.id),
     onSuccess: ({ grant: ended }) => {
@@ -214,7 +236,8 @@ function RevokeButton({ grant }: { grant: GrantView }) {
       <Button
         variant="danger"
         className="px-2 py-0.5 text-xs"
-        aria-label={`Revoke the grant for ${grant.requester.name} on ${grant.tool}`}
+        aria-label={`Revoke the grant for ${grant.requester.name} on ${grant.tool} with ${grantScopeText[grant.scope]}, made ${formatDateTime(grant.createdAt)}`}
+        autoFocus={keptBack}
         onClick={() => setAsking(true)}
       >
         Revoke
@@ -229,11 +252,19 @@ function RevokeButton({ grant }: { grant: GrantView }) {
           variant="danger"
           className="px-2 py-0.5 text-xs"
           disabled={revoke.isPending}
+          autoFocus
           onClick={() => revoke.mutate()}
         >
           Yes, revoke
         </Button>
-        <Button className="px-2 py-0.5 text-xs" disabled={revoke.isPending} onClick={() => setAsking(false)}>
+        <Button
+          className="px-2 py-0.5 text-xs"
+          disabled={revoke.isPending}
+          onClick={() => {
+            setAsking(false);
+            setKeptBack(true);
+          }}
+        >
           Keep
         </Button>
       </div>

@@ -12,6 +12,7 @@ import { decisionSourceOf } from "@/components/grant-text";
 import { JsonView } from "@/components/json-view";
 import { Badge, Button, ErrorAlert, inputClass } from "@/components/ui";
 import { type CallView, DenyBody, type GrantRequest } from "@/lib/api-types";
+import { namesText } from "@/lib/decision-text";
 import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, plural } from "@/lib/format";
 import { countHidden } from "@/lib/json-view";
@@ -30,9 +31,10 @@ const LONG_DESCRIPTION = 220;
  * One pending call, with what a reviewer needs to decide: the tool and what it says it does, why
  * it needs approval (and the rule that held it), who asked and when, how long is left, and the
  * exact arguments (escaped, long values folded). Approve is one click, optionally "and allow…"
- * the same again for a while (a grant; not offered when the call needs two approvals); Deny asks
- * for a reason first. A call that needs several approvals shows "1 of 2 approvals" and who gave
- * them; whoever already approved it, or requested it, gets no Approve button (Deny stays). With
+ * the same again for a while (a grant; offered only for an agent's call that needs one approval);
+ * Deny asks for a reason first. A call that needs several approvals shows "1 of 2 approvals" and
+ * who gave them; whoever already approved it gets no Approve button, nor does its requester when
+ * it needs several approvals or a rule held it (Deny stays). With
  * `decidable={false}` it shows the same facts of a call no longer waiting, without countdown or
  * buttons.
  */
@@ -125,7 +127,7 @@ export function PendingCallCard({
           <h2 id={`${id}-title`} className="break-all font-mono text-base font-semibold text-zinc-900">
             {call.tool}
           </h2>
-          <p className="mt-0.5 text-sm text-zinc-500">
+          <p className="mt-0.5 text-sm text-zinc-500 wrap-anywhere">
             on <span className="font-mono text-zinc-700">{call.server}</span> · requested by{" "}
             <span className="text-zinc-700">
               {call.requester.kind} <span className="font-medium">{call.requester.name}</span>
@@ -327,7 +329,8 @@ function ApprovalsProgress({ call }: { call: CallView }) {
       </span>{" "}
       {call.approvedBy.length > 0 ? (
         <span>
-          approved by <span className="font-medium text-zinc-900">{call.approvedBy.join(", ")}</span>
+          approved by{" "}
+          <span className="font-medium text-zinc-900 wrap-anywhere">{namesText(call.approvedBy)}</span>
         </span>
       ) : (
         <span className="text-zinc-500">no approval yet</span>

@@ -16,6 +16,7 @@ import {
   thClass,
 } from "@/components/ui";
 import { CreateUserBody, type Role, roles, UpdateUserBody, type UserView } from "@/lib/api-types";
+import { namesText } from "@/lib/decision-text";
 import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatDateTime } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
@@ -161,7 +162,7 @@ function UserRow({ user, lastOwner }: { user: UserView; lastOwner: boolean }) {
             ))}
             <Button
               className="ml-1 px-2 py-0.5 text-xs"
-              aria-label={`Edit roles for ${user.name}`}
+              aria-label={`Change roles for ${user.name}`}
               onClick={() => setEditingRoles(true)}
             >
               Change roles
@@ -335,8 +336,9 @@ function RolesForm({
       className="space-y-2"
     >
       <div className="flex flex-wrap gap-x-4 gap-y-1">
-        {roles.map((role, index) => {
+        {roles.map((role) => {
           const locked = role === "owner" && lastOwner && chosen.includes("owner");
+          const firstFree = roles.find((r) => !(r === "owner" && lastOwner && chosen.includes("owner")));
           return (
             <label key={role} className="flex items-center gap-2 text-sm text-zinc-800">
               <input
@@ -345,7 +347,7 @@ function RolesForm({
                 checked={chosen.includes(role)}
                 disabled={locked || update.isPending}
                 // biome-ignore lint/a11y/noAutofocus: the person asked to edit these roles just now.
-                autoFocus={index === 0 && !locked}
+                autoFocus={role === firstFree}
                 aria-describedby={locked ? `${id}-last-owner` : undefined}
                 onChange={(event) => {
                   const on = event.currentTarget.checked;
@@ -361,6 +363,12 @@ function RolesForm({
       {lastOwner ? (
         <p id={`${id}-last-owner`} className="text-xs text-zinc-500">
           The last owner keeps the owner role: make someone else an owner first.
+        </p>
+      ) : null}
+      {user.roles.some((role) => !chosen.includes(role)) ? (
+        <p className="text-xs text-amber-800">
+          Grants {user.name} made as {namesText(user.roles.filter((role) => !chosen.includes(role)))} end when
+          the role goes.
         </p>
       ) : null}
       {error ? <ErrorAlert>{error}</ErrorAlert> : null}

@@ -184,7 +184,6 @@ test.describe
     });
 
     test("an approval card with the grant options open reads as one sentence", async ({ page }) => {
-      // Only reviewers grant; the owner (not a reviewer) is told so instead.
       await signIn(page, people.reviewer);
       const id = await requestNote("looks-bot", "looks: the weekly report");
       await page.goto(`/approvals/${id}`);

@@ -519,4 +519,6 @@ export interface AuditEventView {
 export interface CallStoryView {
   call: CallView;
   audit: AuditEventView[];
+  /** The grant that let the call run, when one did (live or ended). */
+  grant: GrantView | null;
 }

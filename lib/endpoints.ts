@@ -60,8 +60,6 @@ export const endpoints = {
   setup: (body: z.input<typeof SetupBody>) =>
     api<{ user: UserView }>("/api/setup", { method: "POST", json: body }),
 
-  /** `GET /api/me`: the signed-in person (null for an agent's token). */
-
   session: {
     /** `POST /api/session`: sets the session cookie. */
     signIn: (body: z.input<typeof SignInBody>) =>

@@ -9,28 +9,28 @@ const EVENT_TYPES = ["call", "catalogue", "server", "grants"] as const satisfies
 const REOPEN_MIN_MS = 1_000;
 const REOPEN_MAX_MS = 30_000;
 
+/** How long refreshes of the slower lists (grants, rules with their hit counts) are gathered. */
+const GATHER_MS = 1_000;
+
 /**
- * Which cached queries an event makes stale. A catalogue change also changes a server's tool counts
- * and may add to the change feed.
+ * Which cached queries an event makes stale: `now`, refetched at once, and `gathered`, refetched
+ * at most once per {@link GATHER_MS} however many events arrive (a busy agent's calls each change a
+ * grant's uses or a rule's hits, and the rule list counts over every call). A catalogue change
+ * also changes a server's tool counts, may add to the change feed, may end grants and changes the
+ * tools a rule matches.
  */
-function keysFor(type: LiveEvent["type"]): QueryKey[] {
+function keysFor(type: LiveEvent["type"]): { now: QueryKey[]; gathered: QueryKey[] } {
+  const slow = [queryKeys.grants.all, queryKeys.rules.all];
   switch (type) {
-    // A call may use a grant or count as a rule's hit; a refresh may end grants or change the
-    // tools a rule matches.
     case "call":
-      return [queryKeys.calls.all, queryKeys.grants.all, queryKeys.rules.all];
+      return { now: [queryKeys.calls.all], gathered: slow };
     case "catalogue":
-      return [
-        queryKeys.catalogue.all,
-        queryKeys.servers.all,
-        queryKeys.changes.all,
-        queryKeys.grants.all,
-        queryKeys.rules.all,
-      ];
+      return { now: [queryKeys.catalogue.all, queryKeys.servers.all, queryKeys.changes.all], gathered: slow };
     case "server":
-      return [queryKeys.servers.all];
+      return { now: [queryKeys.servers.all], gathered: [] };
+    // A revoke or an ending also adds to the story of the call the grant was made with.
     case "grants":
-      return [queryKeys.grants.all];
+      return { now: [queryKeys.grants.all, queryKeys.calls.all], gathered: [] };
   }
 }
 
@@ -63,14 +63,30 @@ export function useLiveEvents(): void {
     let hadError = false;
     let stopped = false;
 
-    const onEvent = (type: LiveEvent["type"]) => () => invalidate(client, keysFor(type));
+    const gathering = new Map<string, ReturnType<typeof setTimeout>>();
+    const apply = (type: LiveEvent["type"]) => {
+      const keys = keysFor(type);
+      invalidate(client, keys.now);
+      for (const queryKey of keys.gathered) {
+        const id = JSON.stringify(queryKey);
+        if (gathering.has(id)) continue;
+        gathering.set(
+          id,
+          setTimeout(() => {
+            gathering.delete(id);
+            invalidate(client, [queryKey]);
+          }, GATHER_MS),
+        );
+      }
+    };
+    const onEvent = (type: LiveEvent["type"]) => () => apply(type);
     const handlers = EVENT_TYPES.map((type) => [type, onEvent(type)] as const);
     // A message without an `event:` line still carries its type in the JSON.
     const onMessage = (message: MessageEvent<string>) => {
       try {
         const event = JSON.parse(message.data) as Partial<LiveEvent>;
         if (event.type && (EVENT_TYPES as readonly string[]).includes(event.type)) {
-          invalidate(client, keysFor(event.type));
+          apply(event.type);
         }
       } catch {
         // Not JSON (a comment or keep-alive): nothing to invalidate.
@@ -89,6 +105,8 @@ export function useLiveEvents(): void {
           queryKeys.catalogue.all,
           queryKeys.servers.all,
           queryKeys.changes.all,
+          queryKeys.grants.all,
+          queryKeys.rules.all,
         ]);
       }
     };
@@ -125,6 +143,7 @@ export function useLiveEvents(): void {
     return () => {
       stopped = true;
       if (reopenTimer) clearTimeout(reopenTimer);
+      for (const timer of gathering.values()) clearTimeout(timer);
       close();
     };
   }, [client]);

@@ -1,6 +1,6 @@
 import "server-only";
 import { callProblem } from "../catalogue/callable";
-import { getToolRow } from "../catalogue/catalogue";
+import { approvalNeed, getToolRow } from "../catalogue/catalogue";
 import { takeGrant } from "../grants";
 import type { RuleSkip } from "../rules";
 import { writeAudit } from "../store/audit";
@@ -21,11 +21,13 @@ import { insertCall } from "./queries";
 type ToolRow = typeof tools.$inferSelect;
 type Notify = ((db: Db, event: CallEventName, call: CallRow) => void) | undefined;
 
-/**
+/*
  * A call's birth: its first row and audit row, as its decision says, inside the broker's group
  * commit (one write, all or nothing). Synchronous, so what it reads and writes in the store cannot
  * interleave with another call's birth.
  */
+
+/** What a call's birth is made of. */
 export interface Birth {
   /** The new row's columns, before its status is known. */
   call: Omit<CallRow, "status">;
@@ -46,21 +48,37 @@ function skippedText(skipped: readonly RuleSkip[]): string {
 }
 
 /**
- * The decision still holds for the tool as it is now. Rules are evaluated off the main thread, so
- * an owner may have disabled the tool, or its server changed it, while the call was being decided:
- * then the call is refused as it would be had it arrived a moment later.
+ * The decision as it holds for the tool now. Rules are evaluated off the main thread, so while a
+ * call was being decided an owner may have disabled the tool (or its server changed it): then the
+ * call is refused, as it would be had it arrived a moment later; or an owner may have asked for
+ * every call to be confirmed (or withdrawn a vouch): then a call the default would have run waits.
  */
-function stillCallable(db: Db, b: Birth): StopDecision | null {
-  if (!b.row) return null;
+function asNow(db: Db, b: Birth): CallDecision {
+  const decision = b.decision;
+  if (decision.outcome === "stop" || !b.row) return decision;
   const now = getToolRow(db, b.row.localName);
   const problem = callProblem(now, b.row.localName);
-  const changed = now !== null && now.definitionHash !== b.row.definitionHash;
-  if (!problem && !changed) return null;
-  const { code, message } = problem ?? {
-    code: "tool_changed" as const,
-    message: `${b.row.localName} changed on its server while the call was being decided`,
-  };
-  return { outcome: "stop", code, message, rule: null, reason: null, why: message };
+  if (problem || !now || now.definitionHash !== b.row.definitionHash) {
+    const { code, message } = problem ?? {
+      code: "tool_changed" as const,
+      message: `${b.row.localName} changed on its server while the call was being decided`,
+    };
+    return { outcome: "stop", code, message, rule: null, reason: null, why: message };
+  }
+  if (decision.outcome === "run" && decision.by === "default") {
+    const need = approvalNeed(now);
+    if (need.reason !== null) {
+      return {
+        outcome: "wait",
+        approvalsNeeded: 1,
+        reason: need.reason,
+        rule: null,
+        grantable: true,
+        why: `an owner changed the tool while the call was being decided (${need.reason})`,
+      };
+    }
+  }
+  return decision;
 }
 
 /**
@@ -70,7 +88,7 @@ function stillCallable(db: Db, b: Birth): StopDecision | null {
  * went to another call first, the call waits as it would have without the grant.
  */
 export function writeBirth(db: Db, b: Birth): CallRow {
-  const decision = b.decision.outcome === "stop" ? b.decision : (stillCallable(db, b) ?? b.decision);
+  const decision = asNow(db, b);
   if (decision.outcome === "stop") return writeRefusal(db, b, decision);
   const { call, requester } = b;
   const row = b.row as ToolRow;

@@ -329,7 +329,9 @@ export class CallBroker {
    * the in-memory full copy) and every audit row about it, oldest first.
    */
   story(id: string): CallStoryView {
-    return { call: callView(this.deps.db, id), audit: callAudit(this.deps.db, id) };
+    const call = callView(this.deps.db, id);
+    const grant = call.grantId ? readGrantView(this.deps.db, call.grantId) : null;
+    return { call, audit: callAudit(this.deps.db, id), grant };
   }
 
   /**

@@ -5,6 +5,7 @@ import {
   ADD_NOTE,
   bodyOf,
   createAgentToken,
+  createTestUser,
   request,
   type TestRuntime,
   waitForCallStatus,
@@ -20,6 +21,7 @@ import {
   people,
   runtimes,
   startWithMutable,
+  story,
   WRITE,
   writeFileTool,
 } from "./call-fixtures";
@@ -117,6 +119,20 @@ describe("grants made with an approval", () => {
     expect((await call(agent, ADD_NOTE, { text: "anything else" }, 200)).grantId).toBe(grant.id);
     const stranger = createAgentToken(rt.runtime, "agent-z");
     expect((await call(stranger, ADD_NOTE, { text: "anything else" }, 202)).grantId).toBeNull();
+  });
+
+  it("an owner without the reviewer role approves with a grant, made as owner; the story names its maker", async () => {
+    const rt = await start();
+    const { agent } = await people(rt);
+    const olga = await createTestUser(rt.runtime, "olga", ["owner"]);
+    const grant = await grantFrom(rt, await addNote(agent, "owner grants"), olga.cookie, {
+      scope: "tool",
+      minutes: 60,
+    });
+    expect(rt.runtime.db.select().from(grants).where(eq(grants.id, grant.id)).get()?.madeAs).toBe("owner");
+    const covered = await call(agent, ADD_NOTE, { text: "covered" }, 200);
+    const told = await story(covered.id, olga.cookie);
+    expect(told.grant).toMatchObject({ id: grant.id, createdBy: "olga" });
   });
 
   it("twenty covered calls at once against a grant of five uses: exactly five run", async () => {

@@ -2,8 +2,8 @@ import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import type { CallView } from "@/lib/api-types";
 import { ADD_NOTE, bodyOf, LIST_NOTES, request, waitForCallStatus } from "@/test/support/runtime";
-import { setToolStatus } from "../catalogue/catalogue";
-import { notificationDeliveries } from "../store/schema";
+import { setToolStatus, updateTool } from "../catalogue/catalogue";
+import { notificationDeliveries, tools } from "../store/schema";
 import { addNote, auditRows, call, callRow, type ErrorBody, people, runtimes } from "./call-fixtures";
 
 const { start } = runtimes();
@@ -129,6 +129,41 @@ describe("rules decide calls", () => {
     expect(rt.demoRuns()).toBe(0);
     const [refused] = rt.runtime.broker.list({ limit: 1 });
     expect(refused).toMatchObject({ status: "refused", rule: null });
+  });
+
+  it("a read-only call whose tool an owner set to 'Always confirm' while its rules were evaluated waits", async () => {
+    const rt = await start({
+      config: {
+        rules: [{ name: "huge-lists", tools: [LIST_NOTES], when: "size(args) > 100", decision: "deny" }],
+      },
+    });
+    await people(rt);
+    const answer = rt.runtime.broker.request(
+      { kind: "agent", name: "agent-a" },
+      { tool: LIST_NOTES, arguments: {} },
+    );
+    updateTool(rt.runtime.db, { localName: LIST_NOTES, alwaysConfirm: true, actor: "owner" });
+    const { httpStatus, call: held } = await answer;
+    expect(httpStatus).toBe(202);
+    expect(held.approvalReason).toBe("owner requires confirmation");
+  });
+
+  it("a tool whose definition changed and was accepted again while its rules were evaluated is refused", async () => {
+    const rt = await start({ config: { rules: notesRules } });
+    await people(rt);
+    const answer = rt.runtime.broker.request(
+      { kind: "agent", name: "agent-a" },
+      { tool: ADD_NOTE, arguments: { text: "todo: x" } },
+    );
+    // What a refresh and an owner's "Accept change" leave: a new definition, pinned.
+    const hash = "f".repeat(64);
+    rt.runtime.db
+      .update(tools)
+      .set({ definitionHash: hash, pinnedHash: hash })
+      .where(eq(tools.localName, ADD_NOTE))
+      .run();
+    await expect(answer).rejects.toMatchObject({ code: "tool_changed" });
+    expect(rt.demoRuns()).toBe(0);
   });
 
   it("an allow rule passed over for an error is named in the audit row of the call", async () => {

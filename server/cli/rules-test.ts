@@ -54,6 +54,13 @@ export async function rulesTest(
   }
   // Read only: a dry run neither creates, migrates nor writes the store a server owns.
   const db = openDbReadOnly(dbPathFromEnv());
+  if (!db.$client.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'grants'").get()) {
+    db.$client.close();
+    throw new GatehouseError(
+      "conflict",
+      `the store at ${dbPathFromEnv()} is from an older Gatehouse: start Gatehouse once to update it, then try again`,
+    );
+  }
   const rules = new RuleSet(loaded.config.rules);
   try {
     const requester = agent ? { kind: "agent" as const, name: agent } : { kind: "user" as const, name: "" };

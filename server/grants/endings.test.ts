@@ -83,6 +83,9 @@ describe("revokeGrant", () => {
       .where(eq(tools.localName, g.tool))
       .run();
     expect(revokeGrant(db, g.id, "alice", at(1))).toMatchObject({ state: "ended" });
+    expect(auditOf(db, "grant.ended").map((r) => r.detail)).toEqual([
+      `grant ${g.id} for agent "build-bot": the tool's definition changed (made final by alice)`,
+    ]);
     // The server goes back to the definition the grant was pinned to.
     db.update(tools).set({ definitionHash: g.definitionHash }).where(eq(tools.localName, g.tool)).run();
     expect(takeGrant(db, call(), at(2))).toBeNull();

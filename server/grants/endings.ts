@@ -27,10 +27,22 @@ export function revokeGrant(db: Db, id: string, actor: string, now = new Date())
     const before = readGrantView(db, id, now);
     if (!before) throw new GatehouseError("grant_not_found", `no grant "${id}"`);
     if (before.state === "ended") {
-      tx.update(grants)
+      const settled = tx
+        .update(grants)
         .set({ endedAt: before.endedAt ?? now.toISOString(), endReason: before.endReason })
         .where(and(eq(grants.id, id), isNull(grants.endedAt)))
-        .run();
+        .returning()
+        .get();
+      // Written down now, so it is in the log who made it final.
+      if (settled) {
+        writeAudit(db, {
+          actor,
+          action: "grant.ended",
+          subject: settled.tool,
+          callId: settled.callId,
+          detail: `${named(settled)}: ${settled.endReason ?? "ended"} (made final by ${actor})`,
+        });
+      }
       return before;
     }
     const row = tx
