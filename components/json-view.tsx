@@ -9,8 +9,10 @@ const foldButton =
 
 /**
  * Untrusted JSON as a person should read it before deciding: pretty-printed, every string an
- * escaped JSON literal (deceptive characters visible as `\uXXXX`), long strings and long lists
- * folded with a button that says how much is hidden. Nothing is ever cut without saying so.
+ * escaped JSON literal (hidden characters marked as `\u202e`, or `\u{e0041}` beyond the BMP, with
+ * a tooltip naming each; lib/hidden-text.ts lists them), long strings and long lists folded with
+ * a button that says how much is hidden. Nothing is ever cut without saying so, and the value
+ * shown is never altered.
  */
 export function JsonView({ value, className }: { value: unknown; className?: string }) {
   return (
@@ -107,8 +109,8 @@ function JsonEntries({
 }
 
 /**
- * A string as its JSON literal; the escapes of invisible or direction-changing characters are
- * highlighted. `unterminated` leaves out the closing quote (the string goes on behind a fold).
+ * A string as its JSON literal; the escapes of hidden characters are highlighted and named in
+ * their tooltip. `unterminated` leaves out the closing quote (the string goes on behind a fold).
  */
 function StringLiteral({
   value,
@@ -128,7 +130,7 @@ function StringLiteral({
         part.hidden ? (
           // Parts never reorder: the index is a stable key.
           // biome-ignore lint/suspicious/noArrayIndexKey: see above.
-          <mark key={i} title="An invisible or direction-changing character" className={hiddenMark}>
+          <mark key={i} title={part.title} className={hiddenMark}>
             {part.text}
           </mark>
         ) : (

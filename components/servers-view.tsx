@@ -127,7 +127,8 @@ function ServerCard({ server }: { server: ServerView }) {
 
       {server.state === "failed" ? (
         <p className="text-sm text-rose-800">
-          Gatehouse stopped retrying after repeated crashes. Fix the cause, then press Reconnect.
+          Gatehouse stopped retrying: this server crashed repeatedly, or refused in a way no retry can fix
+          (see the last error). Fix the cause, then press Reconnect.
         </p>
       ) : null}
 

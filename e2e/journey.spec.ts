@@ -45,6 +45,19 @@ test.describe
         },
       });
       expect(again.status()).toBe(409);
+      // And the page itself no longer offers the form: it says so and points to sign-in.
+      await page.goto(setupLink);
+      await expect(page.getByRole("heading", { name: "Already set up" })).toBeVisible();
+      await expect(page.getByRole("link", { name: "Sign in" })).toBeVisible();
+      await snap(page, "setup-used");
+    });
+
+    test("a path Gatehouse has no page for says so in its own look, with a way back", async ({ page }) => {
+      const res = await page.goto("/no-such-page");
+      expect(res?.status()).toBe(404);
+      await expect(page.getByRole("heading", { name: "No such page" })).toBeVisible();
+      await expect(page.getByRole("link", { name: "Go to Gatehouse" })).toBeVisible();
+      await snap(page, "not-found");
     });
 
     test("the owner sees discovered tools as proposed and enables two of them", async ({ page }) => {

@@ -11,7 +11,18 @@ export const userName = z
   .string()
   .trim()
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "use 1-64 letters, digits, '.', '_' or '-'");
-export const password = z.string().min(10, "use at least 10 characters").max(1024);
+/**
+ * A password being set (setup, a new user, the CLI). Control characters (C0 with tab and newline,
+ * DEL, C1) and the line and paragraph separators are refused: such a password is usually a
+ * mistake (`printf 'pw\npw'` into `user add`) and makes a login nobody can type in a form. That
+ * check comes first, so it is the message shown even when the password is also too short.
+ * Signing in takes any text: such a password simply never matches.
+ */
+export const password = z
+  .string()
+  .regex(/^[^\p{Cc}\u2028\u2029]*$/u, "passwords cannot contain control characters such as a newline")
+  .min(10, "use at least 10 characters")
+  .max(1024);
 
 export const SetupBody = z.object({ code: z.string().min(1), name: userName, password });
 export const SignInBody = z.object({

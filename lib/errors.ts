@@ -34,6 +34,8 @@ export const errorStatus = {
   server_unavailable: 502,
   upstream_error: 502,
   upstream_timeout: 504,
+  store_busy: 503,
+  store_full: 507,
   internal: 500,
 } as const;
 

@@ -15,10 +15,29 @@ describe("escaped JSON strings for reviewers", () => {
   it("each deceptive character is a run of its own, so a view can highlight it, and they are counted", () => {
     expect(jsonStringParts("pay\u202Eevil")).toEqual([
       { text: '"pay', hidden: false },
-      { text: "\\u202e", hidden: true },
+      { text: "\\u202e", hidden: true, title: "U+202E right-to-left override" },
       { text: 'evil"', hidden: false },
     ]);
     expect(countHidden({ "a\u200B": ["x\u2066y", 3, { z: "\u202E\u202C" }], plain: "text" })).toBe(4);
+  });
+
+  it("a tag character is marked as an escape of its own, naming the letter it hides; the value is untouched", () => {
+    const value = "ok\u{E0041}\u{E0042}";
+    expect(jsonStringParts(value)).toEqual([
+      { text: '"ok', hidden: false },
+      { text: "\\u{e0041}", hidden: true, title: 'U+E0041 tag character, an invisible "A"' },
+      { text: "\\u{e0042}", hidden: true, title: 'U+E0042 tag character, an invisible "B"' },
+      { text: '"', hidden: false },
+    ]);
+    expect(value).toBe("ok\u{E0041}\u{E0042}");
+    expect(countHidden({ q: value })).toBe(2);
+  });
+
+  it("variation selectors, invisible operators and the other hidden characters are marked too", () => {
+    expect(jsonString("a\uFE0Fb\u{E0100}c\u2062d\u061Ce\u180Ef\u200Eg\u2069h")).toBe(
+      '"a\\ufe0fb\\u{e0100}c\\u2062d\\u061ce\\u180ef\\u200eg\\u2069h"',
+    );
+    expect(countHidden(["\uFE0F", "\u{E01EF}", "\u2060", "\u{E007F}"])).toBe(4);
   });
 
   it("ordinary text, accents and emoji are left as they are", () => {

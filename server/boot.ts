@@ -3,6 +3,7 @@ import { configPathFromEnv, formatIssues, loadConfigFile } from "./config";
 import { logger } from "./log";
 import { announceSetup, createRuntime, getRuntime, type Runtime, setRuntime } from "./runtime";
 import { dbPathFromEnv } from "./store/db";
+import { StoreInUseError } from "./store/lock";
 
 const log = logger("boot");
 
@@ -15,7 +16,8 @@ export function baseUrlFromEnv(env = process.env): string {
 
 /**
  * Starts the process-wide runtime once: validates the config (exiting non-zero on any error),
- * opens the store, applies migrations, starts the MCP manager in the background and, unless
+ * takes the store's lock (exiting non-zero, naming the holder, while another Gatehouse process
+ * has it), opens the store, applies migrations, starts the MCP manager in the background and, unless
  * `announce` is false (server/main.ts prints it once it listens), prints the setup link while no
  * user exists. A second call returns the running runtime.
  */
@@ -33,11 +35,19 @@ export function boot({ announce = true }: { announce?: boolean } = {}): Runtime 
   }
   if (result.warnings.length > 0)
     log.warn(`config warnings\n${formatIssues({ config: null, errors: [], warnings: result.warnings })}`);
-  const runtime = createRuntime({
-    config: result.config,
-    dbFile: dbPathFromEnv(),
-    publicOrigin: process.env.GATEHOUSE_PUBLIC_ORIGIN,
-  });
+  let runtime: Runtime;
+  try {
+    runtime = createRuntime({
+      config: result.config,
+      dbFile: dbPathFromEnv(),
+      publicOrigin: process.env.GATEHOUSE_PUBLIC_ORIGIN,
+    });
+  } catch (err) {
+    // Another Gatehouse owns the store: said like a config error, and nothing of it was touched.
+    if (!(err instanceof StoreInUseError)) throw err;
+    process.stderr.write(`Gatehouse cannot start: ${err.message}\n`);
+    process.exit(1);
+  }
   setRuntime(runtime);
   log.info(`config ${path}; store ${dbPathFromEnv()}; ${result.config.servers.length} server(s)`);
   if (announce) announceSetup(runtime, baseUrlFromEnv());

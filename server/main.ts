@@ -15,6 +15,7 @@ import { baseUrlFromEnv, boot } from "./boot";
 import * as callsApi from "./http/calls-api";
 import { answerHot, type HotPathOptions, type RouteHandler } from "./http/hot-path";
 import * as mcpApi from "./http/mcp-api";
+import { clientAddressStamper } from "./http/node-bridge";
 import { PAGE_URL_HEADER } from "./http/page-url";
 import securityHeaders from "./http/security-headers.json";
 import { announceSetup } from "./runtime";
@@ -39,7 +40,11 @@ const hotOptions: HotPathOptions = {
   extraHeaders: securityHeaders,
 };
 
+// The connection's address, for the sign-in throttle: written over any copy the client sent.
+const stampClientAddress = clientAddressStamper();
+
 const server = http.createServer((req, res) => {
+  stampClientAddress(req);
   const url = req.url ?? "/";
   const q = url.indexOf("?");
   const handler = hot.get(q === -1 ? url : url.slice(0, q))?.[req.method ?? ""];

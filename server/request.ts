@@ -1,4 +1,5 @@
 import "server-only";
+import { isIP } from "node:net";
 import { readRequestBody } from "@modelcontextprotocol/sdk/server/requestBody.js";
 
 /**
@@ -42,4 +43,70 @@ export async function readJsonBody(
  */
 export function forwardedHttps(headers: Headers): boolean {
   return headers.get("x-forwarded-proto")?.split(",")[0]?.trim() === "https";
+}
+
+/**
+ * The header through which the production server (server/main.ts, with `clientAddressStamper`
+ * in server/http/node-bridge.ts) tells handlers the client's address. It sets it on every
+ * request, replacing or removing whatever the client sent.
+ */
+export const CLIENT_ADDRESS_HEADER = "x-gatehouse-client-address";
+
+const STAMPING = Symbol.for("gatehouse.client-address-stamping");
+
+/**
+ * Declares that this process's edge sets {@link CLIENT_ADDRESS_HEADER} on every request. Until
+ * then the header is not believed: under `next dev` nothing removes a client's own copy.
+ */
+export function trustClientAddressHeader(): void {
+  (globalThis as Record<symbol, unknown>)[STAMPING] = true;
+}
+
+/**
+ * The client's address as the edge stamped it, or null when no edge stamps it (`next dev`,
+ * tests that call handlers directly) or it found none.
+ */
+export function clientAddress(headers: Headers): string | null {
+  if ((globalThis as Record<symbol, unknown>)[STAMPING] !== true) return null;
+  return headers.get(CLIENT_ADDRESS_HEADER) || null;
+}
+
+/**
+ * How many proxies `GATEHOUSE_TRUST_PROXY` says stand in front of Gatehouse: 0 when unset, empty,
+ * `0` or `false`; 1 for `true`; a whole number as it is. Null when it says anything else.
+ */
+export function trustedProxyCount(value: string | undefined): number | null {
+  const v = (value ?? "").trim().toLowerCase();
+  if (v === "" || v === "false") return 0;
+  if (v === "true") return 1;
+  return /^\d{1,2}$/.test(v) ? Number(v) : null;
+}
+
+/**
+ * Who the client is. With no trusted proxy, the socket's remote address: `X-Forwarded-For` is
+ * the client's own word then. With `trusted` proxies in front, the `trusted`-th entry of
+ * `X-Forwarded-For` from the right: each proxy appends the address it was reached from, so that
+ * is the right-most hop no trusted proxy stands for, and anything left of it may be the
+ * client's invention (a shorter list: its left-most entry). No header, or an entry that is no
+ * IP address: the socket's address (the proxy's, so such requests share one bucket). Null when
+ * there is no address at all.
+ */
+export function clientAddressOf(
+  socketAddress: string | undefined,
+  forwardedFor: string | null,
+  trusted: number,
+): string | null {
+  const socket = socketAddress || null;
+  if (trusted <= 0 || !forwardedFor) return socket;
+  const hops = forwardedFor.split(",").map((h) => h.trim());
+  const hop = bareAddress(hops[Math.max(0, hops.length - trusted)] ?? "");
+  return isIP(hop) ? hop : socket;
+}
+
+/** An address without the port or brackets some proxies add (`[2001:db8::1]:443`, `203.0.113.7:5678`). */
+function bareAddress(hop: string): string {
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(hop);
+  if (bracketed?.[1]) return bracketed[1];
+  const v4 = /^(\d+\.\d+\.\d+\.\d+):\d+$/.exec(hop);
+  return v4?.[1] ?? hop;
 }

@@ -13,6 +13,7 @@ import { McpManager } from "./mcp/manager";
 import { createNotifier, type Notifier, notificationSecrets } from "./notify/notifier";
 import { RuleSet, rulesMatchingNoTool } from "./rules";
 import { type Db, openDb } from "./store/db";
+import { lockStore, type StoreLock } from "./store/lock";
 import { tools } from "./store/schema";
 
 const log = logger("gatehouse");
@@ -43,8 +44,22 @@ export interface RuntimeOptions {
   publicOrigin?: string;
 }
 
-/** Wires store, manager, catalogue and broker together and starts dialing servers (no waiting). */
+/**
+ * Wires store, manager, catalogue and broker together and starts dialing servers (no waiting).
+ * First takes the store's one-process lock (`lockStore`: throws `StoreInUseError`, having touched
+ * nothing, while another live process holds it); `stop()` releases it, as does a failed start.
+ */
 export function createRuntime(opts: RuntimeOptions): Runtime {
+  const lock = lockStore(opts.dbFile);
+  try {
+    return wireRuntime(opts, lock);
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+}
+
+function wireRuntime(opts: RuntimeOptions, lock: StoreLock): Runtime {
   const { config } = opts;
   registerSecrets(config.servers.flatMap((s) => [...Object.values(s.headers), ...Object.values(s.env)]));
   const db = openDb(opts.dbFile);
@@ -137,6 +152,7 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
       await notifier.stop();
       broker.flushWrites();
       db.$client.close();
+      lock.release();
     },
   };
   broker.start();

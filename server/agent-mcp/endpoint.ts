@@ -17,12 +17,15 @@ import { asJsonIfQuick, tracked } from "./json-answer";
 import { resourceServers } from "./resources";
 import { expectsOnlyItsResponse, readMessage, rpcError } from "./rpc";
 import { createAgentServer } from "./server";
-import { type Session, SessionTable } from "./sessions";
+import { isBusy, type Session, SessionTable } from "./sessions";
 import { toolsSignature } from "./tools";
 
-/** A session with no request in flight and no open stream for this long is closed. */
+/** A session nobody uses (no request in flight, no open stream, no held call) for this long is closed. */
 export const SESSION_IDLE_MS = 30 * 60 * 1000;
-/** Most sessions one agent token may hold; see {@link SessionTable.evictionFor} for what happens at the cap. */
+/**
+ * Most sessions one agent token may hold; see {@link SessionTable.evictionFor} for who makes
+ * room at the cap, and when a new session is refused instead.
+ */
 export const MAX_SESSIONS_PER_TOKEN = 16;
 /** Gap between progress notifications while a destructive call is held. */
 export const PROGRESS_INTERVAL_MS = 5000;
@@ -150,36 +153,55 @@ export class AgentMcpEndpoint {
     if (!messages.some((m) => isInitializeRequest(m))) {
       return rpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required");
     }
-    if (!this.makeRoom(agent.id)) {
+    const session = this.reserve(agent, req);
+    if (!session) {
+      // 429, not 503: the limit is this token's own, and Gatehouse itself is fine.
       return rpcError(
         429,
         -32000,
-        `Too many sessions: this token already has ${this.maxSessionsPerToken}, each holding a call that waits for approval; end one with DELETE /mcp or wait for a decision`,
+        `Too many sessions: this token has too many open sessions (${this.maxSessionsPerToken}), each with an open event stream or a request in flight (a call waiting for approval, say); end one with DELETE /mcp, or retry once one of them is over`,
       );
     }
-    const session = await this.open(agent, req);
-    const res = await this.forward(session, req, parsed);
+    let res: Response;
+    try {
+      await session.server.connect(session.transport);
+      res = await this.forward(session, req, parsed);
+    } catch (err) {
+      void this.closeSession(session, "initialize failed");
+      throw err;
+    } finally {
+      // The reservation's own count; the initialize's answer stream is counted by `forward`.
+      session.open--;
+    }
     // The transport refused the initialize (e.g. a malformed batch): nothing to keep.
     if (!session.transport.sessionId) void this.closeSession(session, "initialize refused");
     return res;
   }
 
-  /** Makes room for one more session of `tokenId`: see {@link SessionTable.evictionFor}. */
-  private makeRoom(tokenId: number): boolean {
-    const victims = this.sessions.evictionFor(tokenId, this.maxSessionsPerToken);
-    if (!victims) return false;
+  /**
+   * Makes room for one more session of `agent` ({@link SessionTable.evictionFor}) and takes it
+   * at once: the new session is in the table, busy with its `initialize`, before anything is
+   * awaited, so concurrent `initialize` requests each see the ones before them and the cap
+   * holds. `null`: no room, and nothing was closed.
+   */
+  private reserve(agent: { id: number; name: string }, req: Request): Session | null {
+    const victims = this.sessions.evictionFor(agent.id, this.maxSessionsPerToken);
+    if (!victims) return null;
     for (const v of victims)
       void this.closeSession(v, `evicted: token reached ${this.maxSessionsPerToken} sessions`);
-    return true;
+    const session = this.create(agent, req);
+    this.sessions.add(session);
+    return session;
   }
 
-  private async open(agent: { id: number; name: string }, req: Request): Promise<Session> {
+  /** A new session, not yet connected, counted busy with its `initialize` (`open` is 1). */
+  private create(agent: { id: number; name: string }, req: Request): Session {
     const baseUrl = (this.deps.publicOrigin ?? new URL(req.url).origin).replace(/\/$/, "");
+    // Chosen here, so the session is in the table under its id before the transport runs.
+    const id = randomUUID();
     const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => {
-        session.id = id;
-        this.sessions.add(session);
+      sessionIdGenerator: () => id,
+      onsessioninitialized: () => {
         this.deps.log.info(`agent session opened`, {
           token: agent.name,
           sessions: this.sessionCount(agent.name),
@@ -211,13 +233,14 @@ export class AgentMcpEndpoint {
       },
     });
     const session: Session = {
-      id: "",
+      id,
       tokenId: agent.id,
       tokenName: agent.name,
       server,
       transport,
       lastActive: Date.now(),
-      open: 0,
+      lastUse: 0,
+      open: 1,
       holding: 0,
       closing: false,
       closed: false,
@@ -229,7 +252,6 @@ export class AgentMcpEndpoint {
       this.sessions.remove(session);
     };
     server.onerror = (err) => this.deps.log.debug(`agent session ${session.id}: ${err.message}`);
-    await server.connect(transport);
     return session;
   }
 
@@ -243,7 +265,7 @@ export class AgentMcpEndpoint {
     parsedBody?: unknown,
     json = false,
   ): Promise<Response> {
-    session.lastActive = Date.now();
+    this.sessions.touch(session);
     session.open++;
     let res: Response;
     try {
@@ -254,7 +276,7 @@ export class AgentMcpEndpoint {
     }
     const done = () => {
       session.open--;
-      session.lastActive = Date.now();
+      this.sessions.touch(session);
     };
     if (!res.body) {
       done();
@@ -283,6 +305,14 @@ export class AgentMcpEndpoint {
     }
   }
 
+  /**
+   * Ends now what the timer's sweep would end at its next run: sessions of revoked tokens (and
+   * idle ones). Called when a token is revoked, so its agent's open streams close at once.
+   */
+  endRevokedSessions(): void {
+    this.sweep();
+  }
+
   /** Idle sessions and sessions of revoked tokens end; runs on a timer. */
   private sweep(): void {
     const now = Date.now();
@@ -299,7 +329,7 @@ export class AgentMcpEndpoint {
         active.set(s.tokenId, ok);
       }
       if (!ok) void this.closeSession(s, "its token was revoked");
-      else if (s.open === 0 && now - s.lastActive >= this.idleMs) void this.closeSession(s, "idle");
+      else if (!isBusy(s) && now - s.lastActive >= this.idleMs) void this.closeSession(s, "idle");
     }
   }
 

@@ -9,8 +9,14 @@ export interface Session {
   tokenName: string;
   server: Server;
   transport: WebStandardStreamableHTTPServerTransport;
+  /** `Date.now()` of the last use, for the idle timeout. */
   lastActive: number;
-  /** Requests in flight plus open response streams (the GET stream of a listening client counts). */
+  /** Order of the last use among all sessions (ties of `lastActive` in one millisecond are common). */
+  lastUse: number;
+  /**
+   * Requests in flight plus open response streams (the GET stream of a listening client
+   * counts, and so does an `initialize` from the moment its session is reserved).
+   */
   open: number;
   /** `tools/call` requests held for a decision. */
   holding: number;
@@ -20,19 +26,36 @@ export interface Session {
   closed: boolean;
 }
 
+/** Whether someone is using `session` right now: a request in flight, an open stream or a held call. */
+export function isBusy(session: Session): boolean {
+  return session.open > 0 || session.holding > 0;
+}
+
 /**
  * The live sessions by id, and the rule for who makes room at a token's cap. It only keeps
  * the list: closing a session (its SDK `Server`) is the endpoint's.
  */
 export class SessionTable {
   private readonly byId = new Map<string, Session>();
+  private uses = 0;
 
   get(id: string): Session | undefined {
     return this.byId.get(id);
   }
 
+  /**
+   * Adds `session` under its id. The endpoint adds a session as soon as its `initialize` is
+   * accepted, before anything is awaited, so that the next `initialize` already counts it.
+   */
   add(session: Session): void {
+    this.touch(session);
     this.byId.set(session.id, session);
+  }
+
+  /** Records a use of `session` now. */
+  touch(session: Session): void {
+    session.lastActive = Date.now();
+    session.lastUse = ++this.uses;
   }
 
   /** Forgets `session`; a no-op when it is gone already or its id now names another entry. */
@@ -54,17 +77,26 @@ export class SessionTable {
 
   /**
    * The sessions of `tokenId` to close so that it can open one more without passing `max`:
-   * the least recently active ones that hold no call (a client that restarts without DELETE
-   * never locks itself out). `null` when too few hold none: the new session is then refused,
-   * so no waiting agent loses its answer. Sessions already closing do not count.
+   * the least recently used ones that nobody is using ({@link isBusy}), or `null` when too few
+   * are unused, and the new session is to be refused. Sessions already closing do not count.
+   *
+   * Why unused ones only: no common client sends DELETE, so a token's table fills with the
+   * sessions of clients that went away, and those are the ones to drop (a client that
+   * restarts never locks itself out). A session with an open stream has a client at the
+   * other end: one listening for `list_changed`, or waiting for a reviewer's answer to a held
+   * call. Cutting it would lose that answer or those notifications without a word, to make
+   * room for a client that can simply be told no and retry; so at a cap of busy sessions the
+   * newcomer is refused. A stream whose client vanished without closing its connection does
+   * not stay busy for ever: the transport's keep-alive writes fail once the connection is
+   * found dead, and the stream ends.
    */
   evictionFor(tokenId: number, max: number): Session[] | null {
     const mine = this.all().filter((s) => s.tokenId === tokenId && !s.closing);
     const excess = mine.length - max + 1;
     if (excess <= 0) return [];
     const victims = mine
-      .filter((s) => s.holding === 0)
-      .sort((a, b) => a.lastActive - b.lastActive)
+      .filter((s) => !isBusy(s))
+      .sort((a, b) => a.lastUse - b.lastUse)
       .slice(0, excess);
     return victims.length < excess ? null : victims;
   }

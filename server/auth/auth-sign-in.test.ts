@@ -206,13 +206,14 @@ describe("login throttling", () => {
   });
 
   it("the throttle forgets expired windows instead of growing without bound", () => {
-    const throttle = new LoginThrottle(10, 1000, 100);
-    for (let i = 0; i < 100; i++) throttle.fail([`name:user-${i}`], 0);
-    expect(throttle.size).toBe(100);
-    throttle.fail(["name:late"], 5000);
-    expect(throttle.size).toBe(1);
-    for (let i = 0; i < 500; i++) throttle.fail([`name:burst-${i}`], 6000);
-    expect(throttle.size).toBeLessThanOrEqual(100);
+    const throttle = new LoginThrottle({ perName: { windowMs: 1000, maxKeys: 100 } });
+    const fail = (name: string, now: number) => throttle.begin({ name, address: null }, now).failed(now);
+    for (let i = 0; i < 100; i++) fail(`user-${i}`, 0);
+    expect(throttle.size.names).toBe(100);
+    fail("late", 5000);
+    expect(throttle.size.names).toBe(1);
+    for (let i = 0; i < 500; i++) fail(`burst-${i}`, 6000);
+    expect(throttle.size.names).toBeLessThanOrEqual(100);
   });
 
   it("nine failures do not lock out the right password", async () => {

@@ -12,20 +12,29 @@ export function isSecure(req: Request): boolean {
   return new URL(req.url).protocol === "https:" || forwardedHttps(req.headers);
 }
 
-/** Checks credentials (throttled per name) and starts a session; returns the Set-Cookie value. */
+/**
+ * Checks credentials and starts a session; returns the Set-Cookie value. The attempt is counted
+ * against the name and the client's `address` (null: by name only) before the password check
+ * starts, so concurrent guesses cannot outrun the throttle: a refused one throws
+ * `TooManyAttempts` (server/auth/access.ts) and never reaches the check. `verify` is the check
+ * (default `verifyCredentials`; tests count its calls).
+ */
 export async function signIn(
   db: Db,
   throttle: LoginThrottle,
-  params: { name: string; password: string; secure: boolean },
+  params: { name: string; password: string; secure: boolean; address: string | null },
+  verify: typeof verifyCredentials = verifyCredentials,
 ): Promise<{ user: UserView; cookie: string }> {
-  const keys = [`name:${params.name.toLowerCase()}`];
-  throttle.check(keys);
-  const user = await verifyCredentials(db, params.name, params.password);
-  if (!user) {
-    throttle.fail(keys);
-    throw new GatehouseError("invalid_credentials", "wrong name or password");
+  const attempt = throttle.begin({ name: params.name, address: params.address });
+  let user: UserView | null = null;
+  try {
+    user = await verify(db, params.name, params.password);
+  } finally {
+    // A check that threw counts as a failure: it must not hand its place back.
+    if (user) attempt.succeeded();
+    else attempt.failed();
   }
-  throttle.succeed(keys);
+  if (!user) throw new GatehouseError("invalid_credentials", "wrong name or password");
   const session = createSession(db, user.id);
   return { user, cookie: sessionCookie(session.id, session.expiresAt, params.secure) };
 }

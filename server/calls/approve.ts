@@ -8,7 +8,7 @@ import type { EventBus } from "../events";
 import { createGrant, type GrantRow } from "../grants";
 import { writeAudit } from "../store/audit";
 import type { Db } from "../store/db";
-import { calls } from "../store/schema";
+import { agentTokens, calls } from "../store/schema";
 import type { CallEventName } from "./broker";
 import { approvedByOf, bindingProblem, type CallRow, nowIso, pendingMs } from "./call-row";
 import { transition } from "./transition";
@@ -29,6 +29,21 @@ export type ApprovalStep =
   | { kind: "approved"; grant: GrantRow | null };
 
 /**
+ * The person behind a call: the user who asked, or for an agent the owner who created its token
+ * (self-approval is about the person, not the account: an owner does not approve what their own
+ * agent asked for). Null when no person is known (a token made by the CLI).
+ */
+function requestedBy(db: Db, row: CallRow): string | null {
+  if (row.requesterKind === "user") return row.requesterName;
+  const token = db
+    .select({ createdBy: agentTokens.createdBy })
+    .from(agentTokens)
+    .where(eq(agentTokens.name, row.requesterName))
+    .get();
+  return token?.createdBy && token.createdBy !== "cli" ? token.createdBy : null;
+}
+
+/**
  * Why this reviewer may not approve this call, or null. A call that needs two or more reviewers,
  * or that a rule held, is never approved by its requester, whatever `selfApproval` says; nor is
  * one approved twice by one reviewer. A grant is made only for an agent's call (a person does
@@ -41,19 +56,26 @@ function approverProblem(
   row: CallRow,
   grant: GrantRequest | undefined,
 ): GatehouseError | null {
-  const own = row.requesterKind === "user" && row.requesterName === reviewer;
+  const own = requestedBy(deps.db, row) === reviewer;
   const needed = row.approvalsNeeded;
+  // "You requested" or "your agent requested": either way the same person.
+  const asked =
+    row.requesterKind === "agent"
+      ? `This call came from agent ${row.requesterName}, whose token you created`
+      : "You requested this call";
   if (own && (needed >= 2 || row.rule !== null)) {
     const why = needed >= 2 ? `it needs ${needed} approvals` : `rule "${row.rule}" held it`;
     return new GatehouseError(
       "self_approval",
-      `You requested this call and ${why}: reviewers other than its requester have to approve it.`,
+      `${asked} and ${why}: reviewers other than its requester have to approve it.`,
     );
   }
   if (own && !deps.selfApproval) {
     return new GatehouseError(
       "self_approval",
-      "You cannot approve a call you requested yourself; another reviewer has to.",
+      row.requesterKind === "agent"
+        ? `${asked}; another reviewer has to approve it.`
+        : "You cannot approve a call you requested yourself; another reviewer has to.",
     );
   }
   const approvedBy = approvedByOf(row);

@@ -6,6 +6,7 @@ import {
   type GrantRequest,
   type GrantView,
   isFinalCallStatus as isFinal,
+  type TokenView,
 } from "@/lib/api-types";
 import { GatehouseError, isErrorCode } from "@/lib/errors";
 import type { EventBus } from "../events";
@@ -28,6 +29,7 @@ import {
 } from "./call-row";
 import { decideCall } from "./decision";
 import { type CallListParams, callAudit, callView, findCall, getCall, listCalls } from "./queries";
+import { revokeAgent } from "./revoke-agent";
 import { runCall } from "./run";
 import { transition } from "./transition";
 
@@ -294,6 +296,11 @@ export class CallBroker {
       throw new GatehouseError("already_decided", `this call is already ${status}`);
     }
     return this.view(id);
+  }
+
+  /** Revokes an agent's token and withdraws its pending calls: see {@link revokeAgent}. */
+  revokeAgent(params: { name: string; actor: string }): { token: TokenView; withdrawn: number } {
+    return revokeAgent(this.deps.db, this.deps.bus, params);
   }
 
   /** Moves every pending call past its deadline to `expired`. */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { CallView } from "@/lib/api-types";
 import { ADD_NOTE, bodyOf, createTestUser, request, waitForCallStatus } from "@/test/support/runtime";
+import { createToken } from "../auth/tokens";
 import {
   addNote,
   approve,
@@ -159,5 +160,19 @@ describe("four eyes: a rule asking for two approvals", () => {
     expect(granted.status).toBe(409);
     expect((await bodyOf<ErrorBody>(granted)).error.code).toBe("grant_not_allowed");
     expect(rt.runtime.broker.get(held.id)?.status).toBe("pending");
+  });
+
+  it("self-approval means the person: an owner does not approve what the agent whose token they made asked for", async () => {
+    const rt = await start();
+    const { alice } = await people(rt);
+    const olga = await createTestUser(rt.runtime, "olga", ["owner", "reviewer"]);
+    const { secret } = createToken(rt.runtime.db, { name: "olgas-bot", actor: "olga" });
+    const held = await addNote(secret, "from olga's agent");
+    const self = await approve(held.id, olga.cookie);
+    expect(self.status).toBe(403);
+    expect((await bodyOf<ErrorBody>(self)).error.message).toBe(
+      "This call came from agent olgas-bot, whose token you created; another reviewer has to approve it.",
+    );
+    expect((await approve(held.id, alice.cookie)).status).toBe(200);
   });
 });

@@ -67,6 +67,8 @@ export interface TransitionSpec<F extends MovableStatus> {
   dueBy?: string;
   /** Only a call whose `approvedBy` column is still this (the approvals the decider read). */
   approvedBy?: string;
+  /** Only calls of this requester. */
+  requester?: { kind: "agent" | "user"; name: string };
   set: TransitionColumns;
   /** Who made the move, as the audit log names them ("gatehouse" for the host itself). */
   actor: string;
@@ -103,6 +105,8 @@ export function transition<F extends MovableStatus>(
           spec.id === undefined ? undefined : eq(calls.id, spec.id),
           spec.dueBy === undefined ? undefined : lte(calls.expiresAt, spec.dueBy),
           spec.approvedBy === undefined ? undefined : eq(calls.approvedBy, spec.approvedBy),
+          spec.requester === undefined ? undefined : eq(calls.requesterKind, spec.requester.kind),
+          spec.requester === undefined ? undefined : eq(calls.requesterName, spec.requester.name),
         ),
       )
       .returning()

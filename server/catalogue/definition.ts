@@ -1,8 +1,12 @@
 import "server-only";
 import { createHash } from "node:crypto";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { codePointLabel, HIDDEN_CHARACTER_CLASS } from "@/lib/hidden-text";
 
-/** The parts of a tool that an enabled tool is pinned to. */
+/**
+ * The parts of a tool that an enabled tool is pinned to, as Gatehouse keeps them: cleaned (see
+ * {@link definitionOf}), so what is stored, hashed, pinned, diffed and served is one text.
+ */
 export interface ToolDefinition {
   name: string;
   description: string;
@@ -11,13 +15,43 @@ export interface ToolDefinition {
   annotations: Record<string, unknown> | null;
 }
 
-export function definitionOf(tool: Tool): ToolDefinition {
+/**
+ * A listed tool's definition with its texts made safe to show, each capped at `maxChars`
+ * (default: no cap): hidden characters ({@link cleanDescription}) removed from the name, the
+ * description, the annotations' strings and the texts of both schemas ({@link cleanSchema}).
+ *
+ * Its hash is the hash of this cleaned form, so a server that only adds or removes hidden
+ * characters, or changes a text past the cap, changes nothing anyone is shown and does not
+ * change the definition either; a change an owner or agent could see always does. (Changing
+ * `catalogue.descriptionMaxChars` changes the definition of every tool it cuts differently.)
+ * The name here is only shown: the row keeps the remote name as listed, to call the tool by.
+ */
+export function definitionOf(tool: Tool, maxChars = Number.POSITIVE_INFINITY): ToolDefinition {
+  return cleanDefinition(
+    {
+      name: typeof tool.name === "string" ? tool.name : "",
+      description: typeof tool.description === "string" ? tool.description : "",
+      inputSchema: tool.inputSchema ?? null,
+      outputSchema: tool.outputSchema ?? null,
+      annotations: (tool.annotations as Record<string, unknown> | undefined) ?? null,
+    },
+    maxChars,
+  );
+}
+
+/**
+ * `def` cleaned as {@link definitionOf} cleans a listed tool; a clean definition comes back
+ * equal. Views apply it (without a cap) to what they read, so rows written before the cleaning
+ * was what it is now are served clean too.
+ */
+export function cleanDefinition(def: ToolDefinition, maxChars = Number.POSITIVE_INFINITY): ToolDefinition {
   return {
-    name: tool.name,
-    description: typeof tool.description === "string" ? tool.description : "",
-    inputSchema: tool.inputSchema ?? null,
-    outputSchema: tool.outputSchema ?? null,
-    annotations: (tool.annotations as Record<string, unknown> | undefined) ?? null,
+    name: cleanDescription(def.name),
+    description: cleanDescription(def.description, maxChars),
+    inputSchema: cleanSchema(def.inputSchema, maxChars),
+    outputSchema: cleanSchema(def.outputSchema, maxChars),
+    annotations:
+      def.annotations === null ? null : (cleanStrings(def.annotations, maxChars) as Record<string, unknown>),
   };
 }
 
@@ -37,16 +71,112 @@ export function definitionHash(def: ToolDefinition): string {
   return createHash("sha256").update(canonicalJson(def)).digest("hex");
 }
 
-// C0/C1 controls except tab and newline, plus bidirectional overrides/isolates and zero-width
-// joiners that can make text read differently from what it is.
-const UNSAFE_CHARS =
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
-  /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u200B-\u200F\u202A-\u202E\u2066-\u2069\uFEFF]/g;
+// C0 controls but tab and newline, the hidden characters of lib/hidden-text.ts (tag characters,
+// variation selectors, bidirectional controls, zero-width and other invisible characters, line
+// separators, C1), and unpaired surrogates, which no encoder can send as they are.
+const UNSAFE_CHARS = new RegExp(
+  `[\\u0000-\\u0008\\u000B-\\u001F${HIDDEN_CHARACTER_CLASS}\\uD800-\\uDFFF]`,
+  "gu",
+);
 
-/** A description safe to show: unsafe characters removed, capped at `maxChars` (with "…"). */
-export function cleanDescription(text: string, maxChars: number): string {
-  const clean = text.replace(UNSAFE_CHARS, "");
-  return clean.length > maxChars ? `${clean.slice(0, maxChars - 1)}…` : clean;
+/** A line or paragraph separator becomes the newline it stands for; anything else unsafe goes. */
+const replacementOf = (ch: string): string => (ch === "\u2028" || ch === "\u2029" ? "\n" : "");
+
+/**
+ * A text from a tool server made safe to show (a description, a title, a schema's texts): unsafe
+ * characters removed (U+2028 and U+2029 become newlines), then capped at `maxChars` UTF-16 units
+ * with "…" (default: no cap), never cutting a character in two.
+ */
+export function cleanDescription(text: string, maxChars = Number.POSITIVE_INFINITY): string {
+  const clean = text.replace(UNSAFE_CHARS, replacementOf);
+  if (clean.length <= maxChars) return clean;
+  let end = Math.max(0, maxChars - 1);
+  const last = clean.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return `${clean.slice(0, end)}…`;
+}
+
+/**
+ * Keywords whose value is, or is compared with, what an agent sends, or names a schema or a
+ * format: kept exactly as listed, so the schema the broker validates against means the same.
+ * (An `enum` value with a hidden character is what the server expects to receive.)
+ */
+const VERBATIM_KEYWORDS = new Set([
+  "enum",
+  "const",
+  "default",
+  "examples",
+  "required",
+  "dependentRequired",
+  "type",
+  "format",
+  "pattern",
+  "contentEncoding",
+  "contentMediaType",
+  "discriminator",
+  "$ref",
+  "$id",
+  "id",
+  "$schema",
+  "$anchor",
+  "$dynamicRef",
+  "$dynamicAnchor",
+  "$recursiveRef",
+  "$recursiveAnchor",
+  "$vocabulary",
+]);
+
+/** Keywords whose value maps names (property names, patterns, definition names) to subschemas. */
+const SCHEMA_MAP_KEYWORDS = new Set([
+  "properties",
+  "patternProperties",
+  "$defs",
+  "definitions",
+  "dependentSchemas",
+  "dependencies",
+]);
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/**
+ * A JSON schema from a tool server with every text in it that people and agents read cleaned
+ * and capped like a description: `title`, `description`, `$comment`, and the strings of keywords
+ * JSON Schema does not know (`x-…`), at any depth, in subschemas and definitions alike. Left
+ * exactly as listed: object keys (property names are what an agent sends), the keywords of
+ * {@link VERBATIM_KEYWORDS} (`enum`, `const`, `default`, `examples`, `pattern`, `type`,
+ * `required`, `$ref`, ...), and numbers and booleans — so the cleaned schema accepts and refuses
+ * the same arguments: only texts no validator reads change.
+ */
+export function cleanSchema(schema: unknown, maxChars = Number.POSITIVE_INFINITY): unknown {
+  if (typeof schema === "string") return cleanDescription(schema, maxChars);
+  if (Array.isArray(schema)) return schema.map((s) => cleanSchema(s, maxChars));
+  if (!isRecord(schema)) return schema;
+  // fromEntries, not assignment: a property named "__proto__" stays a property.
+  return Object.fromEntries(
+    Object.entries(schema).map(([key, value]) => {
+      if (VERBATIM_KEYWORDS.has(key)) return [key, value];
+      if (SCHEMA_MAP_KEYWORDS.has(key) && isRecord(value)) {
+        // Only objects are subschemas here. Anything else stays: `dependencies` may map a name to
+        // the names it requires, and a string here is no description of anything.
+        const entries = Object.entries(value).map(([name, sub]) => [
+          name,
+          isRecord(sub) ? cleanSchema(sub, maxChars) : sub,
+        ]);
+        return [key, Object.fromEntries(entries)];
+      }
+      return [key, cleanSchema(value, maxChars)];
+    }),
+  );
+}
+
+/** Every string in `value` cleaned and capped, at any depth; keys, numbers and booleans kept. */
+function cleanStrings(value: unknown, maxChars: number): unknown {
+  if (typeof value === "string") return cleanDescription(value, maxChars);
+  if (Array.isArray(value)) return value.map((v) => cleanStrings(v, maxChars));
+  if (!isRecord(value)) return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, cleanStrings(v, maxChars)]));
 }
 
 export const LOCAL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -54,6 +184,11 @@ export const LOCAL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 /** Why `<server>_<tool>` cannot be used as a local name, or null when it can. */
 export function localNameProblem(server: string, tool: string): string | null {
   if (tool === "") return "the tool has an empty name";
+  const hidden = [...new Set(tool.match(UNSAFE_CHARS) ?? [])];
+  if (hidden.length > 0) {
+    const shown = hidden.slice(0, 5).map(codePointLabel).join(", ");
+    return `the tool name has hidden characters (${shown}${hidden.length > 5 ? ", ..." : ""})`;
+  }
   const localName = `${server}_${tool}`;
   if (localName.length > 64) return `the local name is ${localName.length} characters long (at most 64)`;
   if (!LOCAL_NAME.test(localName)) return "the tool name has characters outside A-Z, a-z, 0-9, '_' and '-'";

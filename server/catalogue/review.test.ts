@@ -42,15 +42,15 @@ describe("a changed tool's review", () => {
     const v = view(d, "srv_a");
     expect(v.availability).toBe("changed");
     expect(v.change?.before?.description).toBe("the a tool");
-    // The full original, control characters and all, is kept for the diff; the list shows it cleaned.
-    expect(v.change?.after.description).toBe(hostile);
-    expect(v.description).not.toContain("\u202E");
+    // The definition is kept as it is served: cleaned, in the diff as in the list.
+    expect(v.change?.after.description).toBe("the a tool <b>and</b> deletes everything");
+    expect(v.description).toBe("the a tool <b>and</b> deletes everything");
     expect(v.change?.diff?.annotations.map((f) => f.text)).toEqual(["readOnlyHint: true → false"]);
     expect(v.change?.diff?.inputSchema).toEqual([
       { path: "properties.q.type", kind: "changed", before: "string", after: "number" },
     ]);
     expect(v.change?.diff?.description?.filter((p) => p.op === "added").map((p) => p.text)).toEqual([
-      " <b>and</b> deletes\u202E everything",
+      " <b>and</b> deletes everything",
     ]);
   });
 

@@ -5,7 +5,7 @@
  */
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
-import { definitionHash, definitionOf } from "./definition";
+import { definitionHash, definitionOf, type ToolDefinition } from "./definition";
 import type { ToolRow } from "./rows";
 import { planRefresh, type RefreshInput } from "./sync-plan";
 
@@ -240,11 +240,74 @@ describe("planRefresh: allowTools", () => {
 });
 
 describe("planRefresh: what is stored and recorded", () => {
-  it("descriptions are cleaned and capped at descriptionMaxChars; the definition keeps the original", () => {
+  it("descriptions are cleaned and capped at descriptionMaxChars, in the stored and hashed definition too", () => {
     const long = `abc\u202Edefghijklmnop`;
     const p = plan({ descriptionMaxChars: 8, listed: [tool("a", { description: long })] });
     expect(p.insert[0]?.description).toBe("abcdefg…");
-    expect(JSON.parse(p.insert[0]?.definition ?? "{}").description).toBe(long);
+    expect(JSON.parse(p.insert[0]?.definition ?? "{}").description).toBe("abcdefg…");
+    expect(p.insert[0]?.definitionHash).toBe(
+      definitionHash(definitionOf(tool("a", { description: "abcdefg…" }))),
+    );
+  });
+
+  it("a schema property description over the cap is capped in the stored definition", () => {
+    const p = plan({
+      descriptionMaxChars: 64,
+      listed: [
+        tool("a", {
+          inputSchema: {
+            type: "object",
+            properties: { q: { type: "string", title: "Q\u{E0051}", description: "q".repeat(500) } },
+          },
+          outputSchema: { type: "object", description: "o".repeat(500) },
+        }),
+      ],
+    });
+    const def = JSON.parse(p.insert[0]?.definition ?? "{}");
+    expect(def.inputSchema.properties.q).toEqual({
+      type: "string",
+      title: "Q",
+      description: `${"q".repeat(63)}…`,
+    });
+    expect(def.outputSchema.description).toBe(`${"o".repeat(63)}…`);
+  });
+
+  it("a server that only adds hidden characters changes nothing: no update, no feed entry, the pin holds", () => {
+    const t = tool("a", {
+      inputSchema: { type: "object", properties: { q: { type: "string", description: "the query" } } },
+    });
+    const sneaky = tool("a", {
+      description: `the a\u200B tool\u{E0041}\u{E0042}`,
+      inputSchema: {
+        type: "object",
+        properties: { q: { type: "string", description: "the\u202E query\uFE0F" } },
+      },
+    });
+    const p = plan({ rows: [enabledRow(t)], listed: [sneaky] });
+    expect(p.update).toEqual([]);
+    expect(p.feed).toEqual([]);
+    expect(p.summary.changed).toEqual([]);
+  });
+
+  it("a row stored raw before cleaning moves to the cleaned hash with its pin and vouch, without a change", () => {
+    const sneaky = tool("a", { description: "the a\u200B tool" });
+    // What an earlier version stored: the listing as it came, hashed raw, pinned and vouched so.
+    const raw: ToolDefinition = { ...definitionOf(tool("a")), description: "the a\u200B tool" };
+    const rawHash = definitionHash(raw);
+    const stored = enabledRow(sneaky, {
+      definition: JSON.stringify(raw),
+      definitionHash: rawHash,
+      pinnedHash: rawHash,
+      pinnedDefinition: JSON.stringify(raw),
+      vouchedHash: rawHash,
+    });
+    const p = plan({ rows: [stored], listed: [sneaky] });
+    expect(p.summary.changed).toEqual([]);
+    expect(p.feed).toEqual([]);
+    const set = p.update[0]?.set;
+    expect(set?.definitionHash).not.toBe(rawHash);
+    expect(set?.pinnedHash).toBe(set?.definitionHash);
+    expect(set?.vouchedHash).toBe(set?.definitionHash);
   });
 
   it("a tool whose local name cannot be served is proposed with why", () => {

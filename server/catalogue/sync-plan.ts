@@ -4,7 +4,7 @@ import type { ChangeDetail, ChangeKind } from "@/lib/api-types";
 import type { ServerConfig } from "../config";
 import type { NewChange, RecordedChange } from "./changes";
 import {
-  cleanDescription,
+  cleanDefinition,
   definitionHash,
   definitionOf,
   isReadOnly,
@@ -68,8 +68,10 @@ export interface NewToolRow extends ListedColumns {
 export interface RowUpdate {
   localName: string;
   set: ListedColumns & {
+    /** Moved with a definition that differs only in how it is cleaned (see planRefresh). */
+    pinnedHash?: string;
     pinnedDefinition?: string;
-    vouchedHash?: null;
+    vouchedHash?: string | null;
     vouchedBy?: null;
     vouchedAt?: null;
   };
@@ -95,6 +97,7 @@ export interface RefreshInput {
    * something is excluded, so a writer may pass an empty set while `allowTools` is unset.
    */
   excludedBefore: ReadonlySet<string>;
+  /** `catalogue.descriptionMaxChars`: the cap of every text of a definition, schema texts included. */
   descriptionMaxChars: number;
 }
 
@@ -182,14 +185,16 @@ export function planRefresh(input: RefreshInput): RefreshPlan {
   for (const name of [...trim.kept, ...trim.admitted]) {
     const tool = byName.get(name);
     if (!tool) continue;
-    const def = definitionOf(tool);
+    // Cleaned and capped before anything else sees it: the stored, hashed and pinned definition
+    // is what owners and agents are shown (see definitionOf).
+    const def = definitionOf(tool, input.descriptionMaxChars);
     const hash = definitionHash(def);
     const localName = `${server.name}_${name}`;
     const columns: ListedColumns = {
       present: true,
       definition: JSON.stringify(def),
       definitionHash: hash,
-      description: cleanDescription(def.description, input.descriptionMaxChars),
+      description: def.description,
       readOnly: isReadOnly(def),
       unusableReason: localNameProblem(server.name, name),
     };
@@ -206,6 +211,24 @@ export function planRefresh(input: RefreshInput): RefreshPlan {
       continue;
     }
     const wasGone = !row.present;
+    // A row stored before definitions were cleaned as they are now (hidden characters, capped
+    // schema texts) differs from today's listing only in that cleaning: the owner saw and
+    // pinned this very content, so the row, its pin and its vouch move to the new hash without
+    // a "changed" entry.
+    if (row.definitionHash !== hash && sameOnceCleaned(row.definition, hash, input.descriptionMaxChars)) {
+      const set: RowUpdate["set"] = { ...columns };
+      if (row.pinnedHash === row.definitionHash) {
+        set.pinnedHash = hash;
+        set.pinnedDefinition = columns.definition;
+      }
+      if (row.vouchedHash !== null && row.vouchedHash === row.definitionHash) set.vouchedHash = hash;
+      plan.update.push({ localName: row.localName, set });
+      if (wasGone) {
+        summary.returned.push(localName);
+        feed.push(entry("returned", name, localName, { status: row.status }));
+      }
+      continue;
+    }
     const defChanged = row.definitionHash !== hash;
     if (wasGone) {
       summary.returned.push(localName);
@@ -286,4 +309,14 @@ export function planRefresh(input: RefreshInput): RefreshPlan {
     plan.audit.push({ action: "catalogue.refresh", subject: server.name, detail: JSON.stringify(summary) });
   }
   return plan;
+}
+
+/** Whether a stored definition, cleaned and capped as listings are now, hashes to `hash`. */
+function sameOnceCleaned(stored: string, hash: string, maxChars: number): boolean {
+  try {
+    return definitionHash(cleanDefinition(JSON.parse(stored) as ToolDefinition, maxChars)) === hash;
+  } catch {
+    // A row always holds JSON we wrote; were it damaged, it is a change like any other.
+    return false;
+  }
 }

@@ -5,11 +5,16 @@ import type { Db } from "../store/db";
 import { tools } from "../store/schema";
 import { approvalNeed, vouchProblem } from "./approval";
 import { availabilityOf, callProblem } from "./callable";
-import type { ToolDefinition } from "./definition";
+import { cleanDefinition, cleanDescription, type ToolDefinition } from "./definition";
 import { diffDefinitions } from "./diff";
 import { parseDefinition, type ToolRow } from "./rows";
 
-/** What owners and agents see of catalogue rows. */
+/**
+ * What owners and agents see of catalogue rows. A refresh stores definitions cleaned (see
+ * `definitionOf`); what is read is cleaned again, which changes nothing for those, so that a row
+ * stored before the cleaning was what it is now (a dark server's, not refreshed since) is
+ * served clean too. A pinned definition is shown as it was pinned: the before of a change.
+ */
 
 /** The enabled (pinned) definition against the current one, for the owner's review. */
 export function changeOf(row: ToolRow, current: ToolDefinition = parseDefinition(row)): ToolChangeView {
@@ -25,17 +30,18 @@ export function changeOf(row: ToolRow, current: ToolDefinition = parseDefinition
 }
 
 export function toCatalogueView(row: ToolRow): CatalogueToolView {
-  const def = parseDefinition(row);
+  const def = cleanDefinition(parseDefinition(row));
   const need = approvalNeed(row, def.annotations);
   const availability = availabilityOf(row);
   return {
     localName: row.localName,
     server: row.server,
-    remoteName: row.remoteName,
+    // The row keeps the name as listed, to call the tool by; people are shown it clean.
+    remoteName: cleanDescription(row.remoteName),
     status: row.status as ToolStatus,
     availability,
     unusableReason: row.unusableReason,
-    description: row.description,
+    description: cleanDescription(row.description),
     inputSchema: def.inputSchema,
     annotations: def.annotations,
     destructive: need.destructive,
@@ -69,10 +75,10 @@ export function listEnabledTools(db: Db): AgentToolView[] {
     .all()
     .filter((r) => callProblem(r, r.localName) === null)
     .map((r) => {
-      const def = parseDefinition(r);
+      const def = cleanDefinition(parseDefinition(r));
       return {
         name: r.localName,
-        description: r.description,
+        description: cleanDescription(r.description),
         inputSchema: def.inputSchema,
         annotations: def.annotations,
         destructive: approvalNeed(r, def.annotations).destructive,

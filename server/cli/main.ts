@@ -4,9 +4,11 @@
  */
 import { CreateTokenBody, CreateUserBody, roles, userEmail } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
-import { createToken, revokeToken } from "../auth/tokens";
+import { createToken } from "../auth/tokens";
 import { createUser } from "../auth/users";
+import { revokeAgent } from "../calls/revoke-agent";
 import { configPathFromEnv, formatIssues, loadConfigFile } from "../config";
+import { EventBus } from "../events";
 import { dbPathFromEnv, openDb } from "../store/db";
 import { rulesTest } from "./rules-test";
 
@@ -92,8 +94,10 @@ async function main(argv: string[]): Promise<number> {
       const { secret } = createToken(db, { name, actor: "cli" });
       process.stdout.write(`created agent token ${name}; it is shown once, keep it now:\n${secret}\n`);
     } else {
-      revokeToken(db, { name, actor: "cli" });
-      process.stdout.write(`revoked agent token ${name}\n`);
+      const { withdrawn } = revokeAgent(db, new EventBus(), { name, actor: "cli" });
+      const calls =
+        withdrawn === 0 ? "" : `; ${withdrawn} pending call${withdrawn === 1 ? "" : "s"} withdrawn`;
+      process.stdout.write(`revoked agent token ${name}${calls}\n`);
     }
     return 0;
   }

@@ -1,6 +1,15 @@
 import "server-only";
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
-import { MAX_REQUEST_BODY_BYTES } from "../request";
+import { logger } from "../log";
+import {
+  CLIENT_ADDRESS_HEADER,
+  clientAddressOf,
+  MAX_REQUEST_BODY_BYTES,
+  trustClientAddressHeader,
+  trustedProxyCount,
+} from "../request";
+
+const log = logger("http");
 
 /**
  * What server/main.ts buffers at most before a handler runs: a backstop a little above
@@ -34,6 +43,39 @@ export function readBody(req: IncomingMessage, max: number): Promise<Buffer | nu
     const onEnd = () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
     req.on("data", onData).once("end", onEnd).once("error", reject);
   });
+}
+
+/**
+ * What server/main.ts applies to every request before anything reads it: sets
+ * `CLIENT_ADDRESS_HEADER` (server/request.ts) to the client's address, per `clientAddressOf`
+ * with `GATEHOUSE_TRUST_PROXY` from `env`, replacing any copy the client sent, or removes it
+ * when the socket has no address. Creating one also tells this process's handlers to believe
+ * that header. A `GATEHOUSE_TRUST_PROXY` it cannot read trusts no proxy, with a warning; so does
+ * the first `X-Forwarded-For` seen while no proxy is trusted (everyone behind that proxy then
+ * shares its sign-in bucket).
+ */
+export function clientAddressStamper(
+  env: Record<string, string | undefined> = process.env,
+): (req: IncomingMessage) => void {
+  const parsed = trustedProxyCount(env.GATEHOUSE_TRUST_PROXY);
+  if (parsed === null)
+    log.warn("GATEHOUSE_TRUST_PROXY is not a number of proxies, true or false: no proxy is trusted");
+  const hops = parsed ?? 0;
+  let warned = false;
+  trustClientAddressHeader();
+  return (req) => {
+    const raw = req.headers["x-forwarded-for"];
+    const forwardedFor = Array.isArray(raw) ? raw.join(", ") : (raw ?? null);
+    if (hops === 0 && forwardedFor !== null && !warned) {
+      warned = true;
+      log.warn(
+        "a request carried X-Forwarded-For but GATEHOUSE_TRUST_PROXY is not set: behind a proxy, set it, or every client shares the proxy's sign-in throttle",
+      );
+    }
+    const address = clientAddressOf(req.socket.remoteAddress, forwardedFor, hops);
+    if (address === null) delete req.headers[CLIENT_ADDRESS_HEADER];
+    else req.headers[CLIENT_ADDRESS_HEADER] = address;
+  };
 }
 
 /** A Node request's headers as web `Headers` (a repeated header keeps every value). */

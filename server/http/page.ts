@@ -4,6 +4,7 @@ import { redirect } from "next/navigation";
 import type { UserView } from "@/lib/api-types";
 import { signInHref } from "@/lib/return-path";
 import { SESSION_COOKIE, sessionUser } from "../auth/sessions";
+import { countUsers } from "../auth/users";
 import { getRuntime } from "../runtime";
 import { PAGE_URL_HEADER } from "./page-url";
 
@@ -40,4 +41,9 @@ export async function currentPageUser(): Promise<UserView> {
   const user = sid ? sessionUser(getRuntime().db, sid) : null;
   if (!user) redirect(signInHref(await requestPath()));
   return user;
+}
+
+/** Whether this Gatehouse has its first owner: the setup link has been used (or no longer applies). */
+export function setupDone(): boolean {
+  return countUsers(getRuntime().db) > 0;
 }

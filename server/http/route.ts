@@ -37,6 +37,16 @@ export function json(data: unknown, status = 200, headers?: HeadersInit): Respon
 }
 
 export function errorResponse(err: unknown): Response {
+  const store = storeProblem(err);
+  if (store) {
+    log.warn(`store ${store.code === "store_busy" ? "busy" : "full"}: answered ${store.status}`, {
+      error: String((err as { code?: unknown }).code),
+    });
+    // Nothing of the request was committed: its transaction rolled back as a whole.
+    return json({ error: { code: store.code, message: store.message } } satisfies ErrorBody, store.status, {
+      "Retry-After": store.code === "store_busy" ? "1" : "60",
+    });
+  }
   if (err instanceof GatehouseError) {
     const headers: Record<string, string> = {};
     if (err.code === "unauthenticated") headers["WWW-Authenticate"] = 'Bearer realm="gatehouse"';
@@ -47,6 +57,25 @@ export function errorResponse(err: unknown): Response {
     error: err instanceof Error ? (err.stack ?? err.message) : String(err),
   });
   return json({ error: { code: "internal", message: "internal error" } } satisfies ErrorBody, 500);
+}
+
+/**
+ * SQLite's "another connection holds the write lock" (after `busy_timeout`) and "the disk is
+ * full" as the API's own errors: a retry hint, not a 500 with internals. Null for anything else.
+ */
+function storeProblem(err: unknown): GatehouseError | null {
+  const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
+  if (typeof code !== "string") return null;
+  if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) {
+    return new GatehouseError(
+      "store_busy",
+      "the store is busy (another process is writing); try again in a moment",
+    );
+  }
+  if (code === "SQLITE_FULL") {
+    return new GatehouseError("store_full", "the store's disk is full; nothing of this request was saved");
+  }
+  return null;
 }
 
 function zodMessage(prefix: string, error: z.ZodError): string {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BACKOFF, backoffDelay } from "./supervisor";
+import { BACKOFF, backoffDelay } from "./supervision";
 
 /** Jitter draws from [0, 1): 0 gives the lower bound, just under 1 the upper one. */
 const LOW = 0;

@@ -7,6 +7,7 @@ import type {
   TransportSendOptions,
 } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, type JSONRPCMessage, type RequestId } from "@modelcontextprotocol/sdk/types.js";
+import { SessionLostError } from "./failures";
 
 /**
  * JSON-RPC error code of the answers Gatehouse synthesises when a server's stream breaks: the
@@ -21,28 +22,81 @@ export const STREAM_ENDED_CODE: number = ErrorCode.ConnectionClosed;
  */
 const SETTLE_MS = 25;
 
+/**
+ * Reopening the GET event stream after it broke: the SDK's steps (1 s growing by 1.5 to 30 s),
+ * but 10 tries (about 100 s) rather than its 2 (2.5 s). A server that takes longer to restart
+ * would otherwise leave the connection without its stream for good, and so without
+ * `list_changed`; and a reopened stream that the server refuses is how a restart shows itself
+ * before the next request.
+ */
+const EVENT_STREAM_REOPEN = {
+  initialReconnectionDelay: 1000,
+  maxReconnectionDelay: 30_000,
+  reconnectionDelayGrowFactor: 1.5,
+  maxRetries: 10,
+};
+
 export class FrameTooLargeError extends Error {
   readonly code = "GATEHOUSE_FRAME_TOO_LARGE";
 }
 
-/** Request ids (not notifications or responses) in a JSON-RPC POST body. */
-function requestIds(body: unknown): RequestId[] {
-  if (typeof body !== "string") return [];
+/** The requests (not notifications or responses) of a JSON-RPC POST body: ids and methods. */
+function requestsOf(body: unknown): { ids: RequestId[]; methods: string[] } {
+  const ids: RequestId[] = [];
+  const methods: string[] = [];
+  if (typeof body !== "string") return { ids, methods };
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
   } catch {
-    return [];
+    return { ids, methods };
   }
   const messages = Array.isArray(parsed) ? parsed : [parsed];
-  const ids: RequestId[] = [];
   for (const m of messages) {
     if (m && typeof m === "object" && "method" in m && "id" in m) {
-      const id = (m as { id: unknown }).id;
+      const { id, method } = m as { id: unknown; method: unknown };
       if (typeof id === "string" || typeof id === "number") ids.push(id);
+      if (typeof method === "string") methods.push(method);
     }
   }
-  return ids;
+  return { ids, methods };
+}
+
+/** Most of a 400 answer read to see whether it names the session; such answers are short. */
+const REFUSAL_PEEK_BYTES = 4096;
+
+/** The first `max` bytes of a body as text; the rest is cancelled, never read. */
+async function peekText(body: ReadableStream<Uint8Array>, max: number): Promise<string> {
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size < max) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.byteLength;
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  return Buffer.concat(chunks).subarray(0, max).toString("utf8");
+}
+
+/**
+ * Whether a 400 answer says the session is unknown: "Bad Request: No valid session ID provided"
+ * (the SDK's example servers, server-everything), "Mcp-Session-Id header is required", or "Server
+ * not initialized" (a server with one transport, restarted).
+ */
+function namesLostSession(text: string): boolean {
+  let message = text;
+  try {
+    const parsed = JSON.parse(text) as { error?: { message?: unknown } };
+    if (typeof parsed.error?.message === "string") message = parsed.error.message;
+  } catch {
+    // Not JSON: judge the text itself.
+  }
+  return /session|not initiali[sz]ed/i.test(message);
 }
 
 /**
@@ -131,10 +185,12 @@ export interface HttpTransportOptions {
 }
 
 /**
- * The SDK's HTTP transports (streamable HTTP, or legacy HTTP+SSE) behind two guards the SDK
- * lacks for untrusted servers: every response body and every SSE event is capped at
- * `maxFrameBytes` as it streams, and a request whose response stream ends or breaks before
- * its answer is failed at once instead of waiting for its timeout.
+ * The SDK's HTTP transports (streamable HTTP, or legacy HTTP+SSE) behind guards the SDK lacks
+ * for untrusted servers: every response body and every SSE event is capped at `maxFrameBytes`
+ * as it streams, and a request whose response stream ends or breaks before its answer is
+ * failed at once instead of waiting for its timeout. For streamable HTTP, an answer saying our
+ * session is gone fails that request with {@link SessionLostError} (the SDK would report it as
+ * an ordinary HTTP error and keep using the dead session).
  */
 export class GuardedHttpTransport implements Transport {
   onclose?: () => void;
@@ -144,11 +200,14 @@ export class GuardedHttpTransport implements Transport {
   private readonly inner: Transport;
   private readonly outstanding = new Set<RequestId>();
   private closed = false;
+  /** A GET event stream of this session was opened: a later refusal of it means the session is gone. */
+  private eventStreamSeen = false;
 
   constructor(opts: HttpTransportOptions) {
     const guardedFetch: FetchLike = async (url, init) => {
-      const ids = init?.method === "POST" ? requestIds(init.body) : [];
-      const res = await opts.fetch(url, init);
+      const { ids, methods } = init?.method === "POST" ? requestsOf(init.body) : { ids: [], methods: [] };
+      let res = await opts.fetch(url, init);
+      if (opts.kind === "http") res = await this.checkSession(init, res, methods);
       if (!res.body || res.status === 204 || res.status === 304) return res;
       const type = res.headers.get("content-type") ?? "";
       const body = limitBody(res.body, opts.maxFrameBytes, type.includes("text/event-stream"), (error) => {
@@ -161,7 +220,11 @@ export class GuardedHttpTransport implements Transport {
     this.inner =
       opts.kind === "sse"
         ? new SSEClientTransport(opts.url, { fetch: guardedFetch, requestInit })
-        : new StreamableHTTPClientTransport(opts.url, { fetch: guardedFetch, requestInit });
+        : new StreamableHTTPClientTransport(opts.url, {
+            fetch: guardedFetch,
+            requestInit,
+            reconnectionOptions: EVENT_STREAM_REOPEN,
+          });
     this.inner.onmessage = (message) => {
       if ("id" in message && message.id !== undefined && ("result" in message || "error" in message)) {
         this.outstanding.delete(message.id);
@@ -173,6 +236,37 @@ export class GuardedHttpTransport implements Transport {
       this.closed = true;
       this.onclose?.();
     };
+  }
+
+  /**
+   * Throws {@link SessionLostError} when the server answers a request that carried our
+   * `Mcp-Session-Id` as one whose session is gone: 404 (the transport spec's word for it), or a
+   * 400 that names the session. Otherwise returns the response (rebuilt when its body was read).
+   */
+  private async checkSession(
+    init: RequestInit | undefined,
+    res: Response,
+    methods: string[],
+  ): Promise<Response> {
+    const method = (init?.method ?? "GET").toUpperCase();
+    const sent = new Headers(init?.headers).has("mcp-session-id");
+    if (method === "GET" && res.ok && sent) this.eventStreamSeen = true;
+    if (!sent || (res.status !== 404 && res.status !== 400)) return res;
+    if (method !== "POST" && method !== "GET") return res;
+    // A GET refused from the start only says the server offers no event stream (some answer 404
+    // rather than 405); refused after a stream of this session was open, the session is gone.
+    if (method === "GET" && !this.eventStreamSeen) return res;
+    if (res.status === 400) {
+      const text = res.body ? await peekText(res.body, REFUSAL_PEEK_BYTES) : "";
+      if (!namesLostSession(text)) {
+        const headers = new Headers(res.headers);
+        headers.delete("content-length");
+        return new Response(text, { status: res.status, statusText: res.statusText, headers });
+      }
+    } else {
+      await res.body?.cancel();
+    }
+    throw new SessionLostError(methods, res.status);
   }
 
   /** After a response body for `ids` ended, fail those the server left unanswered. */

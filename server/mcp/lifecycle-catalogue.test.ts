@@ -13,7 +13,7 @@ import type { ServerConfig } from "../config";
 import { createRuntime, type Runtime } from "../runtime";
 import { tools as toolsTable } from "../store/schema";
 import { registerLifecycleCleanup, runtimes, SLOW, stdioServer } from "./lifecycle-fixtures";
-import { MAX_TOOL_PAGES } from "./supervisor";
+import { MAX_TOOL_PAGES } from "./supervision";
 
 const PAGED = join(FIXTURES, "paged.mjs");
 const GROWING = join(FIXTURES, "growing.mjs");

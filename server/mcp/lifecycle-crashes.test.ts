@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { FIXTURES, gatehouse, Harness, tempDir } from "@/test/support/mcp-harness";
 import { realSetTimeout, registerLifecycleCleanup, rejection, SLOW, stdioServer } from "./lifecycle-fixtures";
-import { CRASH_LOOP, STABLE_AFTER_MS } from "./supervisor";
+import { CRASH_LOOP, STABLE_AFTER_MS } from "./supervision";
 
 const CRASH_ON_START = join(FIXTURES, "crash-on-start.mjs");
 const CRASH_ON_CALL = join(FIXTURES, "crash-on-call.mjs");

@@ -232,14 +232,15 @@ describe("server-everything over streamable HTTP", () => {
   );
 
   it(
-    "without allowPrivate the guard refuses the loopback address at dial time and the server backs off",
+    "without allowPrivate the guard refuses the loopback address at dial time and the server is failed, not retried",
     async () => {
       const harness = new Harness(gatehouse([httpServer("everything", url, false)]));
       harness.manager.start();
-      const { snapshot } = await harness.waitForState("everything", "backoff");
+      const { snapshot } = await harness.waitForState("everything", "failed");
       expect(snapshot.lastError).toContain("refused");
       expect(snapshot.lastError).toContain("loopback");
-      expect(snapshot.nextRetryAt).not.toBeNull();
+      expect(snapshot.nextRetryAt).toBeNull();
+      expect(harness.statesOf("everything")).toEqual(["connecting", "failed"]);
       expect(harness.statesOf("everything")).not.toContain("ready");
       expect(harness.tools.has("everything")).toBe(false);
     },

@@ -3,7 +3,8 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { GatehouseError } from "@/lib/errors";
 import type { GatehouseConfig, ServerConfig } from "../config";
 import type { Logger } from "../log";
-import { ServerSupervisor, type SupervisorDeps, type SupervisorSnapshot } from "./supervisor";
+import type { SupervisorDeps, SupervisorSnapshot } from "./supervision";
+import { ServerSupervisor } from "./supervisor";
 
 export interface ManagerDeps {
   log: Logger;

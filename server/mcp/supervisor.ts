@@ -10,81 +10,38 @@ import {
   type Tool,
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import type { Agent } from "undici";
 import type { ServerState } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import type { ServerConfig } from "../config";
-import type { Logger } from "../log";
-import { createGuardedAgent, guardedFetch } from "../net/guarded-fetch";
-import { GuardedHttpTransport } from "./http-transport";
+import {
+  classifyFailure,
+  type Failure,
+  messageOf,
+  notRetried,
+  SessionLostError,
+  unreached,
+} from "./failures";
 import { collectPages } from "./pages";
-import { BoundedStdioTransport, LineRing } from "./stdio-transport";
+import { LineRing } from "./stdio-transport";
+import {
+  backoffDelay,
+  CRASH_LOOP,
+  HISTORY_LENGTH,
+  MAX_TOOL_PAGES,
+  REFRESH_DEBOUNCE_MS,
+  STABLE_AFTER_MS,
+  type SupervisorDeps,
+  type SupervisorSnapshot,
+  watchUntil,
+} from "./supervision";
+import { createTransport, ServerAgent } from "./transports";
 
-/** Most pages of `tools/list` followed in one refresh. */
-export const MAX_TOOL_PAGES = 20;
-/** Backoff after a failure: base 1 s doubling to a 60 s cap, with jitter in [50 %, 100 %]. */
-export const BACKOFF = { baseMs: 1000, capMs: 60_000 } as const;
-/** A connection must stay ready this long before the backoff exponent resets. */
-export const STABLE_AFTER_MS = 60_000;
-/**
- * A crash loop: this many crashes within `windowMs` stop the retries until the owner presses
- * Reconnect. Every failure of a stdio server counts (its process died or never started); an
- * HTTP server's failures count only after it was ready, so an endpoint that is merely down
- * keeps being retried at the backoff cap.
- */
-export const CRASH_LOOP = { crashes: 5, windowMs: 3 * 60_000 } as const;
-/** Transitions kept for the owner's view of a server's history. */
-export const HISTORY_LENGTH = 50;
-/** Coalesces bursts of `notifications/tools/list_changed`. */
-export const REFRESH_DEBOUNCE_MS = 300;
-
-export interface SupervisorSnapshot {
-  name: string;
-  state: ServerState;
-  lastError: string | null;
-  nextRetryAt: string | null;
-  readySince: string | null;
-  serverInfo: { name: string; version: string } | null;
-  listedTools: number;
-  stderrTail: string[];
-  /** Newest last: state changes with their time and, for failures, the reason. */
-  history: { at: string; state: ServerState; detail: string | null }[];
-}
-
-export interface SupervisorDeps {
-  log: Logger;
-  /** Periodic refresh of the tool list; 0 disables it. */
-  refreshSeconds: number;
-  onState(snapshot: SupervisorSnapshot): void;
-  /** Receives every complete tool list; must not throw. */
-  onTools(server: ServerConfig, tools: Tool[]): void;
-  /** Backoff steps; default {@link BACKOFF}. Tests pass smaller ones to run a crash loop quickly. */
-  backoff?: { baseMs: number; capMs: number };
-}
-
-/** Delay before retry number `attempt` (1-based), with jitter from `random` in [0, 1). */
-export function backoffDelay(
-  attempt: number,
-  random: number = Math.random(),
-  steps: { baseMs: number; capMs: number } = BACKOFF,
-): number {
-  const exp = Math.min(steps.capMs, steps.baseMs * 2 ** Math.max(0, attempt - 1));
-  return Math.round(exp * (0.5 + random / 2));
-}
-
-function messageOf(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  // undici reports every network failure as "fetch failed" with the reason (the outbound guard's
-  // refusal, ECONNREFUSED, ...) only in `cause`; without it lastError would not say what happened.
-  const cause = err.cause instanceof Error ? err.cause.message : "";
-  // The guard's own refusals say everything the owner needs ("refused: localhost resolves to …").
-  if (cause.startsWith("refused: ")) return cause;
-  return cause && !err.message.includes(cause) ? `${err.message}: ${cause}` : err.message;
-}
+export type { SupervisorDeps, SupervisorSnapshot } from "./supervision";
 
 /**
- * Keeps one MCP server connected: `dark` (disabled) or `connecting → ready`, and on any failure
- * `backoff` until the next try. Reads (`snapshot`) never touch the connection, so a hung server
+ * Keeps one MCP server connected: `dark` (disabled) or `connecting → ready`, and on a failure
+ * `backoff` until the next try, or `failed` (a crash loop, or a refusal no retry can fix) until
+ * the owner's Reconnect. Reads (`snapshot`) never touch the connection, so a hung server
  * can never block them. Events from an earlier connection are ignored by generation number.
  */
 export class ServerSupervisor {
@@ -96,7 +53,6 @@ export class ServerSupervisor {
   private listedTools = 0;
   private client: Client | null = null;
   private transport: Transport | null = null;
-  private agent: Agent | null = null;
   private generation = 0;
   private attempt = 0;
   private retryTimer: NodeJS.Timeout | null = null;
@@ -105,12 +61,14 @@ export class ServerSupervisor {
   private periodicTimer: NodeJS.Timeout | null = null;
   private refreshing: Promise<void> | null = null;
   private readonly stderr = new LineRing();
+  private readonly agent: ServerAgent;
 
   constructor(
     readonly config: ServerConfig,
     private readonly deps: SupervisorDeps,
   ) {
     this.state = config.enabled ? "connecting" : "dark";
+    this.agent = new ServerAgent(config);
   }
 
   start(): void {
@@ -146,49 +104,25 @@ export class ServerSupervisor {
     this.state = state;
     this.history.push({ at: new Date().toISOString(), state, detail });
     if (this.history.length > HISTORY_LENGTH) this.history.shift();
+    for (const check of [...this.stateWatchers]) check();
     this.deps.onState(this.snapshot());
   }
 
   private makeTransport(): Transport {
-    const c = this.config;
-    if (c.transport === "stdio") {
-      return new BoundedStdioTransport({
-        command: c.command ?? "",
-        args: c.args,
-        env: c.env,
-        cwd: c.cwd,
-        maxFrameBytes: c.maxFrameBytes,
-        stderr: this.stderr,
-      });
-    }
-    this.agent ??= createGuardedAgent({
-      server: c.name,
-      allowPrivate: c.allowPrivate,
-      connectTimeoutMs: c.timeoutMs,
-    });
     const gen = this.generation;
-    return new GuardedHttpTransport({
-      url: new URL(c.url ?? ""),
-      kind: c.transport === "sse" ? "sse" : "http",
-      headers: c.headers,
-      fetch: guardedFetch(this.agent, {
-        allowPrivate: c.allowPrivate,
-        server: c.name,
-        credentialHeaders: Object.keys(c.headers),
-        minIntervalMs: c.minIntervalMs,
-      }),
-      maxFrameBytes: c.maxFrameBytes,
-      onFatal: (error) => this.fail(gen, error.message),
-    });
+    const onFatal = (error: Error) => this.failWith(gen, error);
+    return createTransport(this.config, { stderr: this.stderr, agent: this.agent, onFatal });
   }
 
-  private async connect(): Promise<void> {
+  /** Dials a new connection; `detail` says why, in the history (e.g. a lost session). */
+  private async connect(detail: string | null = null): Promise<void> {
     // A reconnect or retry that was already on its way when stop() ran must not dial again.
     if (this.state === "closed") return;
     const gen = ++this.generation;
+    this.pendingError = null;
     this.clearTimer("retryTimer");
     this.nextRetryAt = null;
-    this.setState("connecting");
+    this.setState("connecting", detail);
     const client = new Client(
       { name: "gatehouse", version: "0.1.0" },
       { capabilities: { roots: { listChanged: false } } },
@@ -203,14 +137,32 @@ export class ServerSupervisor {
     try {
       transport = this.makeTransport();
     } catch (err) {
-      this.fail(gen, `cannot start: ${messageOf(err)}`);
+      this.failWith(gen, `cannot start: ${messageOf(err)}`);
       return;
     }
-    client.onclose = () => this.fail(gen, this.lastErrorOf(gen) ?? "connection closed");
+    client.onclose = () => {
+      // While connecting, the request under way fails too, and the catch below reports the real
+      // error: the SDK closes the connection *before* it throws (an initialize answered with an
+      // unsupported protocol version, say), and "connection closed" would hide why.
+      if (gen === this.generation && this.state === "connecting") return;
+      this.failWith(gen, this.pendingError ?? "connection closed");
+    };
     client.onerror = (err) => {
-      if (gen !== this.generation) return;
-      this.pendingError = messageOf(err);
-      this.deps.log.warn(`server ${this.config.name}: ${messageOf(err)}`);
+      if (gen !== this.generation || this.lostSession === gen) return;
+      if (err instanceof SessionLostError) {
+        this.lostSession = gen;
+        // Deferred: the request that met the lost session must fail with this error (which says
+        // whether it may be retried), not with the "connection closed" of the teardown.
+        setImmediate(() => this.failWith(gen, err));
+        return;
+      }
+      this.pendingError = err;
+      // While connecting, fail() reports the attempt's error: a second line each try is noise. So
+      // are the SDK's tries to reopen a broken event stream: a real outage fails the next request.
+      const quiet =
+        this.state === "connecting" || /^(SSE stream disconnected|Failed to reconnect SSE)/.test(err.message);
+      const level = quiet ? "debug" : "warn";
+      this.deps.log[level](`server ${this.config.name}: ${messageOf(err)}`);
     };
     this.client = client;
     this.transport = transport;
@@ -231,19 +183,35 @@ export class ServerSupervisor {
       }, STABLE_AFTER_MS);
       this.stableTimer.unref();
     } catch (err) {
-      this.fail(gen, messageOf(err));
+      // "Connection closed" says only that the transport went away; the transport's own error
+      // (a process exit, a refused dial) says why.
+      const closed = err instanceof McpError && err.code === ErrorCode.ConnectionClosed;
+      this.failWith(gen, closed ? (this.pendingError ?? err) : err);
     }
   }
 
-  private pendingError: string | null = null;
+  /** The last error the current connection's transport reported (a later one's gen is ignored). */
+  private pendingError: unknown = null;
+  /** The generation whose session the server forgot; its later errors are the teardown's echo. */
+  private lostSession = -1;
 
-  private lastErrorOf(gen: number): string | null {
-    return gen === this.generation ? this.pendingError : null;
+  /** `fail` with the failure `err` stands for (see {@link classifyFailure}). */
+  private failWith(gen: number, err: unknown): void {
+    this.fail(gen, this.classify(err));
   }
 
-  /** The connection of generation `gen` failed: tear it down and schedule the next try. */
-  private fail(gen: number, reason: string): void {
+  private classify(err: unknown): Failure {
+    return classifyFailure(err, { credentials: Object.keys(this.config.headers).length > 0 });
+  }
+
+  /**
+   * The connection of generation `gen` failed: tear it down, then by the failure's kind go to
+   * `failed` (permanent: only Reconnect dials again), dial a new session at once (a lost session,
+   * the first time since the connection was last stable), or schedule the next try (backoff).
+   */
+  private fail(gen: number, failure: Failure): void {
     if (gen !== this.generation || this.state === "closed" || this.state === "backoff") return;
+    const { reason } = failure;
     const wasReady = this.state === "ready";
     this.generation++;
     this.lastError = reason;
@@ -252,18 +220,31 @@ export class ServerSupervisor {
     this.clearTimer("stableTimer");
     void this.teardown();
     const now = Date.now();
-    if (this.config.transport === "stdio" || wasReady) {
+    let crashLoop = false;
+    if (failure.kind !== "permanent" && (this.config.transport === "stdio" || wasReady)) {
       this.crashTimes = [...this.crashTimes.filter((t) => now - t < CRASH_LOOP.windowMs), now];
-      if (this.crashTimes.length >= CRASH_LOOP.crashes) {
-        this.nextRetryAt = null;
-        this.deps.log.error(
-          `server ${this.config.name} failed ${this.crashTimes.length} times in ${CRASH_LOOP.windowMs / 60_000} minutes: not retrying until an owner reconnects it; last error: ${reason}`,
-        );
-        this.setState("failed", reason);
-        return;
-      }
+      crashLoop = this.crashTimes.length >= CRASH_LOOP.crashes;
+    }
+    if (failure.kind === "permanent" || crashLoop) {
+      this.nextRetryAt = null;
+      const loop = `${this.crashTimes.length} times in ${CRASH_LOOP.windowMs / 60_000} minutes`;
+      const why = crashLoop ? ` ${loop}; last error: ${reason}` : `: ${reason}`;
+      this.deps.log.error(
+        `server ${this.config.name} failed${why}; not retrying until an owner reconnects it`,
+      );
+      this.setState("failed", reason);
+      return;
     }
     this.attempt++;
+    if (failure.kind === "session_lost" && this.attempt === 1) {
+      // The server restarted and answers again: a new session now, not after a backoff. Only once
+      // until the connection is stable again: a server that keeps forgetting sessions (replicas
+      // behind a balancer without affinity, say) gets the usual backoff, and the crash window.
+      // An HTTP connection has no process to stop, so the new one need not wait for the teardown.
+      this.deps.log.info(`server ${this.config.name}: ${reason}; starting a new session`);
+      void this.connect(reason);
+      return;
+    }
     const delay = backoffDelay(this.attempt, Math.random(), this.deps.backoff);
     this.nextRetryAt = now + delay;
     this.deps.log.warn(`server ${this.config.name} failed: ${reason}; retry in ${delay} ms`);
@@ -326,13 +307,20 @@ export class ServerSupervisor {
     this.refreshTimer.unref();
   }
 
-  /** Re-lists tools now if ready; concurrent calls share one refresh. */
+  /**
+   * Re-lists tools now if ready; concurrent calls share one refresh. A refresh that fails is a
+   * connection that fails (never `ready` with a list nobody could fetch): backoff, `failed` or,
+   * for a lost session, a new one at once, which lists the tools itself and is awaited here.
+   */
   async refreshTools(): Promise<void> {
     if (this.state !== "ready") return;
     if (this.refreshing) return this.refreshing;
     const gen = this.generation;
     this.refreshing = this.listAndPublish(gen)
-      .catch((err) => this.deps.log.warn(`server ${this.config.name}: refresh failed: ${messageOf(err)}`))
+      .catch(async (err) => {
+        this.failWith(gen, err);
+        if (err instanceof SessionLostError) await this.nextReady(gen).catch(() => undefined);
+      })
       .finally(() => {
         this.refreshing = null;
       });
@@ -366,34 +354,74 @@ export class ServerSupervisor {
   /**
    * Runs a request on the live connection with the server's deadline (tool calls, and an owner's
    * reads of resources and prompts). `server_unavailable` when not ready; a timeout becomes
-   * `upstream_timeout`, anything else `upstream_error`.
+   * `upstream_timeout`, anything else `upstream_error`. When the server has forgotten the
+   * session (it restarted), a new one is started; a request that only reads is then run once
+   * more on it, any other (a `tools/call`) fails saying it was not retried.
    */
   async read<T>(fn: (client: Client, options: RequestOptions) => Promise<T>): Promise<T> {
     const client = this.client;
-    if (this.state !== "ready" || !client) {
-      const why = this.lastError ? `: ${this.lastError}` : "";
-      throw new GatehouseError("server_unavailable", `server ${this.config.name} is ${this.state}${why}`);
-    }
+    if (this.state !== "ready" || !client) throw this.unavailable();
     const gen = this.generation;
     try {
       return await fn(client, { timeout: this.config.timeoutMs });
     } catch (err) {
-      if (err instanceof GatehouseError) throw err;
-      if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
-        throw new GatehouseError(
-          "upstream_timeout",
-          `server ${this.config.name} did not answer within ${this.config.timeoutMs} ms`,
-          { cause: err },
-        );
+      if (!(err instanceof SessionLostError) || !err.retrySafe) throw this.requestError(err, gen);
+      this.failWith(gen, err);
+      const next = await this.nextReady(gen);
+      const retryGen = this.generation;
+      try {
+        return await fn(next, { timeout: this.config.timeoutMs });
+      } catch (again) {
+        throw this.requestError(again, retryGen);
       }
-      // When the connection failed under the request (oversized frame, process exit), the SDK
-      // only says "Connection closed"; the reason is the failure the supervisor recorded.
-      const failure = this.failureSince(gen);
-      const why = failure ? ` (${failure})` : "";
-      throw new GatehouseError("upstream_error", `server ${this.config.name}: ${messageOf(err)}${why}`, {
-        cause: err,
-      });
     }
+  }
+
+  private unavailable(): GatehouseError {
+    const why = this.lastError ? `: ${this.lastError}` : "";
+    return new GatehouseError("server_unavailable", `server ${this.config.name} is ${this.state}${why}`);
+  }
+
+  /** What the caller of {@link read} gets for a request of generation `gen` that failed. */
+  private requestError(err: unknown, gen: number): GatehouseError {
+    if (err instanceof GatehouseError) return err;
+    const name = this.config.name;
+    if (err instanceof SessionLostError) {
+      this.failWith(gen, err);
+      return new GatehouseError("upstream_error", `server ${name} ${notRetried(err)}`, { cause: err });
+    }
+    if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
+      const late = `server ${name} did not answer within ${this.config.timeoutMs} ms`;
+      return new GatehouseError("upstream_timeout", late, { cause: err });
+    }
+    // The server did not answer at all (refused, reset, an HTTP error, a broken stream): check at
+    // once whether the connection still works, so the status does not say `ready` while it is not.
+    if (unreached(err)) this.scheduleRefresh();
+    // When the connection failed under the request (oversized frame, process exit), the SDK
+    // only says "Connection closed"; the reason is the failure the supervisor recorded.
+    const failure = this.failureSince(gen);
+    const why = failure ? ` (${failure})` : "";
+    const reason = this.classify(err).reason;
+    return new GatehouseError("upstream_error", `server ${name}: ${reason}${why}`, { cause: err });
+  }
+
+  /** Checks run on every state change: the waits of {@link nextReady}. */
+  private readonly stateWatchers = new Set<() => void>();
+
+  /**
+   * The client of the first connection newer than generation `gen` to become ready. Fails with
+   * `server_unavailable` when that connection fails first (or the supervisor stops), and with
+   * `upstream_timeout` after `timeoutMs`.
+   */
+  private nextReady(gen: number): Promise<Client> {
+    const { name, timeoutMs } = this.config;
+    const late = () =>
+      new GatehouseError("upstream_timeout", `server ${name} was not ready again within ${timeoutMs} ms`);
+    return watchUntil(this.stateWatchers, timeoutMs, late, () => {
+      if (this.generation <= gen || this.state === "connecting") return undefined;
+      if (this.state === "ready" && this.client) return this.client;
+      throw this.unavailable();
+    });
   }
 
   /** Owner's "reconnect now": drops the current connection and dials at once. */
@@ -412,10 +440,10 @@ export class ServerSupervisor {
     for (const t of ["retryTimer", "stableTimer", "refreshTimer", "periodicTimer"] as const)
       this.clearTimer(t);
     this.state = "closed";
+    for (const check of [...this.stateWatchers]) check();
     await this.teardown();
     await Promise.all([...this.teardowns]);
-    await this.agent?.close().catch(() => undefined);
-    this.agent = null;
+    await this.agent.close();
     this.deps.onState(this.snapshot());
   }
 }

@@ -1,10 +1,16 @@
 import { principalName } from "@/server/auth/access";
-import { revokeToken } from "@/server/auth/tokens";
 import { route, who } from "@/server/http/route";
 
-/** Revokes an agent token; its grants end with it, and open grant lists are told. */
+/**
+ * Revokes an agent token: its pending calls are withdrawn and its grants end with it (one
+ * transaction), its `/mcp` sessions end, and open grant lists are told.
+ */
 export const DELETE = route({ access: ["owner"] }, (ctx) => {
-  const token = revokeToken(ctx.runtime.db, { name: ctx.params.name ?? "", actor: principalName(who(ctx)) });
+  const { token, withdrawn } = ctx.runtime.broker.revokeAgent({
+    name: ctx.params.name ?? "",
+    actor: principalName(who(ctx)),
+  });
+  ctx.runtime.agentMcp.endRevokedSessions();
   ctx.runtime.bus.publish({ type: "grants" });
-  return { token };
+  return { token, withdrawn };
 });

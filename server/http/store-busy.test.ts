@@ -1,0 +1,34 @@
+import Database from "better-sqlite3";
+import { afterEach, describe, expect, it } from "vitest";
+import { bodyOf, createTestUser, request, startTestRuntime, type TestRuntime } from "@/test/support/runtime";
+
+let rt: TestRuntime | null = null;
+afterEach(async () => {
+  await rt?.stop();
+  rt = null;
+});
+
+describe("a store another process is writing to", () => {
+  it("answers 503 store_busy with a retry hint, writes nothing, and works again once the lock is gone", async () => {
+    rt = await startTestRuntime();
+    const owner = await createTestUser(rt.runtime, "olga", ["owner"]);
+    // Another process holds SQLite's write lock past Gatehouse's busy timeout.
+    const other = new Database(rt.dbFile);
+    other.prepare("BEGIN IMMEDIATE").run();
+    try {
+      const res = await request("POST", "/api/tokens", { cookie: owner.cookie, body: { name: "busy-bot" } });
+      expect(res.status).toBe(503);
+      expect(res.headers.get("retry-after")).toBe("1");
+      expect((await bodyOf<{ error: { code: string } }>(res)).error.code).toBe("store_busy");
+    } finally {
+      other.prepare("ROLLBACK").run();
+      other.close();
+    }
+    const tokens = rt.runtime.db.$client
+      .prepare("SELECT count(*) AS n FROM agent_tokens WHERE name = 'busy-bot'")
+      .get() as { n: number };
+    expect(tokens.n).toBe(0);
+    const again = await request("POST", "/api/tokens", { cookie: owner.cookie, body: { name: "busy-bot" } });
+    expect(again.status).toBeLessThan(300);
+  }, 20_000);
+});

@@ -1,0 +1,228 @@
+import "server-only";
+import { SseError } from "@modelcontextprotocol/sdk/client/sse.js";
+import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ErrorCode, McpError, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
+
+/**
+ * What a connection failure means for the next try:
+ * - `permanent`: trying again cannot help until something changes (the server's credentials,
+ *   its protocol, the address policy): the server goes to `failed` at once, and only the owner's
+ *   Reconnect dials again.
+ * - `session_lost`: the server forgot our streamable-HTTP session (it restarted): start a new
+ *   session at once.
+ * - `transient`: anything else (refused or reset connections, timeouts, 5xx, a process that
+ *   died): the usual backoff.
+ */
+export type FailureKind = "permanent" | "session_lost" | "transient";
+
+export interface Failure {
+  kind: FailureKind;
+  /** Plain-language reason, for `lastError`, the history and the log. */
+  reason: string;
+}
+
+/**
+ * JSON-RPC error code a server that speaks only newer protocol revisions answers `initialize`
+ * with (the v2 SDK's `UnsupportedProtocolVersion`, e.g. under `legacy: "reject"`).
+ */
+export const UNSUPPORTED_PROTOCOL_VERSION_CODE = -32022;
+
+/**
+ * Requests that may be sent again on a new session after the old one was lost: they only read.
+ * `tools/call` is never among them: a call may have run, and running it twice is the caller's
+ * decision, never ours.
+ */
+export const RETRY_SAFE_METHODS: ReadonlySet<string> = new Set([
+  "ping",
+  "tools/list",
+  "resources/list",
+  "resources/templates/list",
+  "resources/read",
+  "prompts/list",
+  "prompts/get",
+  "completion/complete",
+]);
+
+/**
+ * A streamable-HTTP server answered a request carrying our `Mcp-Session-Id` with 404 (the spec's
+ * "this session is gone") or a 400 naming the session (what the SDK's example servers and
+ * server-everything answer once restarted). `methods` are the JSON-RPC requests that POST
+ * carried (none for the GET event stream).
+ */
+export class SessionLostError extends Error {
+  readonly code = "GATEHOUSE_SESSION_LOST";
+
+  constructor(
+    readonly methods: readonly string[],
+    readonly status: number,
+  ) {
+    super(`the server no longer knows Gatehouse's session (HTTP ${status}); it has probably restarted`);
+  }
+
+  /** Whether every request it refused only reads, so it may be sent again on a new session. */
+  get retrySafe(): boolean {
+    return this.methods.length > 0 && this.methods.every((m) => RETRY_SAFE_METHODS.has(m));
+  }
+}
+
+/**
+ * The rest of the sentence "server X …" for a request that met a lost session and was not sent
+ * again: it says the outcome of a tool call is unknown, never that the call failed.
+ */
+export function notRetried(err: SessionLostError): string {
+  const what = err.methods.includes("tools/call") ? "the call" : "the request";
+  return `restarted and no longer knows Gatehouse's session: ${what} was not retried (a tool call is never sent twice), so whether it ran is unknown; Gatehouse is starting a new session`;
+}
+
+/** `err` and its causes, outermost first (bounded: a cause chain may loop). */
+function chain(err: unknown): unknown[] {
+  const out: unknown[] = [];
+  for (let e = err; e !== undefined && e !== null && out.length < 8; e = (e as { cause?: unknown }).cause) {
+    out.push(e);
+    if (!(e instanceof Error)) break;
+  }
+  return out;
+}
+
+/**
+ * Whether a request failed because the server could not be reached or its answer never arrived
+ * whole (a refused or reset connection, an HTTP error status, a broken stream), rather than
+ * because the server answered with an error, the caller gave up, or the SDK refused a result.
+ */
+export function unreached(err: unknown): boolean {
+  return chain(err).some(
+    (e) =>
+      e instanceof StreamableHTTPError ||
+      e instanceof SseError ||
+      (e instanceof McpError && e.code === ErrorCode.ConnectionClosed) ||
+      (e instanceof TypeError && e.message === "fetch failed"),
+  );
+}
+
+/** A readable message for any thrown value, with undici's hidden reason. */
+export function messageOf(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  // undici reports every network failure as "fetch failed" with the reason (the outbound guard's
+  // refusal, ECONNREFUSED, ...) only in `cause`; without it lastError would not say what happened.
+  const cause = err.cause instanceof Error ? err.cause.message : "";
+  // The guard's own refusals say everything the owner needs ("refused: localhost resolves to …").
+  if (cause.startsWith("refused: ")) return cause;
+  return cause && !err.message.includes(cause) ? `${err.message}: ${cause}` : err.message;
+}
+
+/** HTTP status of an SDK transport error (streamable HTTP or legacy SSE), if it carries one. */
+function httpStatus(err: unknown): number | null {
+  if ((err instanceof StreamableHTTPError || err instanceof SseError) && typeof err.code === "number") {
+    return err.code;
+  }
+  return null;
+}
+
+/** A protocol version as the server wrote it, if it looks like one (it is shown to the owner). */
+function shownVersion(v: unknown): string | null {
+  return typeof v === "string" && /^[\w.-]{1,32}$/.test(v) ? v : null;
+}
+
+/** The versions a refusing server says it supports (JSON-RPC error data `supported`), sanitised. */
+function supportedBy(data: unknown): string[] {
+  const list = (data as { supported?: unknown } | null)?.supported;
+  if (!Array.isArray(list)) return [];
+  return list
+    .map(shownVersion)
+    .filter((v): v is string => v !== null)
+    .slice(0, 8);
+}
+
+/** The JSON-RPC error inside an SDK HTTP error's message ("Error POSTing to endpoint: {…}"). */
+function embeddedRpcError(message: string): { code?: unknown; message?: unknown; data?: unknown } | null {
+  const start = message.indexOf("{");
+  if (start === -1) return null;
+  try {
+    const body = JSON.parse(message.slice(start)) as { error?: unknown };
+    return body.error && typeof body.error === "object" ? (body.error as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+const OURS = SUPPORTED_PROTOCOL_VERSIONS.join(", ");
+
+function unsupportedVersion(err: unknown): string | null {
+  const message = err instanceof Error ? err.message : "";
+  // The SDK client's own check of the version the server chose in its initialize result.
+  const chosen = /protocol version is not supported: (.*)$/.exec(message);
+  if (chosen) {
+    const v = shownVersion(chosen[1]);
+    return `the server answered with MCP protocol version ${v ?? "(unreadable)"}, which Gatehouse does not speak (it speaks ${OURS})`;
+  }
+  let rpc: { code?: unknown; message?: unknown; data?: unknown } | null = null;
+  if (err instanceof McpError) rpc = { code: err.code, message: err.message, data: err.data };
+  else if (httpStatus(err) === 400) rpc = embeddedRpcError(message);
+  if (!rpc) return null;
+  const text = typeof rpc.message === "string" ? rpc.message : "";
+  if (rpc.code !== UNSUPPORTED_PROTOCOL_VERSION_CODE && !/unsupported protocol version/i.test(text))
+    return null;
+  const theirs = supportedBy(rpc.data);
+  const they = theirs.length > 0 ? ` (it speaks ${theirs.join(", ")})` : "";
+  return `the server does not support the MCP protocol versions Gatehouse speaks (${OURS})${they}`;
+}
+
+/**
+ * The one place that decides whether a connection failure is worth retrying, and says why in
+ * words an owner can act on. `credentials`: the server has configured headers (a 401 then means
+ * they were not accepted, rather than missing). Unknown errors are transient.
+ */
+export function classifyFailure(err: unknown, ctx: { credentials: boolean }): Failure {
+  const all = chain(err);
+  if (all.some((e) => e instanceof SessionLostError)) {
+    return { kind: "session_lost", reason: messageOf(err) };
+  }
+  const refused = all.find(
+    (e): e is Error => e instanceof Error && (e as { code?: unknown }).code === "GATEHOUSE_REFUSED_ADDRESS",
+  );
+  // The guard's words already name the address, its kind and the fix ("set allowPrivate").
+  if (refused) return { kind: "permanent", reason: refused.message };
+  for (const e of all) {
+    const status = httpStatus(e);
+    if (status === 401) {
+      return {
+        kind: "permanent",
+        reason: ctx.credentials
+          ? "the server did not accept the credentials in its headers (HTTP 401): check them in gatehouse.json"
+          : "the server requires authorization (HTTP 401): set the credentials it expects in its headers in gatehouse.json",
+      };
+    }
+    if (status === 403) {
+      return {
+        kind: "permanent",
+        reason:
+          "the server refused access (HTTP 403): check the credentials in its headers in gatehouse.json and what they allow",
+      };
+    }
+    const version = unsupportedVersion(e);
+    if (version) return { kind: "permanent", reason: version };
+  }
+  for (const e of all) {
+    const status = httpStatus(e);
+    if (status !== null && status >= 100)
+      return { kind: "transient", reason: httpReason(e as Error, status) };
+  }
+  return { kind: "transient", reason: messageOf(err) };
+}
+
+/** Most characters of a server's error text kept in a reason. */
+const SERVER_TEXT_MAX = 200;
+
+/**
+ * "the server answered HTTP 503: <its text>": the SDK's own message omits the status and
+ * carries the whole body, which the server chose.
+ */
+function httpReason(err: Error, status: number): string {
+  const text = err.message
+    .replace(/^(Streamable HTTP error|SSE error): /, "")
+    .replace(/^(Error POSTing to endpoint|Failed to open SSE stream)(: )?/, "")
+    .replace(/\s+/g, " ")
+    .trim();
+  const shown = text.length > SERVER_TEXT_MAX ? `${text.slice(0, SERVER_TEXT_MAX)}…` : text;
+  return `the server answered HTTP ${status}${shown ? `: ${shown}` : ""}`;
+}

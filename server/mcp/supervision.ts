@@ -1,0 +1,97 @@
+import "server-only";
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { ServerState } from "@/lib/api-types";
+import type { ServerConfig } from "../config";
+import type { Logger } from "../log";
+
+// The supervisor's policy (limits, backoff steps, what it reports) and the one wait it needs,
+// apart from the state machine in supervisor.ts.
+
+/** Most pages of `tools/list` followed in one refresh. */
+export const MAX_TOOL_PAGES = 20;
+/** Backoff after a failure: base 1 s doubling to a 60 s cap, with jitter in [50 %, 100 %]. */
+export const BACKOFF = { baseMs: 1000, capMs: 60_000 } as const;
+/** A connection must stay ready this long before the backoff exponent resets. */
+export const STABLE_AFTER_MS = 60_000;
+/**
+ * A crash loop: this many crashes within `windowMs` stop the retries until the owner presses
+ * Reconnect. Every failure of a stdio server counts (its process died or never started); an
+ * HTTP server's failures count only after it was ready, so an endpoint that is merely down
+ * keeps being retried at the backoff cap.
+ */
+export const CRASH_LOOP = { crashes: 5, windowMs: 3 * 60_000 } as const;
+/** Transitions kept for the owner's view of a server's history. */
+export const HISTORY_LENGTH = 50;
+/** Coalesces bursts of `notifications/tools/list_changed`. */
+export const REFRESH_DEBOUNCE_MS = 300;
+
+export interface SupervisorSnapshot {
+  name: string;
+  state: ServerState;
+  lastError: string | null;
+  nextRetryAt: string | null;
+  readySince: string | null;
+  serverInfo: { name: string; version: string } | null;
+  listedTools: number;
+  stderrTail: string[];
+  /** Newest last: state changes with their time and, for failures, the reason. */
+  history: { at: string; state: ServerState; detail: string | null }[];
+}
+
+export interface SupervisorDeps {
+  log: Logger;
+  /** Periodic refresh of the tool list; 0 disables it. */
+  refreshSeconds: number;
+  onState(snapshot: SupervisorSnapshot): void;
+  /** Receives every complete tool list; must not throw. */
+  onTools(server: ServerConfig, tools: Tool[]): void;
+  /** Backoff steps; default {@link BACKOFF}. Tests pass smaller ones to run a crash loop quickly. */
+  backoff?: { baseMs: number; capMs: number };
+}
+
+/** Delay before retry number `attempt` (1-based), with jitter from `random` in [0, 1). */
+export function backoffDelay(
+  attempt: number,
+  random: number = Math.random(),
+  steps: { baseMs: number; capMs: number } = BACKOFF,
+): number {
+  const exp = Math.min(steps.capMs, steps.baseMs * 2 ** Math.max(0, attempt - 1));
+  return Math.round(exp * (0.5 + random / 2));
+}
+
+/**
+ * Resolves with the first defined value of `probe`, checked now and each time the owner of
+ * `watchers` runs them (on every state change); rejects when `probe` throws, and with
+ * `late()` after `timeoutMs`. The timer is unref'd: a wait never keeps the process up.
+ */
+export function watchUntil<T>(
+  watchers: Set<() => void>,
+  timeoutMs: number,
+  late: () => Error,
+  probe: () => T | undefined,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const done = () => {
+      clearTimeout(timer);
+      watchers.delete(check);
+    };
+    const check = () => {
+      try {
+        const value = probe();
+        if (value === undefined) return;
+        done();
+        resolve(value);
+      } catch (err) {
+        done();
+        reject(err);
+      }
+    };
+    const timer = setTimeout(() => {
+      done();
+      reject(late());
+    }, timeoutMs);
+    timer.unref();
+    watchers.add(check);
+    check();
+  });
+}
