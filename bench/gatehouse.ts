@@ -106,6 +106,25 @@ export async function startGatehouse(servers: Record<string, unknown>, enable: s
     });
     const { secret: token } = (await tok.body.json()) as { secret: string };
     const bearer = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+    // The owner made the agent's token, so the owner may not approve its calls: a reviewer does.
+    const added = await request(`${base}/api/users`, {
+      method: "POST",
+      headers: owner,
+      body: JSON.stringify({
+        name: "bench-reviewer",
+        password: "bench-reviewer-password",
+        roles: ["reviewer"],
+      }),
+    });
+    await added.body.text();
+    const signIn = await request(`${base}/api/session`, {
+      method: "POST",
+      headers: origin,
+      body: JSON.stringify({ name: "bench-reviewer", password: "bench-reviewer-password" }),
+    });
+    const reviewerCookie = String([signIn.headers["set-cookie"]].flat()[0]).split(";")[0] ?? "";
+    await signIn.body.text();
+    const reviewer = { ...origin, cookie: reviewerCookie };
 
     return {
       base,
@@ -125,7 +144,7 @@ export async function startGatehouse(servers: Record<string, unknown>, enable: s
       async approve(id) {
         const res = await request(`${base}/api/calls/${id}/approve`, {
           method: "POST",
-          headers: owner,
+          headers: reviewer,
           dispatcher: agent,
         });
         await res.body.text();

@@ -18,7 +18,9 @@
 
 /** The list above as the inside of a regular expression's character class (for the `u` flag). */
 export const HIDDEN_CHARACTER_CLASS =
-  "\\u007F-\\u009F\\u00AD\\u061C\\u180E\\u200B-\\u200F\\u2028\\u2029\\u202A-\\u202E\\u2060-\\u206F" +
+  // Every default-ignorable code point too (Hangul fillers, Mongolian variation selectors, U+034F,
+  // U+E0080–E0FFF, …): characters a renderer shows as nothing.
+  "\\p{Default_Ignorable_Code_Point}\\u007F-\\u009F\\u00AD\\u061C\\u180E\\u200B-\\u200F\\u2028\\u2029\\u202A-\\u202E\\u2060-\\u206F" +
   "\\uFE00-\\uFE0F\\uFEFF\\uFFF9-\\uFFFB\\u{E0000}-\\u{E007F}\\u{E0100}-\\u{E01EF}";
 
 /**

@@ -1,11 +1,12 @@
 import "server-only";
+import { eq } from "drizzle-orm";
 import { callProblem } from "../catalogue/callable";
 import { approvalNeed, getToolRow } from "../catalogue/catalogue";
 import { takeGrant } from "../grants";
 import type { RuleSkip } from "../rules";
 import { writeAudit } from "../store/audit";
 import type { Db } from "../store/db";
-import type { tools } from "../store/schema";
+import { agentTokens, type tools } from "../store/schema";
 import type { CallEventName } from "./broker";
 import type { CallRow, Requester } from "./call-row";
 import {
@@ -26,6 +27,16 @@ type Notify = ((db: Db, event: CallEventName, call: CallRow) => void) | undefine
  * commit (one write, all or nothing). Synchronous, so what it reads and writes in the store cannot
  * interleave with another call's birth.
  */
+
+/** Whether the agent token of that name is revoked (or gone). */
+function tokenRevoked(db: Db, name: string): boolean {
+  const token = db
+    .select({ revokedAt: agentTokens.revokedAt })
+    .from(agentTokens)
+    .where(eq(agentTokens.name, name))
+    .get();
+  return !token || token.revokedAt !== null;
+}
 
 /** What a call's birth is made of. */
 export interface Birth {
@@ -56,6 +67,11 @@ function skippedText(skipped: readonly RuleSkip[]): string {
 function asNow(db: Db, b: Birth): CallDecision {
   const decision = b.decision;
   if (decision.outcome === "stop" || !b.row) return decision;
+  // Revoking a token withdraws its pending calls; one being decided meanwhile must not be born.
+  if (b.requester.kind === "agent" && tokenRevoked(db, b.requester.name)) {
+    const message = "the agent's token was revoked while the call was being decided";
+    return { outcome: "stop", code: "unauthenticated", message, rule: null, reason: null, why: message };
+  }
   const now = getToolRow(db, b.row.localName);
   const problem = callProblem(now, b.row.localName);
   if (problem || !now || now.definitionHash !== b.row.definitionHash) {

@@ -167,7 +167,18 @@ export class CallBroker {
       this.deps.bus.publish({ type: "call", id: call.id, status: "pending" });
       return { httpStatus: 202, call: toView(running, toolNow) };
     }
-    const outcome = await this.execute({ ...running, args });
+    let outcome: Awaited<ReturnType<typeof runCall>>;
+    try {
+      outcome = await this.execute({ ...running, args });
+    } catch (err) {
+      // The tool was asked; only its outcome could not be stored (a busy or full store). That is
+      // no "try again": a retry would run the tool twice.
+      throw new GatehouseError(
+        "internal",
+        `call ${call.id} was sent to the tool, but its outcome could not be stored; do not repeat it: look it up with GET /api/calls/${call.id}`,
+        { cause: err },
+      );
+    }
     // The view is built from what was just written: no read-back of the row, unless the row was
     // taken out of `running` meanwhile and the outcome was not written.
     const view = outcome.moved

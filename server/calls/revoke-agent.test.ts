@@ -51,4 +51,22 @@ describe("revoking an agent's token", () => {
       await mcp.close().catch(() => undefined);
     }
   });
+
+  it("a call being decided while its token is revoked is not born pending or running", async () => {
+    const rt = await start({
+      config: {
+        rules: [{ name: "slow-look", tools: ["demo_*"], when: "args.text.size() > 0", decision: "review" }],
+      },
+    });
+    await people(rt);
+    // The request reads the tool and waits for the rule's worker; the owner revokes in between.
+    const answer = rt.runtime.broker.request(
+      { kind: "agent", name: "agent-a" },
+      { tool: "demo_add_note", arguments: { text: "late" } },
+    );
+    rt.runtime.broker.revokeAgent({ name: "agent-a", actor: "olga" });
+    await expect(answer).rejects.toMatchObject({ code: "unauthenticated" });
+    const [last] = rt.runtime.broker.list({ limit: 1 });
+    expect(last?.status).toBe("refused");
+  });
 });

@@ -89,7 +89,7 @@ describe("cleanSchema", () => {
     });
   });
 
-  it("keeps property names and the values an agent sends exactly as listed", () => {
+  it("keeps property names and the values an agent sends exactly as listed; cleans default and examples", () => {
     const z = "\u200B";
     const schema = {
       type: ["object", "null"],
@@ -110,7 +110,13 @@ describe("cleanSchema", () => {
     const clean = cleanSchema(schema) as typeof schema;
     expect(clean.type).toEqual(["object", "null"]);
     expect(Object.keys(clean.properties)).toEqual([`name${z}`, "type", "description", "enum", "__proto__"]);
-    expect(clean.properties[`name${z}`]).toEqual(schema.properties[`name${z}`]);
+    // What an agent sends stays; `default` and `examples` are text a model reads: cleaned.
+    expect(clean.properties[`name${z}`]).toEqual({
+      type: "string",
+      enum: [`a${z}`, "b"],
+      default: "a",
+      examples: ["a"],
+    });
     expect(clean.properties.type).toEqual({ type: "string", description: "kind", const: `k${z}` });
     expect(clean.properties.description).toEqual({
       type: "string",
@@ -249,5 +255,11 @@ describe("localNameProblem", () => {
       "the tool name has hidden characters (U+200B, U+E0041)",
     );
     expect(localNameProblem("srv", "delete")).toBeNull();
+  });
+});
+
+describe("every default-ignorable character is hidden text", () => {
+  it("Hangul fillers, Mongolian variation selectors and the combining grapheme joiner are stripped", () => {
+    expect(cleanDescription("a\u3164b\u115Fc\u180Bd\u034Fe\u{E0080}f")).toBe("abcdef");
   });
 });

@@ -99,13 +99,13 @@ export function cleanDescription(text: string, maxChars = Number.POSITIVE_INFINI
 /**
  * Keywords whose value is, or is compared with, what an agent sends, or names a schema or a
  * format: kept exactly as listed, so the schema the broker validates against means the same.
- * (An `enum` value with a hidden character is what the server expects to receive.)
+ * (An `enum` value with a hidden character is what the server expects to receive.) `default` and
+ * `examples` are not among them: no validator reads them (Ajv runs without `useDefaults`), and they
+ * are text a model reads, so their strings are cleaned and capped like a description.
  */
 const VERBATIM_KEYWORDS = new Set([
   "enum",
   "const",
-  "default",
-  "examples",
   "required",
   "dependentRequired",
   "type",

@@ -308,6 +308,8 @@ describe("planRefresh: what is stored and recorded", () => {
     expect(set?.definitionHash).not.toBe(rawHash);
     expect(set?.pinnedHash).toBe(set?.definitionHash);
     expect(set?.vouchedHash).toBe(set?.definitionHash);
+    // Grants and pending calls bound to the old hash are moved by the writer (see sync.ts).
+    expect(p.update[0]?.rehashedFrom).toBe(rawHash);
   });
 
   it("a tool whose local name cannot be served is proposed with why", () => {

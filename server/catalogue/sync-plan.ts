@@ -67,6 +67,11 @@ export interface NewToolRow extends ListedColumns {
 /** New values for an existing row; its status, pin and "always confirm" are never among them. */
 export interface RowUpdate {
   localName: string;
+  /**
+   * The hash the row had, when the update only moves it to the hash of the same content cleaned
+   * as listings are now: grants and pending calls bound to it move with it.
+   */
+  rehashedFrom?: string;
   set: ListedColumns & {
     /** Moved with a definition that differs only in how it is cleaned (see planRefresh). */
     pinnedHash?: string;
@@ -222,7 +227,7 @@ export function planRefresh(input: RefreshInput): RefreshPlan {
         set.pinnedDefinition = columns.definition;
       }
       if (row.vouchedHash !== null && row.vouchedHash === row.definitionHash) set.vouchedHash = hash;
-      plan.update.push({ localName: row.localName, set });
+      plan.update.push({ localName: row.localName, set, rehashedFrom: row.definitionHash });
       if (wasGone) {
         summary.returned.push(localName);
         feed.push(entry("returned", name, localName, { status: row.status }));

@@ -1,9 +1,9 @@
 import "server-only";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import { eq, sql } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { ServerConfig } from "../config";
 import type { Db } from "../store/db";
-import { auditEvents, catalogueChanges, overCapTools, tools } from "../store/schema";
+import { auditEvents, calls, catalogueChanges, grants, overCapTools, tools } from "../store/schema";
 import type { RecordedChange } from "./changes";
 import type { Tx } from "./rows";
 import { planRefresh, type RefreshPlan, type SyncSummary } from "./sync-plan";
@@ -65,11 +65,24 @@ function excludedBefore(tx: Tx, server: string): Set<string> {
 /** Writes `plan` inside `tx`; returns its feed rows as written, in id order. */
 function applyRefresh(tx: Tx, plan: RefreshPlan, now: string): RecordedChange[] {
   const server = plan.summary.server;
-  for (const { localName, set } of plan.update) {
+  for (const { localName, set, rehashedFrom } of plan.update) {
     tx.update(tools)
       .set({ ...set, updatedAt: now })
       .where(eq(tools.localName, localName))
       .run();
+    if (rehashedFrom !== undefined && set.definitionHash !== rehashedFrom) {
+      // The same content under its new hash: what was bound to the old one stays bound.
+      tx.update(grants)
+        .set({ definitionHash: set.definitionHash })
+        .where(and(eq(grants.tool, localName), eq(grants.definitionHash, rehashedFrom)))
+        .run();
+      tx.update(calls)
+        .set({ definitionHash: set.definitionHash })
+        .where(
+          and(eq(calls.tool, localName), eq(calls.status, "pending"), eq(calls.definitionHash, rehashedFrom)),
+        )
+        .run();
+    }
   }
   for (const row of plan.insert) tx.insert(tools).values(row).run();
   for (const localName of plan.summary.gone) {

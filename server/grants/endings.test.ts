@@ -309,6 +309,24 @@ describe("a catalogue refresh ends the grants it makes void", () => {
     expect(listed(db, fresh, new Date())?.state).toBe("live");
   });
 
+  it("a row moved to the hash of its cleaned definition keeps its grants live, bound to the new hash", async () => {
+    const { db, refresh, hash } = refreshedWorld();
+    // What an earlier version would have stored: the same content, hashed before cleaning.
+    const cleaned = hash();
+    const raw = "r".repeat(64);
+    db.update(tools)
+      .set({ definitionHash: raw, pinnedHash: raw, status: "enabled" })
+      .where(eq(tools.localName, "notes_add_note"))
+      .run();
+    const g = grant(db, { scope: "tool", definitionHash: raw }, new Date());
+    const row = db.select().from(tools).where(eq(tools.localName, "notes_add_note")).get();
+    expect(row?.definitionHash).toBe(raw);
+    refresh([addNote("adds a note"), tool("list_notes")]);
+    expect(hash()).toBe(cleaned);
+    expect(listed(db, g, new Date())?.state).toBe("live");
+    expect(db.select().from(grants).where(eq(grants.id, g.id)).get()?.definitionHash).toBe(cleaned);
+  });
+
   it("a tool that is gone ends its grants", async () => {
     const { db, refresh, hash } = refreshedWorld();
     const g = grant(db, { scope: "tool", definitionHash: hash() }, new Date());

@@ -31,4 +31,24 @@ describe("a store another process is writing to", () => {
     const again = await request("POST", "/api/tokens", { cookie: owner.cookie, body: { name: "busy-bot" } });
     expect(again.status).toBeLessThan(300);
   }, 20_000);
+
+  it("an outcome that cannot be stored after the tool ran is no retry hint: the answer says not to repeat it", async () => {
+    rt = await startTestRuntime();
+    const { createAgentToken, enableTool, LIST_NOTES } = await import("@/test/support/runtime");
+    enableTool(rt.runtime, LIST_NOTES);
+    const agent = createAgentToken(rt.runtime, "agent-a");
+    // The store refuses the outcome write, as a busy or full one would, after the tool answered.
+    rt.runtime.db.$client
+      .prepare(
+        "CREATE TEMP TRIGGER no_outcome BEFORE UPDATE OF status ON calls WHEN NEW.status IN ('succeeded', 'failed') BEGIN SELECT RAISE(ABORT, 'outcome write refused'); END",
+      )
+      .run();
+    const res = await request("POST", "/api/calls", {
+      bearer: agent,
+      body: { tool: LIST_NOTES, arguments: {} },
+    });
+    expect(res.status).toBe(500);
+    expect(res.headers.get("retry-after")).toBeNull();
+    expect((await bodyOf<{ error: { message: string } }>(res)).error.message).toContain("do not repeat it");
+  });
 });

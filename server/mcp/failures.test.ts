@@ -124,3 +124,32 @@ describe("unreached", () => {
     expect(unreached(new DOMException("aborted", "AbortError"))).toBe(false);
   });
 });
+
+describe("a 400 answer names a lost session only in the transport's own words", () => {
+  it("the SDK's and server-everything's refusals are a lost session; a tool's error about a session is not", async () => {
+    const { namesLostSession } = await import("./http-transport");
+    const rpc = (message: string) =>
+      JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null });
+    expect(namesLostSession(rpc("Bad Request: No valid session ID provided"))).toBe(true);
+    expect(namesLostSession(rpc("Session not found"))).toBe(true);
+    expect(namesLostSession(rpc("Bad Request: Server not initialized"))).toBe(true);
+    expect(namesLostSession(rpc("the browser session expired; sign in to the site again"))).toBe(false);
+    expect(namesLostSession(rpc("session_id is required"))).toBe(false);
+  });
+});
+
+describe("a refused address is for good only when the URL names the address itself", () => {
+  it("an IP literal is failed at once; a host name that resolved to a refused address is retried", async () => {
+    const { failureContext } = await import("./failures");
+    const refused = new RefusedAddressError(
+      "refused: db.internal resolves to 10.0.0.5, a private address; set allowPrivate to allow",
+    );
+    const literal = failureContext({ headers: {}, url: "http://10.0.0.5/mcp" });
+    const named = failureContext({ headers: {}, url: "http://db.internal/mcp" });
+    expect(classifyFailure(refused, literal).kind).toBe("permanent");
+    expect(classifyFailure(refused, named).kind).toBe("transient");
+    expect(classifyFailure(refused, failureContext({ headers: {}, url: "http://[::1]:3000/mcp" })).kind).toBe(
+      "permanent",
+    );
+  });
+});

@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import "server-only";
 import { SseError } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -170,9 +171,14 @@ function unsupportedVersion(err: unknown): string | null {
 /**
  * The one place that decides whether a connection failure is worth retrying, and says why in
  * words an owner can act on. `credentials`: the server has configured headers (a 401 then means
- * they were not accepted, rather than missing). Unknown errors are transient.
+ * they were not accepted, rather than missing). `literalAddress`: false when the server's URL
+ * names a host rather than an IP address (default: treated as literal). Unknown errors are
+ * transient.
  */
-export function classifyFailure(err: unknown, ctx: { credentials: boolean }): Failure {
+export function classifyFailure(
+  err: unknown,
+  ctx: { credentials: boolean; literalAddress?: boolean },
+): Failure {
   const all = chain(err);
   if (all.some((e) => e instanceof SessionLostError)) {
     return { kind: "session_lost", reason: messageOf(err) };
@@ -180,8 +186,11 @@ export function classifyFailure(err: unknown, ctx: { credentials: boolean }): Fa
   const refused = all.find(
     (e): e is Error => e instanceof Error && (e as { code?: unknown }).code === "GATEHOUSE_REFUSED_ADDRESS",
   );
-  // The guard's words already name the address, its kind and the fix ("set allowPrivate").
-  if (refused) return { kind: "permanent", reason: refused.message };
+  // The guard's words already name the address, its kind and the fix ("set allowPrivate"). An IP
+  // literal is refused for good; a name only for what it resolves to now (a DNS filter's sinkhole or
+  // a split-horizon flap may pass), so it is retried at the backoff's pace.
+  if (refused)
+    return { kind: ctx.literalAddress === false ? "transient" : "permanent", reason: refused.message };
   for (const e of all) {
     const status = httpStatus(e);
     if (status === 401) {
@@ -225,4 +234,27 @@ function httpReason(err: Error, status: number): string {
     .trim();
   const shown = text.length > SERVER_TEXT_MAX ? `${text.slice(0, SERVER_TEXT_MAX)}…` : text;
   return `the server answered HTTP ${status}${shown ? `: ${shown}` : ""}`;
+}
+
+/**
+ * Whether an HTTP server's URL names an IP address, or `localhost` (true for stdio servers:
+ * nothing is dialled).
+ */
+function literalHost(url: string | null): boolean {
+  if (url === null) return true;
+  try {
+    const host = new URL(url).hostname.replace(/^\[|\]$/g, "").toLowerCase();
+    // `localhost` always means loopback (RFC 6761): as fixed as a literal address.
+    return isIP(host) !== 0 || host === "localhost" || host.endsWith(".localhost");
+  } catch {
+    return true;
+  }
+}
+
+/** What {@link classifyFailure} needs to know of a server's config. */
+export function failureContext(config: { headers: Record<string, string>; url: string | null }): {
+  credentials: boolean;
+  literalAddress: boolean;
+} {
+  return { credentials: Object.keys(config.headers).length > 0, literalAddress: literalHost(config.url) };
 }

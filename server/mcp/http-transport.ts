@@ -88,7 +88,7 @@ async function peekText(body: ReadableStream<Uint8Array>, max: number): Promise<
  * (the SDK's example servers, server-everything), "Mcp-Session-Id header is required", or "Server
  * not initialized" (a server with one transport, restarted).
  */
-function namesLostSession(text: string): boolean {
+export function namesLostSession(text: string): boolean {
   let message = text;
   try {
     const parsed = JSON.parse(text) as { error?: { message?: unknown } };
@@ -96,8 +96,19 @@ function namesLostSession(text: string): boolean {
   } catch {
     // Not JSON: judge the text itself.
   }
-  return /session|not initiali[sz]ed/i.test(message);
+  // Only the transports' own words: a tool's domain error that mentions a "session" (a browser
+  // session expired, a session_id argument) is an answer, not a lost connection.
+  return LOST_SESSION_PHRASES.some((phrase) => phrase.test(message));
 }
+
+/** How streamable-HTTP servers (the SDK's, and those modelled on its examples) say a session is unknown. */
+const LOST_SESSION_PHRASES = [
+  /no valid session id/i,
+  /session not found/i,
+  /mcp-session-id header is required/i,
+  /server not initiali[sz]ed/i,
+  /invalid or missing session id/i,
+];
 
 /**
  * Counts a response body as it flows and errors it once it passes `max` bytes: for an event

@@ -16,6 +16,7 @@ import type { ServerConfig } from "../config";
 import {
   classifyFailure,
   type Failure,
+  failureContext,
   messageOf,
   notRetried,
   SessionLostError,
@@ -201,7 +202,7 @@ export class ServerSupervisor {
   }
 
   private classify(err: unknown): Failure {
-    return classifyFailure(err, { credentials: Object.keys(this.config.headers).length > 0 });
+    return classifyFailure(err, failureContext(this.config));
   }
 
   /**
