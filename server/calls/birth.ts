@@ -28,14 +28,14 @@ type Notify = ((db: Db, event: CallEventName, call: CallRow) => void) | undefine
  * interleave with another call's birth.
  */
 
-/** Whether the agent token of that name is revoked (or gone). */
+/** Whether the agent token of that name has been revoked (tokens are never deleted, only revoked). */
 function tokenRevoked(db: Db, name: string): boolean {
   const token = db
     .select({ revokedAt: agentTokens.revokedAt })
     .from(agentTokens)
     .where(eq(agentTokens.name, name))
     .get();
-  return !token || token.revokedAt !== null;
+  return token !== undefined && token.revokedAt !== null;
 }
 
 /** What a call's birth is made of. */
