@@ -227,12 +227,7 @@ function EmailForm({
     save(String(new FormData(event.currentTarget).get("email") ?? ""));
   }
 
-  function onKeyDown(event: KeyboardEvent<HTMLFormElement>) {
-    if (event.key === "Escape") {
-      event.preventDefault();
-      onCancel();
-    }
-  }
+  const onKeyDown = cancelOnEscape(onCancel);
 
   const error = formError ?? (update.isError ? errorWithCode(update.error) : null);
   return (
@@ -319,12 +314,7 @@ function RolesForm({
     update.mutate(roles.filter((role) => chosen.includes(role)));
   }
 
-  function onKeyDown(event: KeyboardEvent<HTMLFormElement>) {
-    if (event.key === "Escape") {
-      event.preventDefault();
-      onCancel();
-    }
-  }
+  const onKeyDown = cancelOnEscape(onCancel);
 
   const error = formError ?? (update.isError ? errorWithCode(update.error) : null);
   return (
@@ -499,4 +489,14 @@ function AddUserForm() {
       </Button>
     </form>
   );
+}
+
+/** A form's key handler: Escape cancels the edit. */
+function cancelOnEscape(onCancel: () => void): (event: KeyboardEvent<HTMLFormElement>) => void {
+  return (event) => {
+    if (event.key === "Escape") {
+      event.preventDefault();
+      onCancel();
+    }
+  };
 }

@@ -3,44 +3,15 @@
  * (what `echo` or a here-string adds); any other control character, such as the newline in
  * `printf 'pw\npw'`, refuses the password with the reason, and nobody is added.
  */
-import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-
-const root = path.resolve(__dirname, "..");
+import { runCli } from "./support/cli";
 
 function userAdd(name: string, env: Record<string, string>, stdin: string) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [
-        "--conditions=react-server",
-        "--import",
-        "tsx",
-        "server/cli/main.ts",
-        "user",
-        "add",
-        name,
-        "--role",
-        "reviewer",
-      ],
-      { cwd: root, env: { ...process.env, ...env } },
-    );
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => {
-      stdout += c.toString();
-    });
-    child.stderr.on("data", (c: Buffer) => {
-      stderr += c.toString();
-    });
-    child.once("error", reject);
-    child.once("exit", (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(stdin);
-  });
+  return runCli(["user", "add", name, "--role", "reviewer"], env, stdin);
 }
 
 let dir: string;

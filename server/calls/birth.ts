@@ -1,11 +1,12 @@
 import "server-only";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { callProblem } from "../catalogue/callable";
 import { approvalNeed, getToolRow } from "../catalogue/catalogue";
 import { takeGrant } from "../grants";
 import type { RuleSkip } from "../rules";
 import { writeAudit } from "../store/audit";
 import type { Db } from "../store/db";
+import { prepared } from "../store/prepared";
 import { agentTokens, type tools } from "../store/schema";
 import type { CallEventName } from "./broker";
 import type { CallRow, Requester } from "./call-row";
@@ -30,11 +31,15 @@ type Notify = ((db: Db, event: CallEventName, call: CallRow) => void) | undefine
 
 /** Whether the agent token of that name has been revoked (tokens are never deleted, only revoked). */
 function tokenRevoked(db: Db, name: string): boolean {
-  const token = db
-    .select({ revokedAt: agentTokens.revokedAt })
-    .from(agentTokens)
-    .where(eq(agentTokens.name, name))
-    .get();
+  // On every agent call's birth: prepared once per store.
+  const query = prepared(db, "agentTokens.revokedAtByName", () =>
+    db
+      .select({ revokedAt: agentTokens.revokedAt })
+      .from(agentTokens)
+      .where(eq(agentTokens.name, sql.placeholder("name")))
+      .prepare(),
+  );
+  const token = query.get({ name });
   return token !== undefined && token.revokedAt !== null;
 }
 

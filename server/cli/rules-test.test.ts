@@ -1,16 +1,9 @@
-import { spawn } from "node:child_process";
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  ADD_NOTE,
-  enableTool,
-  LIST_NOTES,
-  REPO_ROOT,
-  startTestRuntime,
-  type TestRuntime,
-} from "@/test/support/runtime";
+import { runCli } from "@/test/support/cli";
+import { ADD_NOTE, enableTool, LIST_NOTES, startTestRuntime, type TestRuntime } from "@/test/support/runtime";
 
 const rules = [
   {
@@ -50,27 +43,8 @@ function rulesTest(...args: string[]) {
 }
 
 /** `npm run gatehouse -- rules test …` as a user runs it: a child process on the store the server left. */
-function rulesTestWith(
-  extra: Record<string, string>,
-  ...args: string[]
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ["--conditions=react-server", "--import", "tsx", "server/cli/main.ts", "rules", "test", ...args],
-      { cwd: REPO_ROOT, env: { ...process.env, ...env, ...extra } },
-    );
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => {
-      stdout += c.toString();
-    });
-    child.stderr.on("data", (c: Buffer) => {
-      stderr += c.toString();
-    });
-    child.once("error", reject);
-    child.once("exit", (code) => resolve({ code, stdout, stderr }));
-  });
+function rulesTestWith(extra: Record<string, string>, ...args: string[]) {
+  return runCli(["rules", "test", ...args], { ...env, ...extra });
 }
 
 beforeAll(async () => {

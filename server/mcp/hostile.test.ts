@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
+import { freePort } from "@/test/support/http-servers";
 import {
   cleanUp,
   DEMO,
@@ -125,21 +125,6 @@ async function poll<T>(what: string, probe: () => T | undefined, timeoutMs = 5_0
     if (performance.now() > deadline) throw new Error(`no ${what} within ${timeoutMs} ms`);
     await delay(10);
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const address = srv.address();
-      if (address === null || typeof address === "string") {
-        reject(new Error("no port"));
-        return;
-      }
-      srv.close(() => resolve(address.port));
-    });
-  });
 }
 
 const mib = (bytes: number) => (bytes / MiB).toFixed(1);

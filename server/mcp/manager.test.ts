@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "@/test/support/http-servers";
 import {
   cleanUp,
   DEMO,
@@ -155,21 +155,6 @@ describe("server-everything over stdio", () => {
     SLOW,
   );
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const address = srv.address();
-      if (address === null || typeof address === "string") {
-        reject(new Error("no port"));
-        return;
-      }
-      srv.close(() => resolve(address.port));
-    });
-  });
-}
 
 /** Resolves once `child` writes `marker` to stderr; rejects if it exits first or after `timeoutMs`. */
 function stderrLine(child: ChildProcess, marker: string, timeoutMs: number): Promise<void> {

@@ -113,13 +113,7 @@ export async function receiver(answers: Answer[] = [204], port = 0): Promise<Rec
 }
 
 /** A port nothing listens on (bound once, then released). */
-export async function freePort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+export { freePort } from "@/test/support/http-servers";
 
 export interface Mail {
   from: string;
