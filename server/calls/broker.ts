@@ -13,7 +13,7 @@ import type { EventBus } from "../events";
 import { readGrantView } from "../grants";
 import type { Logger } from "../log";
 import type { RuleSet } from "../rules";
-import type { Db } from "../store/db";
+import { type Db, withoutWaiting } from "../store/db";
 import { WriteBatch } from "../store/write-batch";
 import { approve } from "./approve";
 import { writeBirth } from "./birth";
@@ -97,7 +97,7 @@ export class CallBroker {
     this.expireDue();
     this.expiryTimer = setInterval(() => {
       try {
-        this.expireDue();
+        withoutWaiting(this.deps.db, () => this.expireDue());
       } catch (err) {
         // A store that is busy or failing now is tried again at the next tick.
         this.deps.log.error("expiring due calls failed", { error: String(err) });

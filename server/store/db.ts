@@ -19,6 +19,9 @@ export function dbPathFromEnv(env: Record<string, string | undefined> = process.
   return path.resolve(/*turbopackIgnore: true*/ env.GATEHOUSE_DB ?? path.join("data", "gatehouse.db"));
 }
 
+/** How long a request waits for another process's write lock before `store_busy` (ms). */
+export const BUSY_TIMEOUT_MS = 5000;
+
 /**
  * Opens (creating the folder and file when missing) the SQLite store, switches it to WAL and
  * applies pending migrations. `":memory:"` opens a private in-memory store (tests).
@@ -28,13 +31,29 @@ export function openDb(file: string): Db {
   const sqlite = new Database(file);
   sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("foreign_keys = ON");
-  sqlite.pragma("busy_timeout = 5000");
+  sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
   // WAL with NORMAL sync is durable across process crashes (not power loss), which is what the
   // "never lose a pending call" promise is about.
   sqlite.pragma("synchronous = NORMAL");
   const db = drizzle(sqlite, { schema }) as Db;
   migrate(db, { migrationsFolder: migrationsFolder() });
   return db;
+}
+
+/**
+ * Runs `fn` on `db` without waiting for another process's write lock: a busy store fails it at
+ * once (SQLITE_BUSY) instead of after {@link BUSY_TIMEOUT_MS}. For background ticks (expiry),
+ * which are tried again shortly anyway: better-sqlite3 is synchronous, so every wait for the
+ * lock is a wait of the whole process, and a tick each second that waited five would leave no
+ * time for anything else while the lock is held.
+ */
+export function withoutWaiting<T>(db: Db, fn: () => T): T {
+  db.$client.pragma("busy_timeout = 0");
+  try {
+    return fn();
+  } finally {
+    db.$client.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  }
 }
 
 /**
@@ -55,6 +74,6 @@ export function openDbReadOnly(file: string): Db {
       },
     );
   }
-  sqlite.pragma("busy_timeout = 5000");
+  sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
   return drizzle(sqlite, { schema }) as Db;
 }
