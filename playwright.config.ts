@@ -46,5 +46,7 @@ export default defineConfig({
     { name: "notify", testMatch: /notify\.spec\.ts/, dependencies: ["journey"] },
     // After looks: its "/grants without any grant" screenshot needs a store no grant was made in yet.
     { name: "grants", testMatch: /grants\.spec\.ts/, dependencies: ["journey", "looks"] },
+    // After grants: its role edits need olive to be the only owner, which this spec also checks.
+    { name: "people", testMatch: /people\.spec\.ts/, dependencies: ["journey", "grants"] },
   ],
 });

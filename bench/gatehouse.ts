@@ -86,11 +86,17 @@ export async function startGatehouse(servers: Record<string, unknown>, enable: s
         throw new Error(`servers not ready: ${JSON.stringify(list.map((s) => s.state))}`);
       await new Promise((r) => setTimeout(r, 100));
     }
+    // Enabling names the definition it pins (its definitionHash), as the tools page does.
+    const listed = await request(`${base}/api/catalogue`, { headers: owner });
+    const { tools: catalogue } = (await listed.body.json()) as {
+      tools: { localName: string; definitionHash: string }[];
+    };
     for (const name of enable) {
+      const expectedHash = catalogue.find((t) => t.localName === name)?.definitionHash;
       const res = await request(`${base}/api/catalogue/${name}`, {
         method: "PATCH",
         headers: owner,
-        body: JSON.stringify({ status: "enabled" }),
+        body: JSON.stringify({ status: "enabled", expectedHash }),
       });
       if (res.statusCode !== 200)
         throw new Error(`enable ${name}: ${res.statusCode} ${await res.body.text()}`);

@@ -125,6 +125,15 @@ function ServerCard({ server }: { server: ServerView }) {
         </div>
       ) : null}
 
+      {server.refreshNote ? (
+        <div className="rounded-md border border-amber-200 bg-amber-50 px-3 py-2 text-sm">
+          <p className="font-medium text-amber-800">Re-listing paced</p>
+          <p className="mt-0.5 break-words text-amber-900">
+            {server.refreshNote}. The catalogue shows the latest list Gatehouse fetched.
+          </p>
+        </div>
+      ) : null}
+
       {server.state === "failed" ? (
         <p className="text-sm text-rose-800">
           Gatehouse stopped retrying: this server crashed repeatedly, or refused in a way no retry can fix

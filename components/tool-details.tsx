@@ -38,7 +38,8 @@ export function ToolDetails({ tool }: { tool: CatalogueToolView }) {
               <Button
                 variant="primary"
                 disabled={update.isPending}
-                onClick={() => update.mutate({ status: "enabled" })}
+                // The definition this page shows is the one that gets pinned, or nothing is.
+                onClick={() => update.mutate({ status: "enabled", expectedHash: tool.definitionHash })}
               >
                 Accept change
               </Button>
@@ -139,7 +140,10 @@ function VouchControl({ tool, update }: { tool: CatalogueToolView; update: ToolU
   }
   return (
     <div className="space-y-1">
-      <Button disabled={update.isPending} onClick={() => update.mutate({ vouch: true })}>
+      <Button
+        disabled={update.isPending}
+        onClick={() => update.mutate({ vouch: true, expectedHash: tool.definitionHash })}
+      >
         Vouch read-only
       </Button>
       <p className="text-xs text-zinc-500">

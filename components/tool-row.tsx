@@ -184,7 +184,7 @@ export const ToolRow = memo(function ToolRow({
                   disabled={update.isPending || cannotEnable !== null}
                   aria-describedby={cannotEnable ? reasonId : undefined}
                   title={cannotEnable ? `Cannot be enabled: ${cannotEnable}` : undefined}
-                  onClick={() => update.mutate({ status: "enabled" })}
+                  onClick={() => update.mutate({ status: "enabled", expectedHash: tool.definitionHash })}
                 >
                   Enable
                 </Button>

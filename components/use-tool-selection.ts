@@ -1,6 +1,6 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useCallback, useMemo, useState } from "react";
-import { applyUpdates } from "@/components/use-update-tool";
+import { applyUpdates, refetchIfStale } from "@/components/use-update-tool";
 import type { CatalogueToolView } from "@/lib/api-types";
 import { endpoints } from "@/lib/endpoints";
 
@@ -52,11 +52,19 @@ export function useToolSelection(tools: CatalogueToolView[], pageRows: Catalogue
   const clear = () => setSelected(new Set());
 
   const bulk = useMutation({
-    mutationFn: (names: string[]) => endpoints.catalogue.bulkStatus({ names, status: "enabled" }),
+    // Each tool's hash as the page holds it: what gets enabled is what the owner saw, or nothing is.
+    mutationFn: (names: string[]) =>
+      endpoints.catalogue.bulkStatus({
+        names,
+        status: "enabled",
+        expectedHashes: Object.fromEntries(names.map((n) => [n, byName.get(n)?.definitionHash ?? ""])),
+      }),
     onSuccess: ({ tools: updated }) => {
       applyUpdates(client, updated);
       setSelected(new Set());
     },
+    // The selection stays, so that the owner can look at the new versions and enable again.
+    onError: (error) => refetchIfStale(client, error),
   });
 
   return {

@@ -1,7 +1,7 @@
 "use client";
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { type FormEvent, type KeyboardEvent, useEffect, useId, useRef, useState } from "react";
+import { type FormEvent, Fragment, useEffect, useId, useRef, useState } from "react";
 import {
   Badge,
   Button,
@@ -15,6 +15,7 @@ import {
   tdClass,
   thClass,
 } from "@/components/ui";
+import { cancelOnEscape, type UserAction, UserActionPanel } from "@/components/user-actions";
 import { CreateUserBody, type Role, roles, UpdateUserBody, type UserView } from "@/lib/api-types";
 import { namesText } from "@/lib/decision-text";
 import { endpoints } from "@/lib/endpoints";
@@ -33,7 +34,20 @@ function owners(users: UserView[]): number {
   return users.filter((user) => user.roles.includes("owner")).length;
 }
 
-export function UsersSection() {
+const actionLabels: Record<UserAction, string> = {
+  password: "Reset password",
+  sessions: "Sign out everywhere",
+  remove: "Remove",
+};
+
+/** The owners' list of people. `currentUser`: the signed-in person's name (their own row differs). */
+export function UsersSection({ currentUser }: { currentUser: string }) {
+  const [removed, setRemoved] = useState<string | null>(null);
+  const removedNote = useRef<HTMLParagraphElement>(null);
+  useEffect(() => {
+    // The removed person's row, and the button that had the focus, are gone: the note takes it.
+    if (removed) removedNote.current?.focus();
+  }, [removed]);
   const query = useQuery({
     queryKey: queryKeys.users.list(),
     queryFn: ({ signal }) => endpoints.users.list({ signal }),
@@ -45,6 +59,11 @@ export function UsersSection() {
       title="Users"
       description="People who sign in to this Gatehouse. Owners manage everything; reviewers approve calls."
     >
+      {removed ? (
+        <p ref={removedNote} tabIndex={-1} role="status" className="text-sm text-emerald-700">
+          {removed}
+        </p>
+      ) : null}
       {query.isPending ? (
         <Loading label="Loading users…" />
       ) : query.isError ? (
@@ -78,6 +97,8 @@ export function UsersSection() {
                 <UserRow
                   key={user.id}
                   user={user}
+                  self={user.name === currentUser}
+                  onRemoved={setRemoved}
                   lastOwner={user.roles.includes("owner") && owners(query.data) === 1}
                 />
               ))}
@@ -113,11 +134,28 @@ function EmailText({ email }: { email: string }) {
 /**
  * One person, with their address changed in place: the Edit button opens a small labelled
  * form in the Email cell; an empty field or Remove clears the address, Escape or Cancel
- * closes it. Focus moves into the form on open and back to the Edit button on close.
+ * closes it. Focus moves into the form on open and back to the Edit button on close. Reset
+ * password, Sign out everywhere and Remove open their panel in a row under the person's, and
+ * focus goes back to the button that opened it; what was done stays there as a note. Your own
+ * row has no Reset password: "Your password" below asks for the current one.
  */
-function UserRow({ user, lastOwner }: { user: UserView; lastOwner: boolean }) {
+function UserRow({
+  user,
+  lastOwner,
+  self,
+  onRemoved,
+}: {
+  user: UserView;
+  lastOwner: boolean;
+  self: boolean;
+  /** The person was removed: `notice` says what ended with them (their row goes). */
+  onRemoved: (notice: string) => void;
+}) {
   const client = useQueryClient();
   const [editing, setEditing] = useState(false);
+  const [action, setAction] = useState<UserAction | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const lastAction = useRef<UserAction | null>(null);
   const [editingRoles, setEditingRoles] = useState(false);
   const rolesCell = useRef<HTMLTableCellElement>(null);
   const wasEditingRoles = useRef(false);
@@ -131,9 +169,30 @@ function UserRow({ user, lastOwner }: { user: UserView; lastOwner: boolean }) {
   const wasEditing = useRef(false);
 
   useEffect(() => {
-    if (wasEditing.current && !editing) actionCell.current?.querySelector("button")?.focus();
+    // Closed to open an action panel instead: the panel has the focus.
+    if (wasEditing.current && !editing && action === null)
+      actionCell.current?.querySelector("button")?.focus();
     wasEditing.current = editing;
-  }, [editing]);
+  }, [editing, action]);
+
+  useEffect(() => {
+    if (action !== null) {
+      lastAction.current = action;
+      return;
+    }
+    const last = lastAction.current;
+    lastAction.current = null;
+    // Closed to edit the address instead: the address field has the focus.
+    if (last !== null && !editing) {
+      actionCell.current?.querySelector<HTMLButtonElement>(`button[data-action="${last}"]`)?.focus();
+    }
+  }, [action, editing]);
+
+  function open(next: UserAction) {
+    setNotice(null);
+    setEditing(false);
+    setAction(next);
+  }
 
   function saved(updated: UserView) {
     client.setQueryData<UsersData>(queryKeys.users.list(), (old) => upsert(old, updated));
@@ -142,56 +201,101 @@ function UserRow({ user, lastOwner }: { user: UserView; lastOwner: boolean }) {
     setEditingRoles(false);
   }
 
+  const actions: UserAction[] = self ? ["sessions", "remove"] : ["password", "sessions", "remove"];
   return (
-    <tr data-testid={`user-${user.name}`}>
-      <td className={`${tdClass} break-all font-medium text-zinc-900`}>{user.name}</td>
-      <td ref={rolesCell} className={tdClass}>
-        {editingRoles ? (
-          <RolesForm
-            user={user}
-            lastOwner={lastOwner}
-            onSaved={saved}
-            onCancel={() => setEditingRoles(false)}
-          />
-        ) : (
-          <span className="flex flex-wrap items-center gap-1">
-            {user.roles.map((role) => (
-              <Badge key={role} tone={role === "owner" ? "violet" : "blue"}>
-                {role}
-              </Badge>
+    <Fragment>
+      <tr data-testid={`user-${user.name}`}>
+        <td className={`${tdClass} break-all font-medium text-zinc-900`}>{user.name}</td>
+        <td ref={rolesCell} className={tdClass}>
+          {editingRoles ? (
+            <RolesForm
+              user={user}
+              lastOwner={lastOwner}
+              onSaved={saved}
+              onCancel={() => setEditingRoles(false)}
+            />
+          ) : (
+            <span className="flex flex-wrap items-center gap-1">
+              {user.roles.map((role) => (
+                <Badge key={role} tone={role === "owner" ? "violet" : "blue"}>
+                  {role}
+                </Badge>
+              ))}
+              <Button
+                className="ml-1 px-2 py-0.5 text-xs"
+                aria-label={`Change roles for ${user.name}`}
+                onClick={() => setEditingRoles(true)}
+              >
+                Change roles
+              </Button>
+            </span>
+          )}
+        </td>
+        <td className={`${tdClass} min-w-40`}>
+          {editing ? (
+            <EmailForm user={user} onSaved={saved} onCancel={() => setEditing(false)} />
+          ) : user.email ? (
+            <EmailText email={user.email} />
+          ) : (
+            <span className="text-zinc-400">no email</span>
+          )}
+        </td>
+        <td className={`${tdClass} whitespace-nowrap text-zinc-600`}>{formatDateTime(user.createdAt)}</td>
+        <td ref={actionCell} className={`${tdClass} text-right`}>
+          <span className="flex flex-wrap justify-end gap-1">
+            {editing ? null : (
+              <Button
+                className="px-2 py-0.5 text-xs"
+                aria-label={`Edit email for ${user.name}`}
+                onClick={() => {
+                  setAction(null);
+                  setEditing(true);
+                }}
+              >
+                Edit
+              </Button>
+            )}
+            {actions.map((a) => (
+              <Button
+                key={a}
+                data-action={a}
+                variant={a === "remove" ? "danger" : "secondary"}
+                className="px-2 py-0.5 text-xs"
+                aria-label={`${actionLabels[a]} ${a === "remove" ? "" : "for "}${user.name}`}
+                aria-expanded={action === a}
+                onClick={() => (action === a ? setAction(null) : open(a))}
+              >
+                {actionLabels[a]}
+              </Button>
             ))}
-            <Button
-              className="ml-1 px-2 py-0.5 text-xs"
-              aria-label={`Change roles for ${user.name}`}
-              onClick={() => setEditingRoles(true)}
-            >
-              Change roles
-            </Button>
           </span>
-        )}
-      </td>
-      <td className={`${tdClass} min-w-40`}>
-        {editing ? (
-          <EmailForm user={user} onSaved={saved} onCancel={() => setEditing(false)} />
-        ) : user.email ? (
-          <EmailText email={user.email} />
-        ) : (
-          <span className="text-zinc-400">no email</span>
-        )}
-      </td>
-      <td className={`${tdClass} whitespace-nowrap text-zinc-600`}>{formatDateTime(user.createdAt)}</td>
-      <td ref={actionCell} className={`${tdClass} text-right`}>
-        {editing ? null : (
-          <Button
-            className="px-2 py-0.5 text-xs"
-            aria-label={`Edit email for ${user.name}`}
-            onClick={() => setEditing(true)}
-          >
-            Edit
-          </Button>
-        )}
-      </td>
-    </tr>
+        </td>
+      </tr>
+      {action !== null || notice !== null ? (
+        <tr data-testid={`user-${user.name}-panel`}>
+          <td colSpan={5} className={`${tdClass} bg-zinc-50/50`}>
+            {action !== null ? (
+              <UserActionPanel
+                action={action}
+                user={user}
+                self={self}
+                lastOwner={lastOwner}
+                onCancel={() => setAction(null)}
+                onDone={(text) => {
+                  if (action === "remove") return onRemoved(text);
+                  setNotice(text);
+                  setAction(null);
+                }}
+              />
+            ) : (
+              <p role="status" className="text-sm text-emerald-700">
+                {notice}
+              </p>
+            )}
+          </td>
+        </tr>
+      ) : null}
+    </Fragment>
   );
 }
 
@@ -489,14 +593,4 @@ function AddUserForm() {
       </Button>
     </form>
   );
-}
-
-/** A form's key handler: Escape cancels the edit. */
-function cancelOnEscape(onCancel: () => void): (event: KeyboardEvent<HTMLFormElement>) => void {
-  return (event) => {
-    if (event.key === "Escape") {
-      event.preventDefault();
-      onCancel();
-    }
-  };
 }

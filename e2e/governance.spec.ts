@@ -335,6 +335,7 @@ function syntheticCatalogue(n: number): CatalogueToolView[] {
       status,
       availability,
       unusableReason: null,
+      definitionHash: i.toString(16).padStart(64, "0"),
       description:
         i % 11 === 0
           ? `Tool ${i} does several things. ${"It has a long description that wraps over many lines. ".repeat(6)}`

@@ -112,7 +112,12 @@ test.describe
           heard = resolve;
         });
       const setStatus = async (status: "enabled" | "disabled") => {
-        const res = await owner.patch("/api/catalogue/demo_list_notes", { data: { status } });
+        // Enabling names the definition it pins, as the tools page does.
+        const { tools } = (await (await owner.get("/api/catalogue")).json()) as {
+          tools: { localName: string; definitionHash: string }[];
+        };
+        const expectedHash = tools.find((t) => t.localName === "demo_list_notes")?.definitionHash;
+        const res = await owner.patch("/api/catalogue/demo_list_notes", { data: { status, expectedHash } });
         expect(res.status()).toBe(200);
       };
       const disabled = nextChange();

@@ -43,11 +43,24 @@ export const CreateUserBody = z.object({
 });
 /**
  * `PATCH /api/users/:name`: what an owner may change of a person after creating them — the
- * address ("" clears it), the roles, or both at once; at least one of them.
+ * address ("" clears it), the roles, a new password (a reset: it ends all their sessions), or
+ * several at once; at least one of them.
  */
 export const UpdateUserBody = z
-  .object({ email: userEmail.optional(), roles: z.array(z.enum(roles)).min(1).optional() })
-  .refine((b) => b.email !== undefined || b.roles !== undefined, { message: "give email or roles" });
+  .object({
+    email: userEmail.optional(),
+    roles: z.array(z.enum(roles)).min(1).optional(),
+    password: password.optional(),
+  })
+  .refine((b) => b.email !== undefined || b.roles !== undefined || b.password !== undefined, {
+    message: "give email, roles or password",
+  });
+/**
+ * `POST /api/me/password`: the signed-in person changes their own password. `current` is checked
+ * like a sign-in (any text; a wrong one counts against the throttle); `password` follows the
+ * rules of a new one.
+ */
+export const ChangePasswordBody = z.object({ current: z.string().min(1).max(1024), password });
 export const CreateTokenBody = z.object({ name: userName });
 export const CallBody = z.object({
   tool: z.string().min(1).max(200),
@@ -113,6 +126,8 @@ export interface ServerView {
   serverInfo: { name: string; version: string } | null;
   tools: { listed: number; proposed: number; enabled: number; disabled: number; overCap: number };
   stderrTail: string[];
+  /** Set while re-lists of this server are held back because its tool list changes too fast; null otherwise. */
+  refreshNote: string | null;
   /** Newest last. */
   history: { at: string; state: ServerState; detail: string | null }[];
 }
@@ -128,6 +143,11 @@ export interface CatalogueToolView {
   status: ToolStatus;
   availability: ToolAvailability;
   unusableReason: string | null;
+  /**
+   * The hash of the definition shown here (the current one). Enabling, accepting a change and
+   * vouching send it back as `expectedHash`, so that what gets pinned is what the owner saw.
+   */
+  definitionHash: string;
   description: string;
   inputSchema: unknown;
   annotations: Record<string, unknown> | null;
@@ -319,28 +339,55 @@ export const ResourceReadQuery = z.object({ uri: z.string().min(1).max(2048) });
 
 // Catalogue governance
 
-/** Body of `PATCH /api/catalogue/:name`: at least one of the three. */
+/** A tool's `definitionHash` as `GET /api/catalogue` shows it (SHA-256, hex). */
+export const definitionHash = z.string().regex(/^[0-9a-f]{64}$/, "a definitionHash from GET /api/catalogue");
+
+/**
+ * Body of `PATCH /api/catalogue/:name`: at least one of status, vouch and alwaysConfirm.
+ * Enabling (which also accepts a change) and vouching bind to a definition, so they need
+ * `expectedHash`, the tool's `definitionHash` as the owner reviewed it: a tool changed since is
+ * refused (409 `tool_changed`) and nothing is changed. Disabling, withdrawing a vouch and
+ * "always confirm" need none (disabling must work however often a server flips its tools).
+ */
 export const UpdateToolBody = z
   .object({
     status: z.enum(["enabled", "disabled"]).optional(),
     vouch: z.boolean().optional(),
     alwaysConfirm: z.boolean().optional(),
+    expectedHash: definitionHash.optional(),
   })
   .strict()
   .refine((b) => b.status !== undefined || b.vouch !== undefined || b.alwaysConfirm !== undefined, {
     message: "give at least one of status, vouch and alwaysConfirm",
+  })
+  .refine((b) => b.expectedHash !== undefined || (b.status !== "enabled" && b.vouch !== true), {
+    message: "to enable or vouch a tool, give expectedHash: its definitionHash as you reviewed it",
+    path: ["expectedHash"],
   });
 export type UpdateToolBody = z.infer<typeof UpdateToolBody>;
 
 /** Most tools one bulk request may change. */
 export const BULK_MAX_TOOLS = 1000;
-/** Body of `POST /api/catalogue/bulk`: one status for many tools, in one transaction. */
+/**
+ * Body of `POST /api/catalogue/bulk`: one status for many tools, in one transaction. Enabling
+ * needs `expectedHashes`, each name's `definitionHash` as the owner reviewed it (see
+ * {@link UpdateToolBody}); one tool changed since refuses the whole request.
+ */
 export const BulkToolStatusBody = z
   .object({
     names: z.array(z.string().min(1).max(200)).min(1).max(BULK_MAX_TOOLS),
     status: z.enum(["enabled", "disabled"]),
+    expectedHashes: z.record(z.string(), definitionHash).optional(),
   })
-  .strict();
+  .strict()
+  .refine(
+    (b) =>
+      b.status !== "enabled" || b.names.every((n) => b.expectedHashes && Object.hasOwn(b.expectedHashes, n)),
+    {
+      message: "to enable tools, give expectedHashes: each name's definitionHash as you reviewed it",
+      path: ["expectedHashes"],
+    },
+  );
 
 export const ChangesQuery = z.object({
   limit: z.coerce.number().int().min(1).max(500).default(100),

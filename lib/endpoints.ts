@@ -14,6 +14,7 @@ import type {
   CallsPage,
   CallView,
   CatalogueToolView,
+  ChangePasswordBody,
   ChangesPage,
   CreateTokenBody,
   CreateUserBody,
@@ -73,11 +74,33 @@ export const endpoints = {
     create: (body: z.input<typeof CreateUserBody>) =>
       api<{ user: UserView }>("/api/users", { method: "POST", json: body }),
     /**
-     * `PATCH /api/users/:name`: sets a person's email ("" clears it) and/or their roles (at least
-     * one; the last owner keeps "owner", else 409).
+     * `PATCH /api/users/:name`: sets a person's email ("" clears it), their roles (at least one;
+     * the last owner keeps "owner", else 409) and/or a new password (a reset: all their sessions
+     * end, `sessionsEnded` says how many).
      */
     update: (name: string, body: z.input<typeof UpdateUserBody>) =>
-      api<{ user: UserView }>(`/api/users/${seg(name)}`, { method: "PATCH", json: body }),
+      api<{ user: UserView; sessionsEnded: number }>(`/api/users/${seg(name)}`, {
+        method: "PATCH",
+        json: body,
+      }),
+    /**
+     * `DELETE /api/users/:name`: removes a person (never the last owner, 409); their grants end,
+     * pending calls are withdrawn, sessions end. Removing yourself signs you out.
+     */
+    remove: (name: string) =>
+      api<{ user: UserView; sessionsEnded: number; grantsEnded: number; callsWithdrawn: number }>(
+        `/api/users/${seg(name)}`,
+        { method: "DELETE" },
+      ),
+    /** `DELETE /api/users/:name/sessions`: signs a person out everywhere; answers how many sessions ended. */
+    endSessions: (name: string) =>
+      api<{ ended: number }>(`/api/users/${seg(name)}/sessions`, { method: "DELETE" }),
+  },
+
+  me: {
+    /** `POST /api/me/password`: changes your own password; your other sessions end, this one stays. */
+    changePassword: (body: z.input<typeof ChangePasswordBody>) =>
+      api<{ user: UserView; sessionsEnded: number }>("/api/me/password", { method: "POST", json: body }),
   },
 
   tokens: {

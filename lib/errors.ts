@@ -12,6 +12,7 @@ export const errorStatus = {
   invalid_credentials: 401,
   forbidden: 403,
   bad_origin: 403,
+  bad_host: 403,
   self_approval: 403,
   denied_by_rule: 403,
   not_found: 404,

@@ -1,6 +1,6 @@
 import { QueryClient, QueryObserver } from "@tanstack/react-query";
-import { describe, expect, it } from "vitest";
-import { invalidate } from "./use-live-events";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { invalidate, pacedInvalidation } from "./use-live-events";
 
 describe("live events refresh what is cached", () => {
   it("an event during a query's first fetch is not lost: the answer fetched before it is replaced", async () => {
@@ -38,5 +38,60 @@ describe("live events refresh what is cached", () => {
     expect(seen).not.toContain("before the event");
     unsubscribe();
     client.clear();
+  });
+});
+
+describe("catalogue events refetch at a bounded pace", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /** A client with one cached, observed query under `key`, counting its fetches. */
+  function observed(key: string[]) {
+    const client = new QueryClient();
+    let fetches = 0;
+    const observer = new QueryObserver<number>(client, {
+      queryKey: key,
+      queryFn: () => {
+        fetches++;
+        return fetches;
+      },
+    });
+    const unsubscribe = observer.subscribe(() => {});
+    return {
+      client,
+      fetches: () => fetches,
+      done() {
+        unsubscribe();
+        client.clear();
+      },
+    };
+  }
+
+  /** Lets react-query run what an invalidation started (a turn of the event loop, not a wait). */
+  const settled = () => new Promise((resolve) => setImmediate(resolve));
+
+  it("a flood of catalogue events refetches at once, then once per second, not once per event", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const q = observed(["changes", "feed"]);
+    await settled();
+    const initial = q.fetches();
+    const paced = pacedInvalidation(q.client, 1_000);
+
+    for (let i = 0; i < 100; i++) paced.ask([["changes"]]);
+    await settled();
+    expect(q.fetches()).toBe(initial + 1);
+    vi.advanceTimersByTime(1_000);
+    await settled();
+    expect(q.fetches()).toBe(initial + 2);
+    // A quiet window: nothing more, and the next event is refetched at once.
+    vi.advanceTimersByTime(5_000);
+    await settled();
+    expect(q.fetches()).toBe(initial + 2);
+    paced.ask([["changes"]]);
+    await settled();
+    expect(q.fetches()).toBe(initial + 3);
+    paced.stop();
+    q.done();
   });
 });

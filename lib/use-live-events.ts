@@ -13,25 +13,71 @@ const REOPEN_MAX_MS = 30_000;
 const GATHER_MS = 1_000;
 
 /**
- * Which cached queries an event makes stale: `now`, refetched at once, and `gathered`, refetched
- * at most once per {@link GATHER_MS} however many events arrive (a busy agent's calls each change a
- * grant's uses or a rule's hits, and the rule list counts over every call). A catalogue change
- * also changes a server's tool counts, may add to the change feed, may end grants and changes the
- * tools a rule matches.
+ * Which cached queries an event makes stale: `now`, refetched at once; `paced`, refetched at once
+ * too but then at most once per {@link GATHER_MS} while events keep coming (a server whose tools
+ * flap sends catalogue events in a stream; the last of a burst is refetched at the window's end);
+ * and `gathered`, refetched at most once per {@link GATHER_MS} however many events arrive (a busy
+ * agent's calls each change a grant's uses or a rule's hits, and the rule list counts over every
+ * call). A catalogue change also changes a server's tool counts, may add to the change feed, may
+ * end grants and changes the tools a rule matches.
  */
-function keysFor(type: LiveEvent["type"]): { now: QueryKey[]; gathered: QueryKey[] } {
+function keysFor(type: LiveEvent["type"]): { now: QueryKey[]; paced: QueryKey[]; gathered: QueryKey[] } {
   const slow = [queryKeys.grants.all, queryKeys.rules.all];
   switch (type) {
     case "call":
-      return { now: [queryKeys.calls.all], gathered: slow };
+      return { now: [queryKeys.calls.all], paced: [], gathered: slow };
     case "catalogue":
-      return { now: [queryKeys.catalogue.all, queryKeys.servers.all, queryKeys.changes.all], gathered: slow };
+      return {
+        now: [],
+        paced: [queryKeys.catalogue.all, queryKeys.servers.all, queryKeys.changes.all],
+        gathered: slow,
+      };
     case "server":
-      return { now: [queryKeys.servers.all], gathered: [] };
+      return { now: [queryKeys.servers.all], paced: [], gathered: [] };
     // A revoke or an ending also adds to the story of the call the grant was made with.
     case "grants":
-      return { now: [queryKeys.grants.all, queryKeys.calls.all], gathered: [] };
+      return { now: [queryKeys.grants.all, queryKeys.calls.all], paced: [], gathered: [] };
   }
+}
+
+/**
+ * Invalidation of keys at most once per `windowMs` each: a key not asked for in the current
+ * window is invalidated at once and opens a window; asked for again within it, it is invalidated
+ * once more when the window ends (opening the next). `stop` cancels what is pending.
+ */
+export function pacedInvalidation(
+  client: QueryClient,
+  windowMs: number = GATHER_MS,
+): { ask(keys: QueryKey[]): void; stop(): void } {
+  const windows = new Map<string, { timer: ReturnType<typeof setTimeout>; again: boolean }>();
+  const open = (id: string, queryKey: QueryKey) => {
+    const timer = setTimeout(() => {
+      const again = windows.get(id)?.again ?? false;
+      windows.delete(id);
+      if (!again) return;
+      invalidate(client, [queryKey]);
+      open(id, queryKey);
+    }, windowMs);
+    windows.set(id, { timer, again: false });
+  };
+  return {
+    ask(keys) {
+      for (const queryKey of keys) {
+        const id = JSON.stringify(queryKey);
+        const window = windows.get(id);
+        if (window) {
+          window.again = true;
+          continue;
+        }
+        invalidate(client, [queryKey]);
+        open(id, queryKey);
+      }
+    },
+    stop() {
+      for (const { timer } of windows.values()) clearTimeout(timer);
+      windows.clear();
+    },
+  };
 }
 
 /**
@@ -64,9 +110,11 @@ export function useLiveEvents(): void {
     let stopped = false;
 
     const gathering = new Map<string, ReturnType<typeof setTimeout>>();
+    const paced = pacedInvalidation(client);
     const apply = (type: LiveEvent["type"]) => {
       const keys = keysFor(type);
       invalidate(client, keys.now);
+      paced.ask(keys.paced);
       for (const queryKey of keys.gathered) {
         const id = JSON.stringify(queryKey);
         if (gathering.has(id)) continue;
@@ -144,6 +192,7 @@ export function useLiveEvents(): void {
       stopped = true;
       if (reopenTimer) clearTimeout(reopenTimer);
       for (const timer of gathering.values()) clearTimeout(timer);
+      paced.stop();
       close();
     };
   }, [client]);

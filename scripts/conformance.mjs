@@ -192,9 +192,12 @@ async function prepare(baseURL, setupLink) {
   const headers = { ...json, cookie };
   const wanted = ["demo_list_notes", "demo_add_note", "everything_echo"];
   const deadline = Date.now() + 60_000;
+  /** Local name → definitionHash: enabling names the definition it pins, as the tools page does. */
+  let hashes = new Map();
   for (;;) {
     const res = await fetch(`${baseURL}/api/catalogue`, { headers });
-    const names = new Set(((await res.json()).tools ?? []).map((t) => t.localName));
+    hashes = new Map(((await res.json()).tools ?? []).map((t) => [t.localName, t.definitionHash]));
+    const names = new Set(hashes.keys());
     if (wanted.every((n) => names.has(n))) break;
     if (Date.now() > deadline) throw new Error(`tools never appeared; have ${[...names].join(", ")}`);
     await new Promise((r) => setTimeout(r, 250));
@@ -203,7 +206,7 @@ async function prepare(baseURL, setupLink) {
     const res = await fetch(`${baseURL}/api/catalogue/${name}`, {
       method: "PATCH",
       headers,
-      body: JSON.stringify({ status: "enabled" }),
+      body: JSON.stringify({ status: "enabled", expectedHash: hashes.get(name) }),
     });
     if (res.status !== 200) throw new Error(`enabling ${name} failed: ${res.status} ${await res.text()}`);
   }

@@ -8,9 +8,12 @@ import { StoreInUseError } from "./store/lock";
 const log = logger("boot");
 
 /** `http://HOST:PORT` as the console link should show it, or `GATEHOUSE_PUBLIC_ORIGIN`. */
-export function baseUrlFromEnv(env = process.env): string {
+export function baseUrlFromEnv(env: Record<string, string | undefined> = process.env): string {
   if (env.GATEHOUSE_PUBLIC_ORIGIN) return env.GATEHOUSE_PUBLIC_ORIGIN.replace(/\/$/, "");
-  const host = env.HOST ?? "127.0.0.1";
+  const listen = env.HOST ?? "127.0.0.1";
+  // A wildcard listen address is no name a browser can be sent to (and no allowed Host): on
+  // this machine, loopback reaches it.
+  const host = listen === "0.0.0.0" ? "127.0.0.1" : listen === "::" || listen === "[::]" ? "::1" : listen;
   return `http://${host.includes(":") ? `[${host}]` : host}:${env.PORT ?? "3000"}`;
 }
 

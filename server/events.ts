@@ -23,3 +23,48 @@ export class EventBus {
     return () => this.emitter.off("event", listener);
   }
 }
+
+/** How often one server's `catalogue` events reach a browser at most (see {@link gatherCatalogueEvents}). */
+export const CATALOGUE_GATHER_MS = 1_000;
+
+/**
+ * `listener`, but with each server's `catalogue` events thinned to at most one per `gatherMs`:
+ * the first of a burst passes at once, and if more came meanwhile, the last of them passes when
+ * the window ends (which opens the next one). Every such event means "refetch the catalogue",
+ * so the last one alone says all; a server whose tools flap, or an owner's bulk action, costs
+ * each browser one refetch a second, not one an event. Other events pass at once. `stop`
+ * drops what is held and cancels the timers (unref'd, never keeping the process up).
+ */
+export function gatherCatalogueEvents(
+  listener: (event: LiveEvent) => void,
+  gatherMs: number = CATALOGUE_GATHER_MS,
+): { listener: (event: LiveEvent) => void; stop(): void } {
+  const windows = new Map<string, { timer: NodeJS.Timeout; held: LiveEvent | null }>();
+  const open = (server: string) => {
+    const timer = setTimeout(() => {
+      const held = windows.get(server)?.held ?? null;
+      windows.delete(server);
+      if (!held) return;
+      listener(held);
+      open(server);
+    }, gatherMs);
+    timer.unref();
+    windows.set(server, { timer, held: null });
+  };
+  return {
+    listener(event) {
+      if (event.type !== "catalogue") return listener(event);
+      const window = windows.get(event.server);
+      if (window) {
+        window.held = event;
+        return;
+      }
+      listener(event);
+      open(event.server);
+    },
+    stop() {
+      for (const { timer } of windows.values()) clearTimeout(timer);
+      windows.clear();
+    },
+  };
+}

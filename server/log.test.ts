@@ -47,3 +47,74 @@ it("a secret registered through one copy of the log module is redacted by anothe
   expect(lines[0]).toContain("header value [redacted]");
   expect(lines[0]).not.toContain(secretA);
 });
+
+it("a secret shorter than four characters is redacted where it stands as a value, and nowhere else", async () => {
+  const log = await freshLogModule();
+  log.registerSecrets(["k9", "7"]);
+  const cases: [string, string][] = [
+    ["API_KEY=k9 started", "API_KEY=[redacted] started"],
+    ['{"apiKey":"k9","n":7}', '{"apiKey":"[redacted]","n":[redacted]}'],
+    ["key: 'k9'", "key: '[redacted]'"],
+    ["GET /x?key=k9&page=2", "GET /x?key=[redacted]&page=2"],
+    ["dial https://bot:k9@host/mcp", "dial https://bot:[redacted]@host/mcp"],
+    ["Authorization: Bearer k9", "Authorization: Bearer [redacted]"],
+    ["sent Bearer k9.", "sent Bearer [redacted]."],
+    ['escaped {\\"token\\":\\"k9\\"}', 'escaped {\\"token\\":\\"[redacted]\\"}'],
+    // Not a value: part of a word, a version, a clock, a count.
+    ["k9s v7.1 at 10:07 with 7 tries, k9-ready", "k9s v7.1 at 10:07 with 7 tries, k9-ready"],
+  ];
+  for (const [line, shown] of cases) expect(log.redact(line), line).toBe(shown);
+});
+
+it("a secret with quotes is redacted raw, JSON-escaped and URL-encoded", async () => {
+  const log = await freshLogModule();
+  const id = randomUUID();
+  const secret = `p"a'ss w<rd>{${id}}`;
+  log.registerSecrets([secret]);
+  const forms = [
+    secret,
+    JSON.stringify(secret).slice(1, -1),
+    encodeURIComponent(secret),
+    new URL(`https://h/${secret}`).pathname.slice(1),
+    new URL(`https://h/?k=${secret}`).search.slice(3),
+    new URLSearchParams({ k: secret }).toString().slice(2),
+  ];
+  for (const form of forms) {
+    expect(form).toContain(id);
+    expect(log.redact(`before ${form} after`), form).toBe("before [redacted] after");
+  }
+  expect(log.redact(JSON.stringify({ error: `bad ${secret}` }))).toBe('{"error":"bad [redacted]"}');
+});
+
+it("the credential of an authorization header is redacted on its own", async () => {
+  const log = await freshLogModule();
+  const token = `tok_${randomUUID()}`;
+  const password = `pw-${randomUUID()}`;
+  log.registerSecrets([`Bearer ${token}`, `Basic ${Buffer.from(`gate:${password}`).toString("base64")}`]);
+  expect(log.redact(`token ${token} was refused`)).toBe("token [redacted] was refused");
+  expect(log.redact(`login gate:${password} failed`)).toBe("login [redacted] failed");
+  expect(log.redact(`password ${password}`)).toBe("password [redacted]");
+});
+
+it("a server's text cannot forge a log line: newlines and control characters are escaped", async () => {
+  const log = await freshLogModule();
+  const lines: string[] = [];
+  vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
+    lines.push(String(chunk));
+    return true;
+  });
+  const forged = "boom\n2026-01-01T00:00:00.000Z INFO [calls] call approved\r\u001b[2K\u2028\u202eevil";
+  log.logger("mcp").warn(`server x failed: ${forged}`, { reason: forged });
+  expect(lines).toHaveLength(1);
+  const line = lines[0] ?? "";
+  expect(line.endsWith("\n")).toBe(true);
+  const body = line.slice(0, -1);
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: no control character may be left in the line.
+  expect(body).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e]/);
+  expect(body).toContain(
+    "server x failed: boom\\n2026-01-01T00:00:00.000Z INFO [calls] call approved\\r\\u001b[2K\\u2028\\u202eevil",
+  );
+  expect(body).toContain(
+    '{"reason":"boom\\n2026-01-01T00:00:00.000Z INFO [calls] call approved\\r\\u001b[2K\\u2028\\u202eevil"}',
+  );
+});

@@ -5,26 +5,17 @@
  * per-request routing and request/response wrapping, which cost more CPU than the whole call
  * (docs/PERFORMANCE.md); every other request, pages and the rest of the API, is Next's.
  *
+ * Every request first passes the `Host` check of server/http/front-door.ts (DNS-rebinding
+ * protection for pages, the API and `/mcp` alike).
+ *
  * `npm run build` bundles it (scripts/build-server.mjs) and scripts/server-command.mjs runs the
  * bundle with plain Node; HOST (default 127.0.0.1) and PORT (default 3000) say where it listens.
  */
 import http from "node:http";
 import next from "next";
-import { authenticate } from "./auth/access";
 import { baseUrlFromEnv, boot } from "./boot";
-import * as callsApi from "./http/calls-api";
-import { answerHot, type HotPathOptions, type RouteHandler } from "./http/hot-path";
-import * as mcpApi from "./http/mcp-api";
-import { clientAddressStamper } from "./http/node-bridge";
-import { PAGE_URL_HEADER } from "./http/page-url";
-import securityHeaders from "./http/security-headers.json";
+import { gatehouseListener } from "./http/front-door";
 import { announceSetup } from "./runtime";
-
-/** Paths answered without Next: the handler module's export for the method, when it has one. */
-const hot = new Map<string, Partial<Record<string, RouteHandler>>>([
-  ["/api/calls", callsApi],
-  ["/mcp", mcpApi],
-]);
 
 const host = process.env.HOST ?? "127.0.0.1";
 const port = Number(process.env.PORT ?? "3000");
@@ -34,27 +25,13 @@ await app.prepare();
 const nextHandler = app.getRequestHandler();
 const listenHost = `${host.includes(":") ? `[${host}]` : host}:${port}`;
 const self = `http://${listenHost}`;
-const hotOptions: HotPathOptions = {
-  listenHost,
-  authenticate: (headers) => authenticate(runtime.db, headers),
-  extraHeaders: securityHeaders,
-};
+const server = http.createServer(gatehouseListener(runtime, nextHandler, listenHost));
 
-// The connection's address, for the sign-in throttle: written over any copy the client sent.
-const stampClientAddress = clientAddressStamper();
-
-const server = http.createServer((req, res) => {
-  stampClientAddress(req);
-  const url = req.url ?? "/";
-  const q = url.indexOf("?");
-  const handler = hot.get(q === -1 ? url : url.slice(0, q))?.[req.method ?? ""];
-  if (handler) void answerHot(req, res, handler, hotOptions);
-  else {
-    // Ours, never the client's: a page reads it to send a visitor to sign-in and back.
-    req.headers[PAGE_URL_HEADER] = url;
-    void nextHandler(req, res);
-  }
-});
+/**
+ * Where the warm-up asks: the listen address, or loopback when that is a wildcard (0.0.0.0, ::),
+ * which is not a name any client sends as Host, so the front door would refuse it.
+ */
+const warmBase = ["0.0.0.0", "::", "[::]"].includes(host) ? `http://127.0.0.1:${port}` : self;
 
 /** Pages asked for once at start, without credentials: see {@link warmUp}. */
 const WARM_PATHS = [
@@ -78,7 +55,7 @@ const WARM_PATHS = [
 async function warmUp(): Promise<void> {
   for (const path of WARM_PATHS) {
     try {
-      const res = await fetch(`${self}${path}`, { redirect: "manual" });
+      const res = await fetch(`${warmBase}${path}`, { redirect: "manual" });
       await res.arrayBuffer();
     } catch {
       // A failed warm-up costs only the first visitor's wait.

@@ -59,9 +59,23 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
   }
 }
 
+/** Names of environment variables that hold a credential, whatever the length of its value. */
+const SECRET_NAME = /key|token|secret|pass|auth|credential|cookie|session|private|signature/i;
+
+/**
+ * The env values of a server redacted from logs and views: every value of four characters or
+ * more (a path or a URL may embed a credential), and a shorter one only under a name that says it
+ * is a credential. Redacting `DEBUG: "1"` would turn every `{"tools":1}` of our own into noise.
+ */
+export function envSecrets(env: Record<string, string>): string[] {
+  return Object.entries(env)
+    .filter(([name, value]) => value.length >= 4 || SECRET_NAME.test(name))
+    .map(([, value]) => value);
+}
+
 function wireRuntime(opts: RuntimeOptions, lock: StoreLock): Runtime {
   const { config } = opts;
-  registerSecrets(config.servers.flatMap((s) => [...Object.values(s.headers), ...Object.values(s.env)]));
+  registerSecrets(config.servers.flatMap((s) => [...Object.values(s.headers), ...envSecrets(s.env)]));
   const db = openDb(opts.dbFile);
   const bus = new EventBus();
   registerSecrets(notificationSecrets(config.notifications));

@@ -25,7 +25,8 @@ function linksFor(user: UserView): NavLink[] {
       { href: "/rules", label: "Rules" },
     );
   }
-  if (owner) links.push({ href: "/settings", label: "Settings" });
+  // Everyone who signs in has a password of their own to change there.
+  links.push({ href: "/settings", label: "Settings" });
   return links;
 }
 

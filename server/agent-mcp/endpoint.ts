@@ -12,7 +12,7 @@ import type { Logger } from "../log";
 import type { McpManager } from "../mcp/manager";
 import type { Db } from "../store/db";
 import { agentTokens } from "../store/schema";
-import { type AllowedPeers, agentOf, allowedPeers, bearerAgent, peerProblem } from "./guard";
+import { type AllowedPeers, agentOf, allowedPeersFor, bearerAgent, peerProblem } from "./guard";
 import { asJsonIfQuick, tracked } from "./json-answer";
 import { resourceServers } from "./resources";
 import { expectsOnlyItsResponse, readMessage, rpcError } from "./rpc";
@@ -87,13 +87,7 @@ export class AgentMcpEndpoint {
     options: AgentMcpOptions = {},
   ) {
     const env = options.env ?? process.env;
-    this.allowed = allowedPeers({
-      host: env.HOST,
-      port: env.PORT,
-      publicOrigin: deps.publicOrigin,
-      extraHosts: deps.config.agentEndpoint?.allowedHosts,
-      extraOrigins: deps.config.agentEndpoint?.allowedOrigins,
-    });
+    this.allowed = allowedPeersFor(env, deps.publicOrigin, deps.config.agentEndpoint);
     this.idleMs = options.idleMs ?? SESSION_IDLE_MS;
     this.maxSessionsPerToken = options.maxSessionsPerToken ?? MAX_SESSIONS_PER_TOKEN;
     this.progressIntervalMs = options.progressIntervalMs ?? PROGRESS_INTERVAL_MS;

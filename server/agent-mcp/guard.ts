@@ -1,9 +1,13 @@
 import "server-only";
 import type { Principal } from "../auth/access";
 import { tokenFromSecret } from "../auth/tokens";
+import type { AgentEndpointConfig } from "../config";
 import type { Db } from "../store/db";
 
-/** Which `Host` and `Origin` values `/mcp` answers (DNS-rebinding protection). */
+/**
+ * Which `Host` and `Origin` values Gatehouse answers (DNS-rebinding protection): one list for
+ * every request, `/mcp`, the JSON API and the console's pages alike.
+ */
 export interface AllowedPeers {
   hosts: ReadonlySet<string>;
   origins: ReadonlySet<string>;
@@ -20,6 +24,9 @@ export interface AllowedPeersInput {
   extraHosts?: readonly string[];
   extraOrigins?: readonly string[];
 }
+
+/** The config key that adds a name to the `Host` allow-list: what a refusal tells the operator. */
+export const ALLOWED_HOSTS_KEY = "agentEndpoint.allowedHosts";
 
 /** Listen addresses that no client ever sends as a Host. */
 const WILDCARDS = new Set(["0.0.0.0", "::", "[::]"]);
@@ -60,15 +67,48 @@ export function allowedPeers(input: AllowedPeersInput): AllowedPeers {
 }
 
 /**
- * Why a request must be refused before anything else happens, or null. `Host` is required and
- * must be allowed; `Origin` is optional (agents are not browsers) but, when present, must be
- * allowed — a page on another site that reached us through DNS rebinding carries its own origin.
+ * The allow-list of a running Gatehouse: `HOST` and `PORT` from `env`, `GATEHOUSE_PUBLIC_ORIGIN`
+ * and the config's `agentEndpoint`. The edge (every request) and `/mcp` build theirs with this,
+ * so both answer the same names.
+ */
+export function allowedPeersFor(
+  env: Readonly<Record<string, string | undefined>>,
+  publicOrigin: string | undefined,
+  agentEndpoint: AgentEndpointConfig | undefined,
+): AllowedPeers {
+  return allowedPeers({
+    host: env.HOST,
+    port: env.PORT,
+    publicOrigin,
+    extraHosts: agentEndpoint?.allowedHosts,
+    extraOrigins: agentEndpoint?.allowedOrigins,
+  });
+}
+
+/** Longest part of a refused `Host` repeated in the refusal. */
+const SHOWN_HOST_CHARS = 200;
+
+/**
+ * Why a request with this `Host` header value must be refused before anything else happens, or
+ * null. `Host` is required (absent: refused) and must be on the list: a page on another site
+ * that reached Gatehouse through DNS rebinding sends its own name. The reason names the refused
+ * host (its first 200 characters) and the key that would allow it, nothing of the list itself.
+ */
+export function hostProblem(hostHeader: string | null | undefined, allowed: AllowedPeers): string | null {
+  const host = hostHeader?.toLowerCase() ?? "";
+  if (allowed.hosts.has(host)) return null;
+  const shown = JSON.stringify(host.slice(0, SHOWN_HOST_CHARS));
+  return `requests for host ${shown} are not accepted; add it to ${ALLOWED_HOSTS_KEY} in the config if Gatehouse is reached under that name`;
+}
+
+/**
+ * Why a request to `/mcp` must be refused before anything else happens, or null: its `Host`
+ * ({@link hostProblem}), then its `Origin`, which is optional (agents are not browsers) but,
+ * when present, must be allowed — a rebinding page carries its own origin.
  */
 export function peerProblem(headers: Headers, allowed: AllowedPeers): string | null {
-  const host = headers.get("host")?.toLowerCase() ?? null;
-  if (host === null || !allowed.hosts.has(host)) {
-    return `requests for host ${JSON.stringify(host ?? "")} are not accepted; add it to agentEndpoint.allowedHosts in the config if Gatehouse is reached under that name`;
-  }
+  const host = hostProblem(headers.get("host"), allowed);
+  if (host) return host;
   const origin = headers.get("origin");
   if (origin !== null && !allowed.origins.has(origin.toLowerCase())) {
     return `requests from origin ${JSON.stringify(origin)} are not accepted`;

@@ -17,7 +17,15 @@ import {
   waitForEvent,
 } from "@/test/support/runtime";
 import { serverViews } from "../servers/status";
-import { RESOURCE_NOT_FOUND, unwrapUri, wrapUri } from "./resources";
+import {
+  allowedByOwner,
+  boundContents,
+  ListedResources,
+  RESOURCE_NOT_FOUND,
+  TRUNCATED_META_KEY,
+  unwrapUri,
+  wrapUri,
+} from "./resources";
 
 const EVERYTHING = path.join(REPO_ROOT, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 const ECHO = "everything_echo";
@@ -133,5 +141,105 @@ describe("resource URIs", () => {
     expect(unwrapUri("gatehouse://Bad_Name/x")).toBeNull();
     expect(unwrapUri("gatehouse://files/")).toBeNull();
     expect(unwrapUri("https://files/x")).toBeNull();
+  });
+});
+
+describe("what an owner's resources.allow admits", () => {
+  const globs = ["file:///srv/docs/*", "demo://resource/static/?.md"];
+  it.each([
+    ["file:///srv/docs/a.md", true],
+    ["file:///srv/docs/sub/b.md", true],
+    ["demo://resource/static/a.md", true],
+    ["demo://resource/static/ab.md", false],
+    ["file:///srv/other/a.md", false],
+    ["file:///srv/docs/../../etc/passwd", false],
+    ["file:///srv/docs/./a.md", false],
+    ["file:///srv/docs/%2e%2e/secret", false],
+    ["file:///srv/docs/%2E%2E/secret", false],
+    ["file:///srv/docs/..%2fsecret", false],
+    ["file:///srv/docs/..%5csecret", false],
+    ["file:///srv/docs/a%00.md", false],
+    ["file:///srv/docs/a\\..\\..\\x", false],
+    ["file://localhost/srv/docs/a.md", false],
+    ["FILE:///srv/docs/a.md", false],
+    ["file:///srv/docs/a b.md", false],
+    ["file:///srv/docs/a%20b.md", true],
+    ["not a uri", false],
+  ])("%s → %s", (uri, admitted) => {
+    expect(allowedByOwner(globs, uri)).toBe(admitted);
+  });
+
+  it("no globs admit nothing", () => {
+    expect(allowedByOwner([], "file:///srv/docs/a.md")).toBe(false);
+  });
+});
+
+describe("a session's listed resources", () => {
+  it("a read of an unknown URI re-lists a server at most once per interval, and concurrent reads share one list", async () => {
+    let now = 0;
+    const listed = new ListedResources(1000, () => now);
+    let lists = 0;
+    let finish: () => void = () => {};
+    const list = () => {
+      lists++;
+      return new Promise<void>((resolve) => {
+        finish = () => {
+          listed.record("files", ["file:///a"]);
+          resolve();
+        };
+      });
+    };
+    const first = listed.refresh("files", list);
+    const second = listed.refresh("files", list);
+    finish();
+    await Promise.all([first, second]);
+    expect(lists).toBe(1);
+    expect(listed.has("files", "file:///a")).toBe(true);
+    now = 999;
+    await listed.refresh("files", list);
+    expect(lists).toBe(1);
+    now = 1000;
+    const third = listed.refresh("files", list);
+    finish();
+    await third;
+    expect(lists).toBe(2);
+  });
+
+  it("a new list replaces the old one, and servers are kept apart", () => {
+    const listed = new ListedResources();
+    listed.record("a", ["x://1", "x://2"]);
+    listed.record("b", ["x://3"]);
+    listed.record("a", ["x://2"]);
+    expect(listed.has("a", "x://1")).toBe(false);
+    expect(listed.has("a", "x://2")).toBe(true);
+    expect(listed.has("a", "x://3")).toBe(false);
+    expect(listed.has("b", "x://3")).toBe(true);
+  });
+});
+
+describe("a read's contents are bounded", () => {
+  it("texts are cut between characters, a blob that does not fit is left out, and the cut is marked", () => {
+    const uri = "x://r";
+    const uriBytes = wrapUri("s", uri).length;
+    const out = boundContents(
+      "s",
+      [
+        { uri, text: "ab" },
+        { uri, blob: "QUJD".repeat(10) },
+        { uri, text: "ééé" },
+      ],
+      uriBytes * 2 + 2 + 3,
+    );
+    expect(out.cut).toBe(true);
+    expect(out.contents).toEqual([
+      { uri: wrapUri("s", uri), text: "ab" },
+      { uri: wrapUri("s", uri), text: "é", _meta: { [TRUNCATED_META_KEY]: true } },
+    ]);
+    expect(out.bytes).toBe(uriBytes * 2 + 2 + 2);
+  });
+
+  it("contents within the bound pass whole", () => {
+    const out = boundContents("s", [{ uri: "x://r", text: "hello", mimeType: "text/plain" }], 1024);
+    expect(out).toMatchObject({ cut: false, contents: [{ uri: wrapUri("s", "x://r"), text: "hello" }] });
   });
 });

@@ -12,15 +12,44 @@ import { SERVER_NAME_PATTERN } from "../config";
 import type { Logger } from "../log";
 import type { McpManager } from "../mcp/manager";
 import { collectPages } from "../mcp/pages";
+import { anyGlobMatches } from "../rules/glob";
+import { writeAudit } from "../store/audit";
 import type { Db } from "../store/db";
 import { serverOf } from "./tools";
+
+/**
+ * Resources over `/mcp`: what agents may read of the resources of servers with an enabled tool.
+ *
+ * The rule (chosen over passing resource templates through): a `resources/read` reaches the
+ * server only for a URI the server itself listed in the latest `resources/list` Gatehouse
+ * fetched of it, or one matching a glob of the server's `resources.allow` in the config (an
+ * owner's decision, made ahead, for resources a server serves without listing them). Templates
+ * are never passed through: `resources/templates/list` is empty. Every read, allowed or
+ * refused, writes an audit row with the agent's token name; a refusal answers "resource not
+ * found" (-32002) with the same words whatever the reason, so an agent cannot probe what exists.
+ */
 
 /** MCP's "resource not found" error code (not in the SDK's `ErrorCode` enum). */
 export const RESOURCE_NOT_FOUND = -32002;
 /** Pages of `resources/list` followed per server. */
 const MAX_PAGES = 10;
-/** Most resources listed per server. */
+/** Most resources listed per server; a read of one past it is refused like any unlisted URI. */
 const MAX_PER_SERVER = 500;
+/** Longest resource URI listed or read; a resource with a longer one is left out of the list. */
+export const MAX_URI_CHARS = 2048;
+/**
+ * Most bytes one read returns to the agent: texts (as UTF-8), blobs (as base64) and content URIs
+ * together. A text is cut there; a blob that does not fit is left out (half a blob is no file).
+ */
+export const RESOURCE_READ_MAX_BYTES = 1024 * 1024;
+/** A read of a URI not in a server's latest list re-lists that server at most this often. */
+export const RELIST_MIN_INTERVAL_MS = 1000;
+/** `_meta` key set on a read's result, and on a cut text, when the read was cut to its bound. */
+export const TRUNCATED_META_KEY = "gatehouse/truncated";
+/** Audit subjects and details are cut to this many characters. */
+const AUDIT_TEXT_MAX_CHARS = 512;
+/** What every refused read answers: the same words, whether the URI exists or not. */
+const REFUSED_MESSAGE = "Resource not found: only the resources listed by resources/list can be read";
 
 /**
  * A server's resource URI under Gatehouse's prefix: `gatehouse://<server>/<original, encoded>`.
@@ -47,8 +76,78 @@ export function resourceServers(db: Db): string[] {
   return [...new Set(listEnabledTools(db).map((t) => serverOf(t.name)))].sort();
 }
 
+/**
+ * Whether an owner's `resources.allow` globs admit `uri`. Only a URI in canonical form can match:
+ * exactly what URL parsing gives back (no `.` or `..` segments, no `localhost` file host, no
+ * backslash, nothing it would percent-encode), with no percent-encoded `.`, `/`, `\` or NUL
+ * either. Otherwise a glob's `*` could be walked out of: `file:///srv/docs/*` must never admit
+ * `file:///srv/docs/../../etc/passwd` or `file:///srv/docs/%2e%2e/secret`, which a server would
+ * resolve outside the folder.
+ */
+export function allowedByOwner(globs: readonly string[], uri: string): boolean {
+  if (globs.length === 0 || uri.length > MAX_URI_CHARS) return false;
+  if (/%(2e|2f|5c|00)/i.test(uri)) return false;
+  try {
+    if (new URL(uri).href !== uri) return false;
+  } catch {
+    return false;
+  }
+  return anyGlobMatches(globs, uri);
+}
+
+interface Listing {
+  uris: Set<string>;
+  at: number;
+}
+
+/**
+ * The URIs each server listed in the latest `resources/list` Gatehouse fetched of it, for one
+ * `/mcp` session: replaced whenever the agent lists, and re-fetched when a read names a URI not
+ * in it — at most once per `minIntervalMs` per server, concurrent reads sharing one list — so
+ * an agent probing for unlisted URIs costs a server one list a second, not one per probe.
+ */
+export class ListedResources {
+  private readonly listings = new Map<string, Listing>();
+  private readonly inFlight = new Map<string, Promise<void>>();
+
+  /** `minIntervalMs`: default {@link RELIST_MIN_INTERVAL_MS}; `now`: the clock (tests). */
+  constructor(
+    private readonly minIntervalMs = RELIST_MIN_INTERVAL_MS,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Whether `server`'s latest list held `uri`. */
+  has(server: string, uri: string): boolean {
+    return this.listings.get(server)?.uris.has(uri) ?? false;
+  }
+
+  /** `server` just listed these URIs: they replace what it listed before. */
+  record(server: string, uris: Iterable<string>): void {
+    this.listings.set(server, { uris: new Set(uris), at: this.now() });
+  }
+
+  /**
+   * Lists `server` again with `list` (which records what it finds), unless a list of it finished
+   * within `minIntervalMs` (that one is fresh enough) or one is under way (that one is awaited).
+   * A list that fails leaves the last one in place; the failure is `list`'s to report.
+   */
+  async refresh(server: string, list: () => Promise<void>): Promise<void> {
+    const running = this.inFlight.get(server);
+    if (running) return running;
+    const last = this.listings.get(server);
+    if (last && this.now() - last.at < this.minIntervalMs) return;
+    const done = list().finally(() => this.inFlight.delete(server));
+    this.inFlight.set(server, done);
+    return done;
+  }
+}
+
 const clean = (v: unknown, max: number): string | undefined =>
   typeof v === "string" ? cleanDescription(v, max) : undefined;
+
+/** A text for an audit row: one line, hidden characters stripped, cut to a sane length. */
+const auditText = (text: string): string =>
+  cleanDescription(text.replace(/[\t\n]/g, " "), AUDIT_TEXT_MAX_CHARS);
 
 export interface ResourceDeps {
   db: Db;
@@ -57,38 +156,61 @@ export interface ResourceDeps {
   descriptionMaxChars: number;
 }
 
+/** Who is reading, and what their session has seen listed. */
+export interface ReadContext {
+  /** The agent token's name: the audit rows' actor. */
+  agent: string;
+  listed: ListedResources;
+}
+
+/**
+ * One server's resources as it lists them (bounded pages and count), those with a URI over
+ * {@link MAX_URI_CHARS} left out; recorded into `listed` when given. Null when the server offers
+ * no resources.
+ */
+async function listServer(
+  deps: ResourceDeps,
+  server: string,
+  listed?: ListedResources,
+): Promise<Resource[] | null> {
+  const resources = await deps.manager.get(server).read(async (client, options) => {
+    if (!client.getServerCapabilities()?.resources) return null;
+    return collectPages(
+      async (params) => {
+        const res = await client.listResources(params, options);
+        return { items: res.resources, nextCursor: res.nextCursor };
+      },
+      { maxPages: MAX_PAGES, maxItems: MAX_PER_SERVER },
+    );
+  });
+  const kept = resources?.filter((r) => typeof r.uri === "string" && r.uri.length <= MAX_URI_CHARS) ?? null;
+  listed?.record(server, kept?.map((r) => r.uri) ?? []);
+  return kept;
+}
+
 /**
  * `resources/list`: the resources of every server with an enabled tool, asked in parallel, each
- * within its server's deadline. A server that is down or fails is left out (and logged) rather
- * than failing the whole list.
+ * within its server's deadline, and recorded in `listed` as what the agent may read. A server
+ * that is down or fails is left out (and logged) rather than failing the whole list.
  */
-export async function listResources(deps: ResourceDeps): Promise<Resource[]> {
+export async function listResources(deps: ResourceDeps, listed?: ListedResources): Promise<Resource[]> {
   const lists = await Promise.all(
     resourceServers(deps.db).map(async (server) => {
       try {
-        return await deps.manager.get(server).read(async (client, options) => {
-          if (!client.getServerCapabilities()?.resources) return [];
-          const listed = await collectPages(
-            async (params) => {
-              const res = await client.listResources(params, options);
-              return { items: res.resources, nextCursor: res.nextCursor };
-            },
-            { maxPages: MAX_PAGES, maxItems: MAX_PER_SERVER },
-          );
-          return listed.map((r) => {
-            const resource: Resource = {
-              uri: wrapUri(server, r.uri),
-              name: clean(r.name, 200) || r.uri,
-            };
-            const title = clean(r.title, 200);
-            const description = clean(r.description, deps.descriptionMaxChars);
-            const mimeType = clean(r.mimeType, 200);
-            if (title) resource.title = title;
-            if (description) resource.description = description;
-            if (mimeType) resource.mimeType = mimeType;
-            if (typeof r.size === "number") resource.size = r.size;
-            return resource;
-          });
+        const resources = (await listServer(deps, server, listed)) ?? [];
+        return resources.map((r) => {
+          const resource: Resource = {
+            uri: wrapUri(server, r.uri),
+            name: clean(r.name, 200) || r.uri,
+          };
+          const title = clean(r.title, 200);
+          const description = clean(r.description, deps.descriptionMaxChars);
+          const mimeType = clean(r.mimeType, 200);
+          if (title) resource.title = title;
+          if (description) resource.description = description;
+          if (mimeType) resource.mimeType = mimeType;
+          if (typeof r.size === "number") resource.size = r.size;
+          return resource;
         });
       } catch (err) {
         deps.log.warn(`resources of ${server} left out of resources/list: ${String(err)}`);
@@ -99,17 +221,90 @@ export async function listResources(deps: ResourceDeps): Promise<Resource[]> {
   return lists.flat();
 }
 
-function notFound(uri: string): McpError {
-  return new McpError(RESOURCE_NOT_FOUND, "Resource not found", { uri });
+/**
+ * Writes a read's audit row. A read nobody could record is not answered: the agent gets an
+ * internal error (and may try again), never content that left no trace.
+ */
+function audit(
+  deps: ResourceDeps,
+  row: {
+    actor: string;
+    action: "resource.read" | "resource.refused";
+    subject: string;
+    detail: string;
+    durationMs?: number;
+  },
+): void {
+  try {
+    writeAudit(deps.db, { ...row, subject: auditText(row.subject), detail: auditText(row.detail) });
+  } catch (err) {
+    deps.log.error("a resource read could not be recorded", { error: String(err) });
+    throw new McpError(ErrorCode.InternalError, "Gatehouse could not record this read; try again");
+  }
+}
+
+/** Refuses a read: its audit row, then the one answer every refusal gets. */
+function refuse(deps: ResourceDeps, ctx: ReadContext, subject: string, why: string, uri: string): never {
+  audit(deps, { actor: ctx.agent, action: "resource.refused", subject, detail: why });
+  throw new McpError(RESOURCE_NOT_FOUND, REFUSED_MESSAGE, { uri });
+}
+
+/**
+ * Why `target` may be read — "listed" or "allowed by resources.allow" — or null. A URI missing
+ * from the session's last list of its server gets that server listed again ({@link
+ * ListedResources.refresh}: bounded), once, and is then judged on that list.
+ */
+async function permission(
+  deps: ResourceDeps,
+  ctx: ReadContext,
+  target: { server: string; uri: string },
+): Promise<string | null> {
+  const { server, uri } = target;
+  if (ctx.listed.has(server, uri)) return "listed";
+  const allow = deps.manager.servers.find((s) => s.name === server)?.resources?.allow ?? [];
+  if (allowedByOwner(allow, uri)) return "allowed by resources.allow";
+  if (uri.length > MAX_URI_CHARS) return null;
+  await ctx.listed.refresh(server, async () => {
+    try {
+      await listServer(deps, server, ctx.listed);
+    } catch (err) {
+      deps.log.warn(`resources of ${server} could not be listed again for a read: ${String(err)}`);
+    }
+  });
+  return ctx.listed.has(server, uri) ? "listed" : null;
 }
 
 /**
  * `resources/read` of a wrapped URI, passed to its server while that server still has an
- * enabled tool. Content URIs come back wrapped too.
+ * enabled tool and the URI is one the server listed or an owner allowed (see the top of this
+ * file); refused with -32002 otherwise. Content URIs come back wrapped too; what comes back is
+ * bounded by {@link RESOURCE_READ_MAX_BYTES}. Every read writes one audit row, `resource.read`
+ * (allowed: why, size, any cut, or the server's error) or `resource.refused` (why), with the
+ * agent as actor and `<server> <original URI>` as subject.
  */
-export async function readResource(deps: ResourceDeps, uri: string): Promise<ReadResourceResult> {
+export async function readResource(
+  deps: ResourceDeps,
+  ctx: ReadContext,
+  uri: string,
+): Promise<ReadResourceResult> {
   const target = unwrapUri(uri);
-  if (!target || !resourceServers(deps.db).includes(target.server)) throw notFound(uri);
+  if (!target) return refuse(deps, ctx, uri, "not a gatehouse://<server>/<uri> URI", uri);
+  const subject = `${target.server} ${target.uri}`;
+  if (!resourceServers(deps.db).includes(target.server)) {
+    return refuse(deps, ctx, subject, "the server has no enabled tool", uri);
+  }
+  const why = await permission(deps, ctx, target);
+  if (!why) return refuse(deps, ctx, subject, "not listed by the server", uri);
+
+  const started = Date.now();
+  const read = (detail: string) =>
+    audit(deps, {
+      actor: ctx.agent,
+      action: "resource.read",
+      subject,
+      detail: `${why}; ${detail}`,
+      durationMs: Date.now() - started,
+    });
   let res: ReadResourceResult | null;
   try {
     res = await deps.manager.get(target.server).read(async (client, options) => {
@@ -117,19 +312,75 @@ export async function readResource(deps: ResourceDeps, uri: string): Promise<Rea
       return client.readResource({ uri: target.uri }, options);
     });
   } catch (err) {
-    if (!(err instanceof GatehouseError)) throw err;
+    if (!(err instanceof GatehouseError)) {
+      read("failed unexpectedly");
+      throw err;
+    }
     const cause = err.cause as { code?: unknown } | undefined;
-    if (cause?.code === RESOURCE_NOT_FOUND) throw notFound(uri);
+    read(`failed: ${err.message}`);
+    if (cause?.code === RESOURCE_NOT_FOUND)
+      throw new McpError(RESOURCE_NOT_FOUND, "Resource not found", { uri });
     throw new McpError(ErrorCode.InternalError, err.message);
   }
-  if (!res) throw notFound(uri);
-  return {
-    contents: res.contents.flatMap((c): ReadResourceResult["contents"] => {
-      const mimeType = clean(c.mimeType, 200);
-      const base = { uri: wrapUri(target.server, c.uri), ...(mimeType ? { mimeType } : {}) };
-      if ("text" in c && typeof c.text === "string") return [{ ...base, text: c.text }];
-      if ("blob" in c && typeof c.blob === "string") return [{ ...base, blob: c.blob }];
-      return [];
-    }),
-  };
+  if (!res) {
+    read("failed: the server offers no resources");
+    throw new McpError(RESOURCE_NOT_FOUND, "Resource not found", { uri });
+  }
+  const bounded = boundContents(target.server, res.contents, RESOURCE_READ_MAX_BYTES);
+  read(
+    bounded.cut
+      ? `${bounded.bytes} of ${bounded.given} bytes returned (cut to ${RESOURCE_READ_MAX_BYTES})`
+      : `${bounded.bytes} bytes`,
+  );
+  return bounded.cut
+    ? { contents: bounded.contents, _meta: { [TRUNCATED_META_KEY]: true } }
+    : { contents: bounded.contents };
+}
+
+type Contents = ReadResourceResult["contents"];
+
+/** The first `maxBytes` bytes of `text` as UTF-8, never cutting a character in two. */
+function utf8Prefix(text: string, maxBytes: number): string {
+  const bytes = Buffer.from(text, "utf8");
+  let end = Math.min(maxBytes, bytes.length);
+  // Step back over continuation bytes (10xxxxxx) to the start of the character cut in two.
+  while (end > 0 && end < bytes.length && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
+  return bytes.subarray(0, end).toString("utf8");
+}
+
+/**
+ * A read's contents as the agent gets them: URIs wrapped, MIME types cleaned, parts that are
+ * neither text nor blob dropped, and at most `maxBytes` in all (see {@link RESOURCE_READ_MAX_BYTES}).
+ * `bytes`: what is returned; `given`: what the server sent; `cut`: whether anything was cut or left out.
+ */
+export function boundContents(
+  server: string,
+  contents: Contents,
+  maxBytes: number,
+): { contents: Contents; bytes: number; given: number; cut: boolean } {
+  const out: Contents = [];
+  let budget = maxBytes;
+  let given = 0;
+  let cut = false;
+  for (const c of contents) {
+    const mimeType = clean(c.mimeType, 200);
+    const base = { uri: wrapUri(server, c.uri), ...(mimeType ? { mimeType } : {}) };
+    const text = "text" in c && typeof c.text === "string" ? c.text : null;
+    const blob = "blob" in c && typeof c.blob === "string" ? c.blob : null;
+    if (text === null && blob === null) continue;
+    const size = base.uri.length + (text !== null ? Buffer.byteLength(text, "utf8") : (blob?.length ?? 0));
+    given += size;
+    if (size <= budget) {
+      out.push(text !== null ? { ...base, text } : { ...base, blob: blob ?? "" });
+      budget -= size;
+      continue;
+    }
+    cut = true;
+    const room = budget - base.uri.length;
+    if (text === null || room <= 0) continue;
+    const part = utf8Prefix(text, room);
+    out.push({ ...base, text: part, _meta: { [TRUNCATED_META_KEY]: true } });
+    budget -= base.uri.length + Buffer.byteLength(part, "utf8");
+  }
+  return { contents: out, bytes: maxBytes - budget, given, cut };
 }

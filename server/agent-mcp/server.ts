@@ -8,7 +8,7 @@ import {
   ReadResourceRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { listEnabledTools } from "../catalogue/catalogue";
-import { listResources, type ResourceDeps, readResource } from "./resources";
+import { ListedResources, listResources, type ResourceDeps, readResource } from "./resources";
 import { type CallContext, callTool, holdSeconds, toMcpTool } from "./tools";
 
 export const SERVER_INFO = { name: "gatehouse", version: "0.1.0" } as const;
@@ -21,14 +21,16 @@ function instructions(waitSeconds: number): string {
     "A denial comes back as an error result with the reviewer's reason.",
     "If nobody has decided in time, the error result names the call id; the call stays pending and can be checked with GET /api/calls/<id>?wait=60 using the same bearer token.",
     "Cancelling the request withdraws a pending call.",
-    "Resources of the servers behind the enabled tools are readable under gatehouse://<server>/<uri>.",
+    "Resources of the servers behind the enabled tools are listed by resources/list under gatehouse://<server>/<uri>; only those (and any an owner allowed) can be read, and every read is recorded.",
   ].join(" ");
 }
 
 /**
  * One session's MCP server: `tools/list` is the enabled catalogue, `tools/call` goes through
  * the call broker (refusals as `isError` results, destructive calls held for a decision), and
- * resources of servers with an enabled tool pass through read-only.
+ * resources of servers with an enabled tool pass through read-only: only those their server
+ * listed in the session's latest list, or an owner allowed (resources.ts), each read audited
+ * under the agent's token name.
  */
 export function createAgentServer(deps: ResourceDeps & { call: CallContext }): Server {
   const server = new Server(SERVER_INFO, {
@@ -39,10 +41,13 @@ export function createAgentServer(deps: ResourceDeps & { call: CallContext }): S
     tools: listEnabledTools(deps.db).map(toMcpTool),
   }));
   server.setRequestHandler(CallToolRequestSchema, (req, extra) => callTool(deps.call, req.params, extra));
+  // What this session's agent has been shown: the URIs it may read without an owner's glob.
+  const reader = { agent: deps.call.requester.name, listed: new ListedResources() };
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({
-    resources: await listResources(deps),
+    resources: await listResources(deps, reader.listed),
   }));
+  // Templates are not passed through: a template admits URIs no server listed (see resources.ts).
   server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: [] }));
-  server.setRequestHandler(ReadResourceRequestSchema, (req) => readResource(deps, req.params.uri));
+  server.setRequestHandler(ReadResourceRequestSchema, (req) => readResource(deps, reader, req.params.uri));
   return server;
 }

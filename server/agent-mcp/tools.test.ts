@@ -27,6 +27,7 @@ import {
   waitForCallStatus,
   waitForEvent,
 } from "@/test/support/runtime";
+import { getToolRow } from "../catalogue/catalogue";
 import { logger } from "../log";
 import { auditEvents } from "../store/schema";
 import { AgentMcpEndpoint } from "./endpoint";
@@ -320,7 +321,7 @@ describe("notifications/tools/list_changed", () => {
     const first = next();
     const enabled = await request("PATCH", `/api/catalogue/${ADD_NOTE}`, {
       cookie: owner.cookie,
-      body: { status: "enabled" },
+      body: { status: "enabled", expectedHash: getToolRow(t.runtime.db, ADD_NOTE)?.definitionHash },
     });
     expect(enabled.status).toBe(200);
     await first;

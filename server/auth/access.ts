@@ -3,7 +3,7 @@ import { isIPv6 } from "node:net";
 import type { UserView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import type { Db } from "../store/db";
-import { readCookie, SESSION_COOKIE, sessionUser } from "./sessions";
+import { sessionIdFrom, sessionUser } from "./sessions";
 import { tokenFromSecret } from "./tokens";
 
 /** Who may use a route. `reviewer` is also satisfied by an owner (owners may do everything). */
@@ -21,8 +21,10 @@ export function principalName(p: Principal): string {
 /**
  * Identifies the requester: a `Bearer` token (agents) or the session cookie (people). A request
  * that presents a bearer token is judged by that token alone, never by a cookie beside it.
+ * `secure`: the request was served over https (`isSecure` in ./signin; from headers alone,
+ * `forwardedHttps`), which names the one session cookie read (`sessionIdFrom` in ./sessions).
  */
-export function authenticate(db: Db, headers: Headers): Principal | null {
+export function authenticate(db: Db, headers: Headers, secure: boolean): Principal | null {
   const authz = headers.get("authorization")?.trim() ?? "";
   // Only the Bearer scheme is ours: a proxy's Basic credentials must not hide the session cookie.
   const bearer = /^Bearer\s+(\S+)$/i.exec(authz);
@@ -30,7 +32,7 @@ export function authenticate(db: Db, headers: Headers): Principal | null {
     const token = bearer?.[1] ? tokenFromSecret(db, bearer[1]) : null;
     return token ? { kind: "agent", token, via: "bearer" } : null;
   }
-  const sid = readCookie(headers.get("cookie"), SESSION_COOKIE);
+  const sid = sessionIdFrom(headers.get("cookie"), secure);
   if (!sid) return null;
   const user = sessionUser(db, sid);
   return user ? { kind: "user", user, via: "cookie" } : null;
@@ -59,6 +61,12 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  * same-site POSTs, so a cookie-borne or anonymous state change without a matching Origin is
  * refused. A bearer request carries no ambient credential, so a missing Origin is accepted
  * there (agents are not browsers), but a present one must still match.
+ *
+ * The origins accepted are the request's own (`scheme://Host`) and `publicOrigin`; `route()`
+ * has refused a Host off the allow-list before this runs, so both are on that list. The
+ * config's `agentEndpoint.allowedOrigins` are deliberately not accepted here: they let other
+ * pages reach `/mcp`, whose bearer tokens are never ambient, not act with a person's cookie
+ * (a page on another port of the same name is same-site and would carry it).
  *
  * @param publicOrigin `GATEHOUSE_PUBLIC_ORIGIN` when Gatehouse sits behind a proxy; otherwise
  *   the request's own `Host` decides.
@@ -291,6 +299,18 @@ export class LoginThrottle {
         if (a) this.addresses.fail(a.key, a.counter, at);
       },
     };
+  }
+
+  /**
+   * Forgets `name`'s failed sign-ins (case-insensitive), as a right password would: an owner
+   * reset its password, so the person may sign in with the new one at once. Checks still in
+   * flight stay counted until they answer; client addresses keep their counts (they protect
+   * everyone else's accounts from one client).
+   */
+  forget(name: string, now = Date.now()): void {
+    const key = name.toLowerCase();
+    // Taken and settled as a success: the one path that clears a name's failures and frees its entry.
+    this.names.succeed(key, this.names.take(key, now), true);
   }
 
   /** How many names and addresses are tracked (for tests). */

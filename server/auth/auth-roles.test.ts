@@ -42,6 +42,7 @@ const ROUTE_ACCESS: Record<string, Record<string, readonly Access[]>> = {
   "/api/changes/read": { POST: ["owner"] },
   "/api/events": { GET: ["owner", "reviewer"] },
   "/api/me": { GET: ["owner", "reviewer"] },
+  "/api/me/password": { POST: ["owner", "reviewer"] },
   "/api/servers": { GET: ["owner"] },
   "/api/servers/[name]/prompts": { GET: ["owner"] },
   "/api/servers/[name]/reconnect": { POST: ["owner"] },
@@ -53,7 +54,8 @@ const ROUTE_ACCESS: Record<string, Record<string, readonly Access[]>> = {
   "/api/tokens/[name]": { DELETE: ["owner"] },
   "/api/tools": { GET: ["agent", "owner"] },
   "/api/users": { GET: ["owner"], POST: ["owner"] },
-  "/api/users/[name]": { PATCH: ["owner"] },
+  "/api/users/[name]": { PATCH: ["owner"], DELETE: ["owner"] },
+  "/api/users/[name]/sessions": { DELETE: ["owner"] },
   "/api/notifications": { GET: ["owner"] },
   "/api/rules": { GET: ["owner", "reviewer"] },
   "/api/grants": { GET: ["owner", "reviewer"] },
@@ -163,7 +165,7 @@ describe("roles: every API route checks its role", () => {
     const owner = await createTestUser(rt.runtime, "olga", ["owner"]);
     const ok = await request("PATCH", `/api/catalogue/${ADD_NOTE}`, {
       cookie: owner.cookie,
-      body: { status: "enabled" },
+      body: { status: "enabled", expectedHash: row?.definitionHash },
     });
     expect(ok.status).toBe(200);
     expect(listEnabledTools(rt.runtime.db).map((x) => x.name)).toEqual([ADD_NOTE]);

@@ -58,7 +58,9 @@ describe("API errors", () => {
       const handler = route({ access: ["public"] }, () => {
         throw new GatehouseError(code, `failed with ${code}`);
       });
-      const res = await handler(new Request(`${ORIGIN}/api/x`), { params: Promise.resolve({}) });
+      const res = await handler(new Request(`${ORIGIN}/api/x`, { headers: { host: new URL(ORIGIN).host } }), {
+        params: Promise.resolve({}),
+      });
       expect(res.status, code).toBe(errorStatus[code]);
       expect(await res.json()).toEqual({ error: { code, message: `failed with ${code}` } });
     }
@@ -70,7 +72,9 @@ describe("API errors", () => {
     const handler = route({ access: ["public"] }, () => {
       throw new Error(secret);
     });
-    const res = await handler(new Request(`${ORIGIN}/api/x`), { params: Promise.resolve({}) });
+    const res = await handler(new Request(`${ORIGIN}/api/x`, { headers: { host: new URL(ORIGIN).host } }), {
+      params: Promise.resolve({}),
+    });
     expect(res.status).toBe(500);
     const text = await res.text();
     expect(JSON.parse(text)).toEqual({ error: { code: "internal", message: "internal error" } });

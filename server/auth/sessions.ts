@@ -6,7 +6,20 @@ import { sessions, users } from "../store/schema";
 import { newSecret, sha256 } from "./crypto";
 import { toUserView } from "./users";
 
+/** The session cookie's name over plain http (browsers refuse the `__Host-` prefix without Secure). */
 export const SESSION_COOKIE = "gh_session";
+/**
+ * Its name over https. The `__Host-` prefix makes the browser keep the cookie only when it is
+ * Secure, for Path=/ and without Domain, so no other host (a sibling subdomain) and no plain-http
+ * page can set or overwrite it.
+ */
+export const SECURE_SESSION_COOKIE = `__Host-${SESSION_COOKIE}`;
+
+/** The session cookie's name for a request served over https (`secure`) or plain http. */
+export function sessionCookieName(secure: boolean): string {
+  return secure ? SECURE_SESSION_COOKIE : SESSION_COOKIE;
+}
+
 /** Sessions last 12 hours from sign-in. */
 export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
 
@@ -39,12 +52,26 @@ export function endSession(db: Db, id: string): void {
     .run();
 }
 
-/** `Set-Cookie` value: HttpOnly, SameSite=Strict, Path=/, Secure when served over https. */
+/**
+ * `Set-Cookie` value: HttpOnly, SameSite=Strict, Path=/, no Domain; over https (`secure`) named
+ * {@link SECURE_SESSION_COOKIE} and Secure, over http {@link SESSION_COOKIE}. `expiresAt` null
+ * clears the cookie of that name.
+ */
 export function sessionCookie(value: string, expiresAt: Date | null, secure: boolean): string {
-  const parts = [`${SESSION_COOKIE}=${value}`, "Path=/", "HttpOnly", "SameSite=Strict"];
+  const parts = [`${sessionCookieName(secure)}=${value}`, "Path=/", "HttpOnly", "SameSite=Strict"];
   parts.push(expiresAt ? `Expires=${expiresAt.toUTCString()}` : "Max-Age=0");
   if (secure) parts.push("Secure");
   return parts.join("; ");
+}
+
+/**
+ * The session id in a `Cookie` header: only the cookie named for the scheme
+ * ({@link sessionCookieName}). The other name is ignored: over https a plain `gh_session` may
+ * have been planted by a plain-http page or a sibling host, and over http Gatehouse never sets
+ * a `__Host-` cookie, so one arriving there is not a session this scheme began.
+ */
+export function sessionIdFrom(cookieHeader: string | null, secure: boolean): string | null {
+  return readCookie(cookieHeader, sessionCookieName(secure)) || null;
 }
 
 /** Reads one cookie from a `Cookie` header. */

@@ -4,12 +4,22 @@ import { GatehouseError } from "@/lib/errors";
 import { forwardedHttps } from "../request";
 import type { Db } from "../store/db";
 import type { LoginThrottle } from "./access";
-import { createSession, sessionCookie } from "./sessions";
+import { createSession, sessionCookie, sessionIdFrom } from "./sessions";
 import { completeSetup, verifyCredentials } from "./users";
 
 /** Whether cookies should be marked Secure: the request came over https. */
 export function isSecure(req: Request): boolean {
   return new URL(req.url).protocol === "https:" || forwardedHttps(req.headers);
+}
+
+/** The cookie value of the session `req` carries, under the name its scheme uses; null when none. */
+export function requestSessionId(req: Request): string | null {
+  return sessionIdFrom(req.headers.get("cookie"), isSecure(req));
+}
+
+/** The `Set-Cookie` value that clears this browser's session cookie (its session already ended). */
+export function signedOutCookie(req: Request): string {
+  return sessionCookie("", null, isSecure(req));
 }
 
 /**

@@ -194,7 +194,8 @@ export interface UpdateUserParams {
 }
 
 /**
- * `PATCH /api/users/:name`: {@link setUserEmail} and {@link setUserRoles} for what is given, in
+ * The address and roles of `PATCH /api/users/:name` (through `updatePerson` in user-admin.ts,
+ * which adds the password): {@link setUserEmail} and {@link setUserRoles} for what is given, in
  * one transaction (a refused role change leaves the address as it was). With neither, returns
  * the person as they are.
  */

@@ -1,163 +1,106 @@
 import "server-only";
 import { createHash } from "node:crypto";
-import path from "node:path";
-import { Worker } from "node:worker_threads";
 import { Ajv, type ValidateFunction } from "ajv";
 import { GatehouseError } from "@/lib/errors";
+import { formatBytes } from "@/lib/format";
 import { canonicalJson } from "../catalogue/definition";
+import { CHECK_DEADLINE_MS, checkInWorker } from "./argument-checker";
+import { OVERRUN_LIMITS, OverrunLedger } from "./argument-overruns";
+import {
+  ARGUMENT_LIMITS,
+  type ArgumentLimits,
+  type ArgumentsSize,
+  measureArguments,
+  type SchemaProfile,
+  schemaProfile,
+} from "./argument-size";
 
 /**
- * Input schemas come from untrusted tool servers, and a JSON Schema `pattern` is a regular
- * expression: one like `^(a|a)*$` backtracks for minutes on a 40-character string, and would
- * freeze the whole process (every route, every server) if checked on the main thread. So Ajv runs
- * in a worker thread, and the main thread waits for its answer with `Atomics.wait` and a deadline:
- * a check that overruns is abandoned, the worker is terminated (V8 stops even a running regular
- * expression) and replaced, and that definition is refused from then on. The call stays
- * synchronous and in order; an ordinary check costs a message round trip (tens of microseconds).
+ * A call's arguments checked against its tool's input schema without letting either freeze the
+ * process. In order:
+ *
+ * 1. Size: arguments over {@link ARGUMENT_LIMITS} (1 MiB of JSON, 64 levels) are refused before
+ *    any schema sees them, measured without recursion.
+ * 2. Main thread, only when provably cheap: the schema has none of the keywords whose cost can
+ *    outgrow the schema's size times the arguments' (regular expressions, `format`,
+ *    `uniqueItems`, references), is at most {@link LOCAL_SCHEMA_MAX_NODES} values, was compiled
+ *    and checked by the worker within the deadline, and these arguments are at most
+ *    {@link LOCAL_MAX_BYTES} with schema values × argument bytes at most {@link LOCAL_MAX_WORK}.
+ *    The worker's round trip (the hot path's largest single cost) buys nothing there.
+ * 3. Otherwise the worker (`argument-checker.ts`), with its {@link CHECK_DEADLINE_MS} deadline.
+ *    An overrun refuses that call and counts against its requester: one with 3 overruns in 10
+ *    minutes ({@link OVERRUN_LIMITS}) has its worker checks refused until the oldest expires.
+ *    Other requesters call the same tool as before.
  */
 
-/** The longest a check (compiling the schema once, then validating) may take. */
-export const CHECK_DEADLINE_MS = 1000;
-/** How long a new worker may take to load Ajv before the first check counts its deadline. */
-const START_DEADLINE_MS = 10_000;
-/** Compiled validators the worker keeps, by definition hash. */
-const CACHE_MAX = 2000;
-/** Bytes of the worker's answer (an error message at most; longer ones are cut). */
-const ANSWER_MAX = 8192;
+export { ARGUMENT_LIMITS, type ArgumentLimits } from "./argument-size";
+export { CHECK_DEADLINE_MS };
 
-// ctrl[0]: 0 = posted, 1 = the worker started on it, 2 = answered; ctrl[1]: answer length.
-const POSTED = 0;
-const STARTED = 1;
+/** Largest arguments (bytes of JSON) checked on the main thread. */
+export const LOCAL_MAX_BYTES = 64 * 1024;
+/**
+ * Largest schema (values in its JSON) whose checks may move to the main thread, which compiles it
+ * again. Ajv's compiling costs far more than checking and grows faster than the schema (here,
+ * warm: 150 values ~15 ms, 300 ~45 ms, 1,500 ~270 ms, 2,000 ~520 ms), so only small ones.
+ */
+export const LOCAL_SCHEMA_MAX_NODES = 200;
+/**
+ * Schema values × argument bytes allowed on the main thread. Without the costly keywords a schema
+ * is a tree and Ajv applies each of its values at most once to each part of the arguments, so
+ * this bounds the work: about 10 ns a unit in the worst shapes tried here (an `enum` of objects
+ * against objects of thousands of keys, a wide `anyOf` over many items), so about 10 ms at most.
+ * An ordinary call (50 values, 1 KiB) is 50,000.
+ */
+export const LOCAL_MAX_WORK = 1_000_000;
 
-/** Runs in the worker (CommonJS, evaluated): compiles once per definition hash and validates. */
-const WORKER_SOURCE = `
-const { parentPort, workerData } = require("node:worker_threads");
-const { createRequire } = require("node:module");
-const { Ajv } = createRequire(workerData.base)("ajv");
-const ajv = new Ajv({ strict: false, allErrors: false, validateSchema: false });
-const cache = new Map();
-const ctrl = new Int32Array(workerData.ctrl);
-const out = new Uint8Array(workerData.out);
-const encoder = new TextEncoder();
-function answer(value) {
-  let bytes = encoder.encode(JSON.stringify(value));
-  if (bytes.length > out.length) bytes = encoder.encode(JSON.stringify({ kind: "invalid", message: "do not match the input schema" }));
-  out.set(bytes);
-  Atomics.store(ctrl, 1, bytes.length);
-  Atomics.store(ctrl, 0, 2);
-  Atomics.notify(ctrl, 0);
-}
-parentPort.on("message", (m) => {
-  Atomics.store(ctrl, 0, 1);
-  Atomics.notify(ctrl, 0);
-  let validate = cache.get(m.hash);
-  if (!validate) {
-    if (m.schema === undefined) return answer({ kind: "unknown" });
-    try {
-      const { $schema, ...rest } = m.schema && typeof m.schema === "object" ? m.schema : {};
-      validate = ajv.compile(rest);
-    } catch (err) {
-      return answer({ kind: "compile", message: String(err && err.message || err) });
-    }
-    if (cache.size >= ${CACHE_MAX}) cache.clear();
-    cache.set(m.hash, validate);
-  }
-  if (validate(m.args)) return answer({ kind: "ok" });
-  const e = (validate.errors || [])[0] || {};
-  answer({
-    kind: "invalid",
-    instancePath: e.instancePath || "",
-    message: e.message || "do not match the input schema",
-    missingProperty: e.keyword === "required" && e.params ? e.params.missingProperty : undefined,
-  });
-});
-`;
-
-type Answer =
-  | { kind: "ok" }
-  | { kind: "unknown" }
-  | { kind: "compile"; message: string }
-  | { kind: "invalid"; instancePath: string; message: string; missingProperty?: string };
-
-interface Checker {
-  worker: Worker;
-  ctrl: Int32Array;
-  out: Uint8Array;
-  /** Definition hashes this worker has compiled (so their schema need not be sent again). */
-  known: Set<string>;
+/** Who asks: overruns are counted per requester (an agent's token, or a person). */
+export interface CheckRequester {
+  kind: string;
+  name: string;
 }
 
-let checker: Checker | null = null;
-/** Definitions whose check overran the deadline: refused at once from then on. */
-const overran = new Set<string>();
-
-function startChecker(): Checker {
-  const ctrlBuffer = new SharedArrayBuffer(8);
-  const outBuffer = new SharedArrayBuffer(ANSWER_MAX);
-  const worker = new Worker(WORKER_SOURCE, {
-    eval: true,
-    workerData: {
-      ctrl: ctrlBuffer,
-      out: outBuffer,
-      // Ajv is resolved from the app's node_modules (the working directory, as for migrations).
-      base: path.join(/*turbopackIgnore: true*/ process.cwd(), "package.json"),
-    },
-  });
-  // An idle checker must not keep a CLI or a test process alive.
-  worker.unref();
-  return { worker, ctrl: new Int32Array(ctrlBuffer), out: new Uint8Array(outBuffer), known: new Set() };
+export interface CheckOptions {
+  /** Bounds for this tool's arguments; default {@link ARGUMENT_LIMITS}. */
+  limits?: Partial<ArgumentLimits>;
+  /** The time (ms) overruns are counted at; default `Date.now()`. */
+  now?: number;
 }
 
-function abandon(c: Checker): void {
-  if (checker === c) checker = null;
-  void c.worker.terminate();
-}
-
-function ask(definitionHash: string, schema: unknown, args: Record<string, unknown>): Answer {
-  checker ??= startChecker();
-  const c = checker;
-  Atomics.store(c.ctrl, 0, POSTED);
-  const known = c.known.has(definitionHash);
-  c.worker.postMessage({ hash: definitionHash, schema: known ? undefined : schema, args });
-  if (Atomics.wait(c.ctrl, 0, POSTED, START_DEADLINE_MS) === "timed-out") {
-    abandon(c);
-    throw new GatehouseError("internal", "the argument checker did not start");
-  }
-  if (Atomics.wait(c.ctrl, 0, STARTED, CHECK_DEADLINE_MS) === "timed-out") {
-    abandon(c);
-    overran.add(definitionHash);
-    throw overrun();
-  }
-  const text = new TextDecoder().decode(c.out.slice(0, Atomics.load(c.ctrl, 1)));
-  const answer = JSON.parse(text) as Answer;
-  if (answer.kind === "ok" || answer.kind === "invalid") c.known.add(definitionHash);
-  return answer;
-}
-
-function overrun(): GatehouseError {
-  return new GatehouseError(
-    "tool_unusable",
-    `checking arguments against the tool's input schema took over ${CHECK_DEADLINE_MS} ms (a pattern that backtracks?); the tool cannot be called`,
-  );
-}
+const overruns = new OverrunLedger();
 
 /**
- * Throws `invalid_arguments` naming the first bad field when `args` do not match `schema`;
- * `tool_unusable` when the schema cannot be compiled or checking it overruns
- * {@link CHECK_DEADLINE_MS}. Compiled once per definition hash.
+ * Throws `invalid_arguments` naming the first bad field when `args` do not match `schema`, when
+ * they are over the size bounds, or when checking them overran {@link CHECK_DEADLINE_MS};
+ * `too_many_attempts` when `requester`'s checks overran too often lately (only checks that need
+ * the worker are refused then); `tool_unusable` when the schema cannot be compiled. Compiled
+ * once per definition hash.
  */
-export function checkArguments(definitionHash: string, schema: unknown, args: Record<string, unknown>): void {
-  if (overran.has(definitionHash)) throw overrun();
+export function checkArguments(
+  definitionHash: string,
+  schema: unknown,
+  args: Record<string, unknown>,
+  requester: CheckRequester,
+  options: CheckOptions = {},
+): void {
+  const limits = { ...ARGUMENT_LIMITS, ...options.limits };
+  const size = measureArguments(args, limits);
+  if (size.over) throw tooLarge(size.over, limits);
   const fast = local.get(definitionHash);
-  if (fast) {
-    checkLocally(fast, args);
+  if (fast?.validate && cheapEnough(fast.profile, size)) {
+    checkLocally(fast.validate, args);
     return;
   }
-  let answer = ask(definitionHash, schema, args);
-  // The worker was replaced since this definition was compiled: send the schema again.
-  if (answer.kind === "unknown") {
-    checker?.known.delete(definitionHash);
-    answer = ask(definitionHash, schema, args);
+  const key = `${requester.kind}:${requester.name}`;
+  const now = options.now ?? Date.now();
+  const wait = overruns.refusedFor(key, now);
+  if (wait > 0) throw tooManyOverruns(wait);
+  const answer = checkInWorker(definitionHash, schema, args);
+  if (answer.kind === "overran") {
+    overruns.record(key, now);
+    throw new GatehouseError(
+      "invalid_arguments",
+      `checking the arguments against the tool's input schema took over ${CHECK_DEADLINE_MS} ms (a pattern that backtracks, or arguments too costly to check); the call is refused`,
+    );
   }
   if (answer.kind === "ok" || answer.kind === "invalid") promoteToLocal(definitionHash, schema);
   if (answer.kind === "ok") return;
@@ -169,6 +112,24 @@ export function checkArguments(definitionHash: string, schema: unknown, args: Re
   throw invalidArguments(answer.instancePath, answer.message, answer.missingProperty);
 }
 
+function tooLarge(over: "bytes" | "depth", limits: ArgumentLimits): GatehouseError {
+  return new GatehouseError(
+    "invalid_arguments",
+    over === "bytes"
+      ? `arguments are over ${formatBytes(limits.maxBytes)} of JSON (${limits.maxBytes} bytes), the most a call may send`
+      : `arguments are nested deeper than ${limits.maxDepth} levels, the most a call may send`,
+  );
+}
+
+function tooManyOverruns(waitMs: number): GatehouseError {
+  const minutes = Math.max(1, Math.ceil(waitMs / 60_000));
+  const { max, windowMs } = OVERRUN_LIMITS;
+  return new GatehouseError(
+    "too_many_attempts",
+    `checks of this requester's arguments took over ${CHECK_DEADLINE_MS} ms ${max} times in ${windowMs / 60_000} minutes: calls whose arguments need a full check are refused for ${minutes} more minute${minutes === 1 ? "" : "s"}`,
+  );
+}
+
 /** The refusal naming the first bad field, the same whichever thread checked. */
 function invalidArguments(instancePath: string, message: string, missingProperty?: unknown): GatehouseError {
   const where = instancePath ? `arguments${instancePath.replaceAll("/", ".")}` : "arguments";
@@ -177,23 +138,29 @@ function invalidArguments(instancePath: string, message: string, missingProperty
 }
 
 /**
- * Validators for schemas without regular expressions (no `pattern`, no `patternProperties`), run
- * on the main thread: without a regex a check is linear in the arguments' size, so the worker's
- * round trip (the hot path's largest single cost) buys nothing. A schema gets here only after
- * the worker compiled and checked it within the deadline.
+ * By definition hash, once the worker has checked it: the schema's profile, and its main-thread
+ * validator when it fits (step 2 above; null otherwise, so it is profiled only once).
  */
-const local = new Map<string, ValidateFunction>();
-const localAjv = new Ajv({ strict: false, allErrors: false, validateSchema: false });
+const local = new Map<string, { validate: ValidateFunction | null; profile: SchemaProfile }>();
+const localAjv = new Ajv({ strict: false, allErrors: false, validateSchema: false, logger: false });
 
-/** Whether a schema contains a regular expression anywhere (conservatively: any such key). */
-export function hasRegex(schema: unknown): boolean {
-  if (Array.isArray(schema)) return schema.some(hasRegex);
-  if (schema === null || typeof schema !== "object") return false;
-  for (const [key, value] of Object.entries(schema)) {
-    if (key === "pattern" || key === "patternProperties") return true;
-    if (hasRegex(value)) return true;
-  }
-  return false;
+/** Whether a schema's checks may ever run on the main thread (by its keywords and size alone). */
+export function mainThreadSchema(schema: unknown): boolean {
+  return fitsMainThread(schemaProfile(schema));
+}
+
+/** Whether these arguments would be checked against this schema on the main thread. */
+export function checkedOnMainThread(schema: unknown, args: Record<string, unknown>): boolean {
+  const profile = schemaProfile(schema);
+  return fitsMainThread(profile) && cheapEnough(profile, measureArguments(args, ARGUMENT_LIMITS));
+}
+
+function fitsMainThread(profile: SchemaProfile): boolean {
+  return profile.costly === null && profile.nodes <= LOCAL_SCHEMA_MAX_NODES;
+}
+
+function cheapEnough(profile: SchemaProfile, size: ArgumentsSize): boolean {
+  return size.bytes <= LOCAL_MAX_BYTES && profile.nodes * size.bytes <= LOCAL_MAX_WORK;
 }
 
 function checkLocally(validate: ValidateFunction, args: Record<string, unknown>): void {
@@ -207,14 +174,34 @@ function checkLocally(validate: ValidateFunction, args: Record<string, unknown>)
 }
 
 function promoteToLocal(definitionHash: string, schema: unknown): void {
-  if (local.has(definitionHash) || hasRegex(schema)) return;
-  try {
-    const { $schema: _ignored, ...rest } = (schema ?? {}) as Record<string, unknown>;
-    if (local.size >= CACHE_MAX) local.clear();
-    local.set(definitionHash, localAjv.compile(rest));
-  } catch {
-    // The worker compiled it; if this copy cannot, the worker keeps doing the checks.
+  if (local.has(definitionHash)) return;
+  const profile = schemaProfile(schema);
+  let validate: ValidateFunction | null = null;
+  if (fitsMainThread(profile)) {
+    try {
+      const { $schema: _ignored, ...rest } = (schema ?? {}) as Record<string, unknown>;
+      validate = localAjv.compile(rest);
+    } catch {
+      // The worker compiled it; if this copy cannot, the worker keeps doing the checks.
+    }
   }
+  if (local.size >= LOCAL_CACHE_MAX) local.clear();
+  local.set(definitionHash, { validate, profile });
+}
+
+/** Definitions remembered in {@link local}. */
+const LOCAL_CACHE_MAX = 2000;
+
+/**
+ * The arguments as a call's row keeps them: as sent, unless they are over
+ * {@link ARGUMENT_LIMITS} (such a call is refused): then a one-key object saying so, so that a
+ * refused call's row cannot hold megabytes, nor nesting that breaks every later listing that
+ * includes it (`JSON.stringify` of the view, the reviewer's page).
+ */
+export function recordedArguments(args: Record<string, unknown>): Record<string, unknown> {
+  const over = measureArguments(args, ARGUMENT_LIMITS).over;
+  if (!over) return args;
+  return { "(not kept)": tooLarge(over, ARGUMENT_LIMITS).message };
 }
 
 /** Digest of a call's exact arguments, independent of key order. */

@@ -16,6 +16,7 @@ import type { RuleSet } from "../rules";
 import { type Db, withoutWaiting } from "../store/db";
 import { WriteBatch } from "../store/write-batch";
 import { approve } from "./approve";
+import { recordedArguments } from "./arguments";
 import { writeBirth } from "./birth";
 import {
   type CallRow,
@@ -138,7 +139,7 @@ export class CallBroker {
       tool: row?.localName ?? body.tool,
       server: row?.server ?? "",
       remoteName: row?.remoteName ?? "",
-      args,
+      args: decision.outcome === "stop" ? recordedArguments(args) : args,
       destructive: decision.outcome === "run" ? decision.destructive : true,
     };
     const call: Omit<CallRow, "status"> = {

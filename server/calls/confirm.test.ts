@@ -18,6 +18,7 @@ import {
   request,
   waitForCallStatus,
 } from "@/test/support/runtime";
+import { getToolRow } from "../catalogue/catalogue";
 import { calls } from "../store/schema";
 import {
   announceChange,
@@ -218,7 +219,8 @@ describe("the owner's settings decide what waits (the catalogue's approval need)
     const read = await call(agent, LIST_NOTES, {});
     expect(read).toMatchObject({ status: "pending", approvalReason: "owner requires confirmation" });
 
-    expect((await patch(ADD_NOTE, { vouch: true })).status).toBe(200);
+    const expectedHash = getToolRow(t.runtime.db, ADD_NOTE)?.definitionHash;
+    expect((await patch(ADD_NOTE, { vouch: true, expectedHash })).status).toBe(200);
     const write = await call(agent, ADD_NOTE, { text: "vouched" }, 200);
     expect(write).toMatchObject({ status: "succeeded", approvalReason: null, destructive: false });
     expect(t.demoRuns()).toBe(1);

@@ -124,7 +124,7 @@ export async function decideCall(
   }
   const definition = parseDefinition(row);
   try {
-    checkArguments(row.definitionHash, definition.inputSchema, input.args);
+    checkArguments(row.definitionHash, definition.inputSchema, input.args, input.requester);
   } catch (err) {
     if (err instanceof GatehouseError) {
       return { decision: stop(err.code, err.message, null, err.message), row, skipped: [] };

@@ -17,6 +17,7 @@ import {
   type TestRuntime,
 } from "@/test/support/runtime";
 import { auditEvents } from "../store/schema";
+import { getToolRow } from "./catalogue";
 
 let t: TestRuntime | undefined;
 afterEach(async () => {
@@ -30,6 +31,11 @@ async function start() {
   return { rt: t, owner };
 }
 
+/** The tool's definitionHash, as the owner's page has it from GET /api/catalogue. */
+function hashOf(rt: TestRuntime, localName: string): string | undefined {
+  return getToolRow(rt.runtime.db, localName)?.definitionHash;
+}
+
 function auditRows(rt: TestRuntime, action: string) {
   return rt.runtime.db.select().from(auditEvents).where(eq(auditEvents.action, action)).all();
 }
@@ -41,7 +47,7 @@ describe("PATCH /api/catalogue/:name (vouch, always confirm)", () => {
     rt.runtime.bus.subscribe((e) => events.push(e.type));
     const res = await request("PATCH", `/api/catalogue/${ADD_NOTE}`, {
       cookie: owner.cookie,
-      body: { vouch: true },
+      body: { vouch: true, expectedHash: hashOf(rt, ADD_NOTE) },
     });
     expect(res.status).toBe(200);
     const { tool } = await bodyOf<{ tool: CatalogueToolView }>(res);
@@ -61,10 +67,10 @@ describe("PATCH /api/catalogue/:name (vouch, always confirm)", () => {
   });
 
   it("a tool that says readOnlyHint: true cannot be vouched: 409 with the reason", async () => {
-    const { owner } = await start();
+    const { rt, owner } = await start();
     const res = await request("PATCH", `/api/catalogue/${LIST_NOTES}`, {
       cookie: owner.cookie,
-      body: { vouch: true },
+      body: { vouch: true, expectedHash: hashOf(rt, LIST_NOTES) },
     });
     expect(res.status).toBe(409);
     expect(await bodyOf(res)).toEqual({
@@ -104,13 +110,23 @@ describe("PATCH /api/catalogue/:name (vouch, always confirm)", () => {
     }
   });
 
-  it("the old body {status} still enables a tool", async () => {
-    const { owner } = await start();
-    const res = await request("PATCH", `/api/catalogue/${ADD_NOTE}`, {
+  it("enabling or vouching without expectedHash is refused and changes nothing; disabling needs none", async () => {
+    const { rt, owner } = await start();
+    for (const body of [{ status: "enabled" }, { vouch: true }, { status: "enabled", expectedHash: "abc" }]) {
+      const res = await request("PATCH", `/api/catalogue/${ADD_NOTE}`, { cookie: owner.cookie, body });
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      const { error } = await bodyOf<{ error: { code: string; message: string } }>(res);
+      expect(error.code).toBe("invalid_body");
+      expect(error.message).toMatch(/^body\.expectedHash: /);
+    }
+    expect(getToolRow(rt.runtime.db, ADD_NOTE)).toMatchObject({ status: "proposed", vouchedHash: null });
+    expect([...auditRows(rt, "tool.enable"), ...auditRows(rt, "tool.vouch")]).toEqual([]);
+
+    const disabled = await request("PATCH", `/api/catalogue/${ADD_NOTE}`, {
       cookie: owner.cookie,
-      body: { status: "enabled" },
+      body: { status: "disabled" },
     });
-    expect((await bodyOf<{ tool: CatalogueToolView }>(res)).tool.status).toBe("enabled");
+    expect((await bodyOf<{ tool: CatalogueToolView }>(disabled)).tool.status).toBe("disabled");
   });
 });
 
@@ -123,7 +139,11 @@ describe("POST /api/catalogue/bulk", () => {
     });
     const res = await request("POST", "/api/catalogue/bulk", {
       cookie: owner.cookie,
-      body: { names: [LIST_NOTES, ADD_NOTE], status: "enabled" },
+      body: {
+        names: [LIST_NOTES, ADD_NOTE],
+        status: "enabled",
+        expectedHashes: { [LIST_NOTES]: hashOf(rt, LIST_NOTES), [ADD_NOTE]: hashOf(rt, ADD_NOTE) },
+      },
     });
     expect(res.status).toBe(200);
     const { tools } = await bodyOf<{ tools: CatalogueToolView[] }>(res);
@@ -139,13 +159,35 @@ describe("POST /api/catalogue/bulk", () => {
     const { rt, owner } = await start();
     const res = await request("POST", "/api/catalogue/bulk", {
       cookie: owner.cookie,
-      body: { names: [LIST_NOTES, "demo_nope"], status: "enabled" },
+      body: {
+        names: [LIST_NOTES, "demo_nope"],
+        status: "enabled",
+        expectedHashes: { [LIST_NOTES]: hashOf(rt, LIST_NOTES), demo_nope: "0".repeat(64) },
+      },
     });
     expect(res.status).toBe(404);
     expect((await bodyOf<{ error: { message: string } }>(res)).error.message).toContain(
       "demo_nope (no such tool)",
     );
     expect(auditRows(rt, "tool.enable")).toEqual([]);
+  });
+
+  it("enabling without a hash for every name is an invalid body; disabling needs none", async () => {
+    const { rt, owner } = await start();
+    for (const expectedHashes of [undefined, { [LIST_NOTES]: hashOf(rt, LIST_NOTES) }]) {
+      const res = await request("POST", "/api/catalogue/bulk", {
+        cookie: owner.cookie,
+        body: { names: [LIST_NOTES, ADD_NOTE], status: "enabled", expectedHashes },
+      });
+      expect(res.status).toBe(400);
+      expect((await bodyOf<{ error: { code: string } }>(res)).error.code).toBe("invalid_body");
+    }
+    expect(auditRows(rt, "tool.enable")).toEqual([]);
+    const disabled = await request("POST", "/api/catalogue/bulk", {
+      cookie: owner.cookie,
+      body: { names: [LIST_NOTES, ADD_NOTE], status: "disabled" },
+    });
+    expect(disabled.status).toBe(200);
   });
 
   it("an empty list or more than 1000 names is an invalid body", async () => {
@@ -199,12 +241,16 @@ describe("GET /api/changes, POST /api/changes/read, GET /api/catalogue/:name/his
   });
 
   it("a tool's history has its server's changes and the owners' actions on it", async () => {
-    const { owner } = await start();
+    const { rt, owner } = await start();
+    const expectedHash = hashOf(rt, ADD_NOTE);
     await request("PATCH", `/api/catalogue/${ADD_NOTE}`, {
       cookie: owner.cookie,
-      body: { status: "enabled" },
+      body: { status: "enabled", expectedHash },
     });
-    await request("PATCH", `/api/catalogue/${ADD_NOTE}`, { cookie: owner.cookie, body: { vouch: true } });
+    await request("PATCH", `/api/catalogue/${ADD_NOTE}`, {
+      cookie: owner.cookie,
+      body: { vouch: true, expectedHash },
+    });
     const res = await request("GET", `/api/catalogue/${ADD_NOTE}/history`, { cookie: owner.cookie });
     const history = await bodyOf<ToolHistoryView>(res);
     expect(history.changes.map((c) => c.kind)).toEqual(["added"]);

@@ -29,15 +29,18 @@ export type RecordedChange = Omit<ChangeView, "unread">;
  */
 export type NewChange = Omit<RecordedChange, "id" | "at" | "server">;
 
-export function toChangeView(row: ChangeRow, lastSeenId: number): ChangeView {
-  let detail: ChangeDetail | null = null;
-  if (row.detail) {
-    try {
-      detail = JSON.parse(row.detail) as ChangeDetail;
-    } catch {
-      detail = null;
-    }
+/** A row's `detail` column: null when empty or (never written so) not JSON. */
+export function parseDetail(json: string | null): ChangeDetail | null {
+  if (!json) return null;
+  try {
+    return JSON.parse(json) as ChangeDetail;
+  } catch {
+    return null;
   }
+}
+
+export function toChangeView(row: ChangeRow, lastSeenId: number): ChangeView {
+  const detail = parseDetail(row.detail);
   return {
     id: row.id,
     at: row.at,

@@ -10,28 +10,52 @@ import { toCatalogueView } from "./views";
 
 /** What owners do to tools: enable and disable (one or in bulk), vouch, always confirm. */
 
-/** Why `row` cannot get `status`, or null when it can. */
+/** Why `row` cannot get `status`, in words that follow "cannot be enabled: ", or null when it can. */
 function statusProblem(
   row: ToolRow,
   status: "enabled" | "disabled",
-): { code: ErrorCode; message: string } | null {
+): { code: ErrorCode; why: string } | null {
   if (status !== "enabled") return null;
-  if (row.unusableReason) {
-    return { code: "tool_unusable", message: `${row.localName} cannot be enabled: ${row.unusableReason}` };
-  }
-  if (!row.present) {
-    return {
-      code: "tool_gone",
-      message: `${row.localName} cannot be enabled: its server no longer lists it`,
-    };
-  }
+  if (row.unusableReason) return { code: "tool_unusable", why: row.unusableReason };
+  if (!row.present) return { code: "tool_gone", why: "its server no longer lists it" };
   return null;
 }
 
-/** Sets the status of a row that may have it; enabling pins the current definition (hash and JSON). */
-function applyStatus(tx: Tx, row: ToolRow, status: "enabled" | "disabled", actor: string): ToolRow {
+const CHANGED_SINCE_SEEN = "its definition changed since the page showed it; review it again";
+
+/**
+ * Whether the definition an owner reviewed (`expectedHash`, the `definitionHash` their page
+ * showed) is no longer the row's: enabling and vouching bind to the definition, so they must bind
+ * to the one the owner saw, not to whatever a server that flips its tools listed a moment before
+ * the request arrived. Absent: nothing to compare (callers inside the process, which pin what they
+ * just read; the HTTP API requires it).
+ */
+function changedSinceSeen(row: ToolRow, expectedHash: string | undefined): boolean {
+  return expectedHash !== undefined && expectedHash !== row.definitionHash;
+}
+
+/** `tool_changed`: the row's definition is no longer the one the owner reviewed. */
+function changedError(row: ToolRow): GatehouseError {
+  return new GatehouseError(
+    "tool_changed",
+    `the definition of ${row.localName} changed since the page showed it; nothing was changed: review it again`,
+  );
+}
+
+/**
+ * Sets the status of a row that may have it; enabling pins the current definition (hash and
+ * JSON), and only when it is `expectedHash` if that is given; disabling ignores it.
+ */
+function applyStatus(
+  tx: Tx,
+  row: ToolRow,
+  status: "enabled" | "disabled",
+  actor: string,
+  expectedHash?: string,
+): ToolRow {
+  if (status === "enabled" && changedSinceSeen(row, expectedHash)) throw changedError(row);
   const problem = statusProblem(row, status);
-  if (problem) throw new GatehouseError(problem.code, problem.message);
+  if (problem) throw new GatehouseError(problem.code, `${row.localName} cannot be enabled: ${problem.why}`);
   const pin =
     status === "enabled"
       ? { pinnedHash: row.definitionHash, pinnedDefinition: row.definition }
@@ -54,15 +78,22 @@ function applyStatus(tx: Tx, row: ToolRow, status: "enabled" | "disabled", actor
 }
 
 /**
- * The owner's decision on a tool. Enabling pins the current definition; a tool that is gone or
- * unusable cannot be enabled.
+ * The owner's decision on a tool. Enabling pins the current definition — refused (`tool_changed`)
+ * when `expectedHash` is given and is not it; a tool that is gone or unusable cannot be enabled.
  */
 export function setToolStatus(
   db: Db,
-  params: { localName: string; status: "enabled" | "disabled"; actor: string },
+  params: {
+    localName: string;
+    status: "enabled" | "disabled";
+    actor: string;
+    expectedHash?: string | undefined;
+  },
 ): CatalogueToolView {
   return db.transaction((tx) =>
-    toCatalogueView(applyStatus(tx, rowOrThrow(tx, params.localName), params.status, params.actor)),
+    toCatalogueView(
+      applyStatus(tx, rowOrThrow(tx, params.localName), params.status, params.actor, params.expectedHash),
+    ),
   );
 }
 
@@ -73,6 +104,13 @@ export interface UpdateToolParams {
   /** true: vouch the current definition read-only; false: withdraw a vouch. */
   vouch?: boolean | undefined;
   alwaysConfirm?: boolean | undefined;
+  /**
+   * The `definitionHash` the owner reviewed. When given, enabling (or accepting a change) and
+   * vouching are refused with `tool_changed`, changing nothing, if the tool's definition is no
+   * longer this one; disabling, withdrawing a vouch and "always confirm" ignore it. Absent: no
+   * check (the HTTP API requires it for enabling and vouching).
+   */
+  expectedHash?: string | undefined;
 }
 
 /**
@@ -81,7 +119,8 @@ export interface UpdateToolParams {
  * (`tool.enable`/`tool.disable`, `tool.vouch`/`tool.unvouch`, `tool.always_confirm`); asking for
  * what already holds changes nothing. A vouch is pinned to the current definition hash and is
  * refused (`conflict`) for a tool whose server says `readOnlyHint` either way or
- * `destructiveHint: true`.
+ * `destructiveHint: true`. Enabling and vouching bind to `expectedHash` when it is given: a tool
+ * changed since is refused as a whole (`tool_changed`), before anything is written.
  */
 export function updateTool(db: Db, params: UpdateToolParams): CatalogueToolView {
   return db.transaction((tx) => {
@@ -98,6 +137,8 @@ export function updateTool(db: Db, params: UpdateToolParams): CatalogueToolView 
           .get() ?? row;
     };
 
+    const binds = params.status === "enabled" || params.vouch === true;
+    if (binds && changedSinceSeen(row, params.expectedHash)) throw changedError(row);
     if (params.status !== undefined) row = applyStatus(tx, row, params.status, params.actor);
     if (params.vouch === true) {
       const problem = vouchProblem(parseDefinition(row).annotations);
@@ -127,14 +168,24 @@ export function updateTool(db: Db, params: UpdateToolParams): CatalogueToolView 
 /** Most names listed in the error of a refused bulk change. */
 const BULK_NAMES_SHOWN = 5;
 
+export interface BulkStatusParams {
+  names: readonly string[];
+  status: "enabled" | "disabled";
+  actor: string;
+  /**
+   * Per name, the `definitionHash` the owner reviewed: enabling a tool whose definition is no
+   * longer that one is refused like a gone one (`tool_changed`). A name without one is not
+   * compared (the HTTP API requires one per name to enable); disabling ignores them.
+   */
+  expectedHashes?: Readonly<Record<string, string>> | undefined;
+}
+
 /**
  * One status for many tools in one transaction: all of them change, or — when any is unknown,
- * gone or unusable — none does, and the error names the ones that cannot.
+ * gone, unusable or changed since the owner saw it — none does, and the error names the ones
+ * that cannot (its code is the first one's).
  */
-export function bulkSetToolStatus(
-  db: Db,
-  params: { names: readonly string[]; status: "enabled" | "disabled"; actor: string },
-): CatalogueToolView[] {
+export function bulkSetToolStatus(db: Db, params: BulkStatusParams): CatalogueToolView[] {
   return db.transaction((tx) => {
     const names = [...new Set(params.names)];
     const rows: ToolRow[] = [];
@@ -145,14 +196,16 @@ export function bulkSetToolStatus(
         problems.push({ name, code: "tool_not_found", why: "no such tool" });
         continue;
       }
-      const problem = statusProblem(row, params.status);
-      if (problem) {
-        problems.push({
-          name,
-          code: problem.code,
-          why: row.unusableReason ?? "its server no longer lists it",
-        });
-      } else rows.push(row);
+      const expected =
+        params.expectedHashes && Object.hasOwn(params.expectedHashes, name)
+          ? params.expectedHashes[name]
+          : undefined;
+      const problem =
+        params.status === "enabled" && changedSinceSeen(row, expected)
+          ? { code: "tool_changed" as const, why: CHANGED_SINCE_SEEN }
+          : statusProblem(row, params.status);
+      if (problem) problems.push({ name, ...problem });
+      else rows.push(row);
     }
     const first = problems[0];
     if (first) {

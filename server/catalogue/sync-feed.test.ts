@@ -12,7 +12,16 @@ import { addUser, feed, kinds, row, view } from "./governance-fixtures";
 import { setToolStatus } from "./owner-actions";
 import { getToolRow } from "./rows";
 import { syncServerTools } from "./sync";
+import { COALESCE_WINDOW_MS } from "./sync-plan";
 import { listEnabledTools } from "./views";
+
+/**
+ * Options for the `n`th of refreshes spaced wider than the coalescing window, so each change
+ * keeps its own row (sync-coalescing.test.ts has changes that come closer together).
+ */
+function apart(n: number) {
+  return { ...OPTS, now: new Date(Date.now() + n * (COALESCE_WINDOW_MS + 1000)) };
+}
 
 describe("syncServerTools records the change feed", () => {
   it("a first refresh records one added row per new tool and one over_cap row per tool beyond maxTools", () => {
@@ -83,8 +92,8 @@ describe("syncServerTools records the change feed", () => {
     const srv = serverConfig("srv");
     syncServerTools(d, srv, [tool("a")], OPTS);
     setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
-    syncServerTools(d, srv, [tool("a", { description: "other" })], OPTS);
-    syncServerTools(d, srv, [tool("a")], OPTS);
+    syncServerTools(d, srv, [tool("a", { description: "other" })], apart(1));
+    syncServerTools(d, srv, [tool("a")], apart(2));
     const changed = feed(d).filter((c) => c.kind === "changed");
     expect(changed.map((c) => c.detail.restored ?? false)).toEqual([false, true]);
   });
@@ -94,9 +103,9 @@ describe("syncServerTools records the change feed", () => {
     const srv = serverConfig("srv");
     syncServerTools(d, srv, [tool("a"), tool("b")], OPTS);
     setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
-    syncServerTools(d, srv, [tool("b")], OPTS);
-    syncServerTools(d, srv, [tool("b")], OPTS);
-    syncServerTools(d, srv, [tool("a"), tool("b")], OPTS);
+    syncServerTools(d, srv, [tool("b")], apart(1));
+    syncServerTools(d, srv, [tool("b")], apart(2));
+    syncServerTools(d, srv, [tool("a"), tool("b")], apart(3));
     expect(feed(d).filter((c) => c.kind === "gone" || c.kind === "returned")).toEqual([
       { kind: "gone", tool: "a", localName: "srv_a", detail: { status: "enabled" } },
       { kind: "returned", tool: "a", localName: "srv_a", detail: { status: "enabled" } },
@@ -107,8 +116,8 @@ describe("syncServerTools records the change feed", () => {
     const d = memoryDb();
     const srv = serverConfig("srv");
     syncServerTools(d, srv, [tool("a")], OPTS);
-    syncServerTools(d, srv, [], OPTS);
-    syncServerTools(d, srv, [tool("a", { description: "different" })], OPTS);
+    syncServerTools(d, srv, [], apart(1));
+    syncServerTools(d, srv, [tool("a", { description: "different" })], apart(2));
     expect(kinds(d)).toEqual(["added a", "gone a", "returned a", "changed a"]);
   });
 

@@ -104,7 +104,39 @@ export interface RefreshInput {
   excludedBefore: ReadonlySet<string>;
   /** `catalogue.descriptionMaxChars`: the cap of every text of a definition, schema texts included. */
   descriptionMaxChars: number;
+  /**
+   * Feed rows a new change of the same tool takes the place of (see {@link COALESCE_WINDOW_MS}),
+   * by {@link coalesceKey}; absent or empty: every change gets its own row.
+   */
+  recent?: ReadonlyMap<string, RecentChange>;
 }
+
+/**
+ * How close together a tool's changes must come to share one feed row: a change within this
+ * long of the tool's latest row of the same family (its definition: `changed`; its presence:
+ * `gone` / `returned`) replaces that row, unless an owner acted on the tool since. The window
+ * slides: a tool that keeps flapping keeps one row, always the newest. 10 minutes.
+ */
+export const COALESCE_WINDOW_MS = 10 * 60_000;
+
+/** The kinds whose rows a later change of the same tool may replace. */
+export const COALESCED_KINDS = ["changed", "gone", "returned"] as const satisfies readonly ChangeKind[];
+
+/** A tool's latest feed row of one family, recent enough to be replaced by its next change. */
+export interface RecentChange {
+  id: number;
+  kind: ChangeKind;
+  /** The status it recorded; a row of another status (an owner enabled or disabled) stays. */
+  detail: ChangeDetail | null;
+}
+
+/** The key of {@link RefreshInput.recent}: the family of `kind` and the remote tool name. */
+export function coalesceKey(kind: ChangeKind, tool: string): string {
+  return `${kind === "changed" ? "definition" : "presence"} ${tool}`;
+}
+
+/** A feed entry to write; `replaces`: the id of the row it takes the place of. */
+export type PlannedChange = NewChange & { replaces?: number };
 
 export interface RefreshPlan {
   /** What changed, by name: the {@link SyncSummary} but for the feed rows' ids and time. */
@@ -115,7 +147,7 @@ export interface RefreshPlan {
   update: RowUpdate[];
   // The rows to mark absent are `summary.gone`; the server's over-cap list becomes `summary.overCap`.
   /** Change-feed entries in the order they are to be written (see {@link FEED_ORDER}). */
-  feed: NewChange[];
+  feed: PlannedChange[];
   /** Audit rows in the order they are to be written. */
   audit: RefreshAudit[];
 }
@@ -139,7 +171,37 @@ function entry(kind: ChangeKind, tool: string, localName: string | null, detail:
   return { kind, tool, localName, detail: Object.keys(detail).length > 0 ? detail : null };
 }
 
-function feedOrder(feed: readonly NewChange[]): NewChange[] {
+/**
+ * `change`, taking the place of the tool's recent row of the same family when there is one
+ * that recorded the same status. A definition change then reads from where the run of changes
+ * started: `fromHash` is the first one's, and what changed is counted from the pinned
+ * definition when the run started there, otherwise gathered over the run (every aspect that
+ * changed at some step, riskier if any step was).
+ */
+function coalesced(
+  input: RefreshInput,
+  row: ToolRow,
+  change: NewChange,
+  def: ToolDefinition | null = null,
+): PlannedChange {
+  const recent = input.recent?.get(coalesceKey(change.kind, change.tool));
+  if (!recent || (recent.detail?.status ?? null) !== (change.detail?.status ?? null)) return change;
+  if (change.kind !== "changed" || recent.kind !== "changed") return { ...change, replaces: recent.id };
+  const before = recent.detail ?? {};
+  const fromHash = before.fromHash ?? row.definitionHash.slice(0, 12);
+  const pinned = row.pinnedDefinition !== null && row.pinnedHash?.slice(0, 12) === fromHash;
+  const step = change.detail ?? {};
+  const { summary, riskier } =
+    pinned && def
+      ? diffDefinitions(JSON.parse(row.pinnedDefinition ?? "{}") as ToolDefinition, def)
+      : {
+          summary: [...new Set([...(before.summary ?? []), ...(step.summary ?? [])])],
+          riskier: (before.riskier ?? false) || (step.riskier ?? false),
+        };
+  return { ...change, detail: { ...step, fromHash, summary, riskier }, replaces: recent.id };
+}
+
+function feedOrder(feed: readonly PlannedChange[]): PlannedChange[] {
   return FEED_ORDER.flatMap((kind) =>
     feed.filter((c) => c.kind === kind).sort((a, b) => (a.tool < b.tool ? 1 : a.tool > b.tool ? -1 : 0)),
   );
@@ -185,7 +247,7 @@ export function planRefresh(input: RefreshInput): RefreshPlan {
     vouchDropped: [],
   };
   const plan: RefreshPlan = { summary, insert: [], update: [], feed: [], audit: [] };
-  const feed: NewChange[] = [];
+  const feed: PlannedChange[] = [];
 
   for (const name of [...trim.kept, ...trim.admitted]) {
     const tool = byName.get(name);
@@ -237,23 +299,23 @@ export function planRefresh(input: RefreshInput): RefreshPlan {
     const defChanged = row.definitionHash !== hash;
     if (wasGone) {
       summary.returned.push(localName);
-      feed.push(entry("returned", name, localName, { status: row.status }));
+      feed.push(coalesced(input, row, entry("returned", name, localName, { status: row.status })));
     }
     if (!wasGone && !defChanged) continue;
     const set: RowUpdate["set"] = { ...columns };
     if (defChanged) {
       summary.changed.push(localName);
       const diff = diffDefinitions(JSON.parse(row.definition) as ToolDefinition, def);
-      feed.push(
-        entry("changed", name, localName, {
-          status: row.status,
-          fromHash: row.definitionHash.slice(0, 12),
-          toHash: hash.slice(0, 12),
-          summary: diff.summary,
-          riskier: diff.riskier,
-          ...(row.status === "enabled" && row.pinnedHash === hash ? { restored: true } : {}),
-        }),
-      );
+      const change = entry("changed", name, localName, {
+        status: row.status,
+        fromHash: row.definitionHash.slice(0, 12),
+        toHash: hash.slice(0, 12),
+        summary: diff.summary,
+        riskier: diff.riskier,
+        ...(row.status === "enabled" && row.pinnedHash === hash ? { restored: true } : {}),
+      });
+      // A vouch made since the run began is an owner's act on the tool: its change starts afresh.
+      feed.push(row.vouchedHash !== null ? change : coalesced(input, row, change, def));
       // Tools enabled before pinned definitions were kept: the definition being replaced is the
       // pinned one, so keep it for the before/after view.
       if (row.pinnedDefinition === null && row.pinnedHash === row.definitionHash) {
@@ -288,7 +350,7 @@ export function planRefresh(input: RefreshInput): RefreshPlan {
       summary.excluded.push(row.remoteName);
       feed.push(entry("excluded", row.remoteName, row.localName, { hadRow: true, status: row.status }));
     } else {
-      feed.push(entry("gone", row.remoteName, row.localName, { status: row.status }));
+      feed.push(coalesced(input, row, entry("gone", row.remoteName, row.localName, { status: row.status })));
     }
   }
 

@@ -41,6 +41,7 @@ export function toCatalogueView(row: ToolRow): CatalogueToolView {
     status: row.status as ToolStatus,
     availability,
     unusableReason: row.unusableReason,
+    definitionHash: row.definitionHash,
     description: cleanDescription(row.description),
     inputSchema: def.inputSchema,
     annotations: def.annotations,

@@ -1,12 +1,14 @@
 /**
- * `npm run gatehouse -- <command>`: config check, user add, token create/revoke. Uses the same
- * environment variables as the server (GATEHOUSE_CONFIG, GATEHOUSE_DB).
+ * `npm run gatehouse -- <command>`: config check, user add/set/remove, token create/revoke, rules
+ * test. Uses the same environment variables as the server (GATEHOUSE_CONFIG, GATEHOUSE_DB).
  */
-import { CreateTokenBody, CreateUserBody, roles, userEmail } from "@/lib/api-types";
+import { CreateTokenBody, CreateUserBody, roles, UpdateUserBody, userEmail } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import { createToken } from "../auth/tokens";
+import { pendingWithdrawal, removeUser, sessionsText, updatePerson } from "../auth/user-admin";
 import { createUser } from "../auth/users";
 import { revokeAgent } from "../calls/revoke-agent";
+import { transition } from "../calls/transition";
 import { configPathFromEnv, formatIssues, loadConfigFile } from "../config";
 import { EventBus } from "../events";
 import { dbPathFromEnv, openDb } from "../store/db";
@@ -16,6 +18,13 @@ const USAGE = `usage: npm run gatehouse -- <command>
   config check [FILE]                     validate a config file (default: GATEHOUSE_CONFIG or gatehouse.json)
   user add NAME --role owner|reviewer [--email ADDRESS]
                                           add a user; the password is read from stdin
+  user set NAME [--role ROLES] [--email ADDRESS] [--password]
+                                          change a user: roles (comma-separated), address ("" clears
+                                          it), or a new password read from stdin, which ends all
+                                          their sessions
+  user remove NAME                        remove a user (never the last owner): their grants end,
+                                          pending calls are withdrawn, sessions end; history keeps
+                                          the name
   token create NAME                       create an agent token; prints it once, on the last line
   token revoke NAME                       revoke an agent token
   rules test TOOL 'ARGS-JSON' [--agent NAME]
@@ -70,18 +79,15 @@ async function main(argv: string[]): Promise<number> {
     }
     const password = await readStdin();
     const parsed = CreateUserBody.safeParse({ name, password, roles: wanted, email });
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      const field = String(issue?.path[0] ?? "input");
-      const hint = field === "roles" ? ` (one of ${roles.join(", ")})` : "";
-      throw new GatehouseError("bad_request", `${field}: ${issue?.message ?? "invalid"}${hint}`);
-    }
+    if (!parsed.success) throw new GatehouseError("bad_request", firstIssue(parsed.error));
     const db = openDb(dbPathFromEnv());
     const user = await createUser(db, { ...parsed.data, actor: "cli" });
     const address = user.email ? ` <${user.email}>` : "";
     process.stdout.write(`added user ${user.name} (${user.roles.join(", ")})${address}\n`);
     return 0;
   }
+  if (group === "user" && verb === "set") return userSet(rest);
+  if (group === "user" && verb === "remove") return userRemove(rest);
   if (group === "token" && (verb === "create" || verb === "revoke")) {
     const name = rest[0];
     if (!name) throw new GatehouseError("bad_request", `token ${verb} needs NAME\n${USAGE}`);
@@ -109,6 +115,67 @@ async function main(argv: string[]): Promise<number> {
   }
   process.stderr.write(`${USAGE}\n`);
   return 2;
+}
+
+/** The first problem of a body the API would refuse, in the API's words ("roles: …"). */
+function firstIssue(error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }): string {
+  const issue = error.issues[0];
+  const field = String(issue?.path[0] ?? "input");
+  const hint = field === "roles" ? ` (one of ${roles.join(", ")})` : "";
+  return `${field}: ${issue?.message ?? "invalid"}${hint}`;
+}
+
+/** `user set NAME [--role ROLES] [--email ADDRESS] [--password]`: the API's PATCH, by the CLI. */
+async function userSet(rest: string[]): Promise<number> {
+  const name = rest[0];
+  const roleArg = optionValue(rest, "--role");
+  const email = optionValue(rest, "--email");
+  const resetPassword = rest.includes("--password");
+  if (!name || name.startsWith("--"))
+    throw new GatehouseError("bad_request", `user set needs NAME\n${USAGE}`);
+  if (rest.includes("--role") && roleArg === undefined)
+    throw new GatehouseError("bad_request", `--role needs ROLES\n${USAGE}`);
+  if (rest.includes("--email") && email === undefined)
+    throw new GatehouseError("bad_request", `--email needs an ADDRESS\n${USAGE}`);
+  if (roleArg === undefined && email === undefined && !resetPassword)
+    throw new GatehouseError("bad_request", `user set needs --role, --email or --password\n${USAGE}`);
+  const wanted = roleArg?.split(",");
+  // Checked before the password is read, so a typo fails without waiting on stdin.
+  if (wanted !== undefined || email !== undefined) {
+    const early = UpdateUserBody.safeParse({ roles: wanted, email });
+    if (!early.success) throw new GatehouseError("bad_request", firstIssue(early.error));
+  }
+  const password = resetPassword ? await readStdin() : undefined;
+  const parsed = UpdateUserBody.safeParse({ roles: wanted, email, password });
+  if (!parsed.success) throw new GatehouseError("bad_request", firstIssue(parsed.error));
+  const db = openDb(dbPathFromEnv());
+  // No throttle: the server's is in its own memory (a lockout there ends with its window).
+  const { user, sessionsEnded } = await updatePerson(db, null, { name, ...parsed.data, actor: "cli" });
+  const address = user.email ? ` <${user.email}>` : "";
+  const reset = resetPassword ? `; password reset, ${sessionsText(sessionsEnded)} ended` : "";
+  process.stdout.write(`updated user ${user.name} (${user.roles.join(", ")})${address}${reset}\n`);
+  return 0;
+}
+
+/** `user remove NAME`: the API's DELETE, by the CLI. */
+function userRemove(rest: string[]): number {
+  const name = rest[0];
+  if (!name || name.startsWith("--"))
+    throw new GatehouseError("bad_request", `user remove needs NAME\n${USAGE}`);
+  const db = openDb(dbPathFromEnv());
+  // The CLI's bus has no listener: the server's pages learn of it at their next fetch.
+  const bus = new EventBus();
+  const removed = removeUser(db, {
+    name,
+    actor: "cli",
+    withdrawPending: (requester, why) => transition(db, bus, pendingWithdrawal(requester, why, "cli")).length,
+  });
+  const { sessionsEnded: s, grantsEnded: g, callsWithdrawn: c } = removed;
+  process.stdout.write(
+    `removed user ${removed.user.name}; ${sessionsText(s)} ended, ${g} grant${g === 1 ? "" : "s"} ended, ` +
+      `${c} pending call${c === 1 ? "" : "s"} withdrawn\n`,
+  );
+  return 0;
 }
 
 main(process.argv.slice(2)).then(

@@ -1,5 +1,6 @@
 import "server-only";
-import { mentionsVars } from "./expand";
+import { redact } from "../log";
+import { mentionsVars, writtenForm } from "./expand";
 import type { ConfigIssue, ConfigResult, ServerConfig } from "./types";
 
 /**
@@ -34,12 +35,18 @@ function formatIssue(level: "error" | "warning", issue: ConfigIssue): string {
 /**
  * A view of a server safe to show anywhere: no header values, no env values, URL without
  * user-info, query string or fragment. stdio: the command and its args (args are shown, env is
- * not); http/sse: origin + pathname.
+ * not); http/sse: origin + pathname. An arg or URL that came from `${VAR}` expansion is shown as
+ * written (`--token=${API_TOKEN}`, `https://hooks.example/${HOOK_ID}`), so its expanded parts
+ * stay masked; every registered secret is redacted from what is left.
  */
 export function describeTarget(s: ServerConfig): string {
-  if (s.transport === "stdio") return [s.command ?? "", ...s.args].map(quoteArg).join(" ");
-  return safeUrl(s.url ?? "");
+  if (s.transport === "stdio") {
+    return [s.command ?? "", ...s.args].map((arg) => quoteArg(redact(asWritten(arg)))).join(" ");
+  }
+  return redact(safeUrl(asWritten(s.url ?? "")));
 }
+
+const asWritten = (value: string): string => writtenForm(value) ?? value;
 
 /** origin + pathname of a URL; for text that does not parse (a dark server's unexpanded `${VAR}`), the same cut by hand. */
 export function safeUrl(url: string): string {

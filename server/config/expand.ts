@@ -2,11 +2,44 @@ import "server-only";
 
 /**
  * `${VAR}` references in config text: the one place that knows their syntax. Validation expands
- * through {@link expandVars}, display asks {@link mentionsVars}, and messages write names back as
- * references with {@link writeRefs}.
+ * through {@link expandVars}, display asks {@link mentionsVars} and {@link writtenForm}, and
+ * messages write names back as references with {@link writeRefs}.
  */
 
 const OPEN = "${";
+
+// What each expansion was written as, so display can show `--token=${API_TOKEN}` where the config
+// holds the expanded value. On globalThis: Next.js evaluates server modules more than once, and the
+// copy that validated the config at boot is not the one a route's display code runs in.
+const EXPANDED = Symbol.for("gatehouse.config.expanded");
+const shared = globalThis as { [EXPANDED]?: Map<string, string> };
+shared[EXPANDED] ??= new Map<string, string>();
+const expansions: Map<string, string> = shared[EXPANDED];
+/** Expansions remembered at most; the oldest is forgotten first (a process validates a handful of configs). */
+const MAX_REMEMBERED = 10_000;
+
+function remember(value: string, written: string): void {
+  while (expansions.size >= MAX_REMEMBERED) {
+    const oldest = expansions.keys().next().value;
+    if (oldest === undefined) break;
+    expansions.delete(oldest);
+  }
+  expansions.set(value, written);
+  // A URL field keeps the parser's href of the expanded text ("https://h" becomes "https://h/").
+  if (URL.canParse(value)) {
+    const href = new URL(value).href;
+    if (href !== value) expansions.set(href, written);
+  }
+}
+
+/**
+ * How a string that came out of {@link expandVars} (or the parser's href of one) was written,
+ * references and all; undefined for a string no expansion produced. Display shows this form, so
+ * the expanded parts of args and URLs stay masked behind their references.
+ */
+export function writtenForm(value: string): string | undefined {
+  return expansions.get(value);
+}
 const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?$/s;
 
 /** Result of expanding `${VAR}` references in one string. */
@@ -24,6 +57,7 @@ export interface Expansion {
  * Expands `${NAME}` and `${NAME:-default}` (the default applies when NAME is unset or empty, as
  * in the shell and in other MCP clients' config files). An unset reference without a default is
  * left as written so a dark server's record still shows what it needs, never an empty credential.
+ * Every expansion that changed the text is remembered for {@link writtenForm}.
  */
 export function expandVars(text: string, env: Record<string, string | undefined>): Expansion {
   const unset: string[] = [];
@@ -64,6 +98,7 @@ export function expandVars(text: string, env: Record<string, string | undefined>
       value += written;
     }
   }
+  if (value !== text) remember(value, text);
   return { value, unset, malformed, names };
 }
 

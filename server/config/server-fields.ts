@@ -3,11 +3,13 @@ import { resolve as resolvePath } from "node:path";
 import { childPath } from "./display";
 import { writeRefs } from "./expand";
 import type { Expander, Issues, Json } from "./readers";
-import { describeGiven, isObject, show, typeName } from "./readers";
+import { checkKeys, describeGiven, isObject, show, typeName } from "./readers";
+import type { ServerResourcesConfig } from "./types";
 
 /**
  * The fields of one `mcpServers` entry that need more than a number or a boolean: what a stdio
- * server runs (command, args, env, cwd), what an HTTP server is sent (headers), and `allowTools`.
+ * server runs (command, args, env, cwd), what an HTTP server is sent (headers), `allowTools` and
+ * `resources`.
  * Each reader gets the value as written and its JSON path, and reports every problem it finds.
  */
 
@@ -187,4 +189,111 @@ export function readAllowTools(raw: Json, path: string, maxTools: number, issues
     );
   }
   return tools;
+}
+
+/** Most globs in one server's `resources.allow`. */
+export const MAX_RESOURCE_GLOBS = 100;
+/** Longest glob in `resources.allow`. */
+const MAX_RESOURCE_GLOB_CHARS = 1024;
+const URI_SCHEME = /^[a-z][a-z0-9+.-]*:/;
+/** A glob whose wildcard comes right after the scheme (and its slashes) admits every URI of it. */
+const WHOLE_SCHEME = /^[a-z][a-z0-9+.-]*:\/*$/;
+
+/**
+ * `resources`: `{"allow": [globs on resource URIs]}`; absent when the entry has none. A glob
+ * must be written in the canonical form URL parsing gives back, because the agent's URI must be
+ * in that form to match (server/agent-mcp/resources.ts): a glob with `..`, a space or an encoded
+ * dot or slash could never match, and is an error rather than a rule that silently does nothing.
+ */
+export function readResources(raw: Json, path: string, issues: Issues): ServerResourcesConfig | undefined {
+  const value = raw.resources;
+  const where = childPath(path, "resources");
+  if (value === undefined) return undefined;
+  if (!isObject(value)) {
+    issues.error(
+      where,
+      `must be an object like {"allow": ["file:///srv/docs/*"]}, not ${typeName(value)}; leave it out to let agents read only the resources the server lists`,
+    );
+    return undefined;
+  }
+  checkKeys(
+    value,
+    ["allow"],
+    where,
+    {
+      templates:
+        'resource templates are not passed to agents; list the URIs agents may read as globs in "allow"',
+      deny: 'agents read only what the server lists and what "allow" adds; remove "deny"',
+    },
+    issues,
+  );
+  const allowAt = childPath(where, "allow");
+  const list = value.allow;
+  if (list === undefined) return { allow: [] };
+  if (!Array.isArray(list)) {
+    issues.error(
+      allowAt,
+      `must be an array of URI globs, e.g. ["file:///srv/docs/*"], not ${typeName(list)}`,
+    );
+    return { allow: [] };
+  }
+  if (list.length > MAX_RESOURCE_GLOBS) {
+    issues.error(
+      allowAt,
+      `lists ${list.length} globs; at most ${MAX_RESOURCE_GLOBS} are allowed, so merge some with "*"`,
+    );
+  }
+  const allow: string[] = [];
+  list.forEach((glob: unknown, i) => {
+    const at = childPath(allowAt, i);
+    const problem = resourceGlobProblem(glob);
+    if (problem) {
+      issues.error(at, problem);
+      return;
+    }
+    const text = glob as string;
+    if (allow.includes(text)) {
+      issues.error(at, `${show(text)} is listed twice; remove one`);
+      return;
+    }
+    const wildcard = text.search(/[*?]/);
+    const fixed = wildcard < 0 ? text : text.slice(0, wildcard);
+    if (wildcard >= 0 && WHOLE_SCHEME.test(fixed)) {
+      issues.warn(
+        at,
+        `${show(text)} lets agents read every ${show(fixed.slice(0, fixed.indexOf(":") + 1))} URI this server will answer, listed or not; name a folder or a host, e.g. "file:///srv/docs/*"`,
+      );
+    }
+    allow.push(text);
+  });
+  return { allow };
+}
+
+/** Why `glob` cannot be a `resources.allow` entry, or null when it can. */
+function resourceGlobProblem(glob: unknown): string | null {
+  if (typeof glob !== "string" || glob === "") {
+    return `must be a glob on resource URIs like "file:///srv/docs/*", not ${describeGiven(glob)}`;
+  }
+  if (glob.length > MAX_RESOURCE_GLOB_CHARS) {
+    return `is ${glob.length} characters long; at most ${MAX_RESOURCE_GLOB_CHARS} are allowed`;
+  }
+  if (!URI_SCHEME.test(glob)) {
+    return `${show(glob)} does not start with a lowercase URI scheme; write the whole URI, e.g. "file:///srv/docs/*"`;
+  }
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused here.
+  if (/[\u0000-\u0020\u007f-\u009f\\]/.test(glob) || /%(2e|2f|5c|00)/i.test(glob)) {
+    return `${show(glob)} holds a space, a control character, a backslash or an encoded ".", "/", "\\" or NUL, which no URI an agent may read can hold; write spaces as %20 and leave out the rest`;
+  }
+  // With its wildcards filled in, the glob must be a URL that parses back to itself.
+  const sample = glob.replace(/[*?]/g, "x");
+  let href: string;
+  try {
+    href = new URL(sample).href;
+  } catch {
+    return `${show(glob)} is not a URI; write it like "file:///srv/docs/*"`;
+  }
+  if (href !== sample) {
+    return `${show(glob)} is not written as URL parsing gives it back (${show(href)}: no ".." or "." segments, non-ASCII percent-encoded), so no URI could match it; write it in that form`;
+  }
+  return null;
 }

@@ -12,7 +12,15 @@ import {
   show,
   typeName,
 } from "./readers";
-import { readAllowTools, readArgs, readCommand, readCwd, readEnv, readHeaders } from "./server-fields";
+import {
+  readAllowTools,
+  readArgs,
+  readCommand,
+  readCwd,
+  readEnv,
+  readHeaders,
+  readResources,
+} from "./server-fields";
 import type { ServerConfig, Transport, ValidateOptions } from "./types";
 
 /**
@@ -36,6 +44,7 @@ const SERVER_KEYS = [
   "minIntervalMs",
   "maxFrameBytes",
   "enabled",
+  "resources",
 ] as const;
 
 /** Keys other MCP clients use, so a pasted entry gets a real fix rather than a bare "unknown". */
@@ -176,6 +185,7 @@ export function validateServer(
   const allowPrivate = readBool(raw, "allowPrivate", path, false, issues);
   const maxTools = readInt(raw, "maxTools", path, issues);
   const allowTools = readAllowTools(raw, path, maxTools, issues);
+  const resources = readResources(raw, path, issues);
 
   return {
     name,
@@ -193,6 +203,8 @@ export function validateServer(
     minIntervalMs: readInt(raw, "minIntervalMs", path, issues),
     maxFrameBytes: readInt(raw, "maxFrameBytes", path, issues),
     enabled,
+    // Absent rather than empty when the entry has none, like the file.
+    ...(resources ? { resources } : {}),
   };
 }
 

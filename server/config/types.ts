@@ -39,6 +39,25 @@ export interface ServerConfig {
   maxFrameBytes: number;
   /** Dial this server at all. Default false: a described server stays dark until switched on. */
   enabled: boolean;
+  /**
+   * `resources`: which of the server's resources agents may read over `/mcp` beyond the ones it
+   * lists; absent when the entry has none (agents then read only what the server listed).
+   */
+  resources?: ServerResourcesConfig;
+}
+
+/**
+ * One server's `resources` section. Agents read a resource through `/mcp` only when the server
+ * listed its URI in its latest `resources/list`, or when it matches one of these globs.
+ */
+export interface ServerResourcesConfig {
+  /**
+   * Globs on resource URIs (`*` any run of characters, `/` included; `?` exactly one), e.g.
+   * `"file:///srv/docs/*"`; each starts with a lowercase URI scheme and is written as URL parsing
+   * gives it back (no `..`, spaces as `%20`). Only a URI in that same canonical form can match.
+   * At most 100, unique.
+   */
+  allow: string[];
 }
 
 /** The `approvals` section. */
@@ -153,14 +172,22 @@ export interface NotificationsConfig {
 }
 
 /**
- * The `agentEndpoint` section. `/mcp` always accepts 127.0.0.1, localhost and [::1] on
- * PORT, and GATEHOUSE_PUBLIC_ORIGIN; these lists add names it is reached under (DNS-rebinding
- * protection refuses every other Host and Origin).
+ * The `agentEndpoint` section (named when only `/mcp` checked Host; it kept its name so existing
+ * files keep working). Gatehouse always answers 127.0.0.1, localhost and [::1] on PORT, the
+ * listen HOST and GATEHOUSE_PUBLIC_ORIGIN; these lists add names it is reached under
+ * (DNS-rebinding protection refuses every other Host and Origin).
  */
 export interface AgentEndpointConfig {
-  /** `Host` header values, `name[:port]`, e.g. "gatehouse.lan:3000". */
+  /**
+   * `Host` header values, `name[:port]`, e.g. "gatehouse.lan:3000": answered on every request,
+   * the console's pages, the JSON API and `/mcp`.
+   */
   allowedHosts: string[];
-  /** `Origin` header values, `http(s)://name[:port]`, e.g. "https://gatehouse.example.com". */
+  /**
+   * `Origin` header values, `http(s)://name[:port]`, e.g. "https://gatehouse.example.com", that
+   * may call `/mcp` from a browser. The console's own state changes accept only their own origin
+   * and GATEHOUSE_PUBLIC_ORIGIN (server/auth/access.ts `checkOrigin`).
+   */
   allowedOrigins: string[];
 }
 

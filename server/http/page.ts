@@ -1,10 +1,11 @@
 import "server-only";
-import { cookies, headers } from "next/headers";
+import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import type { UserView } from "@/lib/api-types";
 import { signInHref } from "@/lib/return-path";
-import { SESSION_COOKIE, sessionUser } from "../auth/sessions";
+import { sessionIdFrom, sessionUser } from "../auth/sessions";
 import { countUsers } from "../auth/users";
+import { forwardedHttps } from "../request";
 import { getRuntime } from "../runtime";
 import { PAGE_URL_HEADER } from "./page-url";
 
@@ -37,7 +38,10 @@ async function requestPath(): Promise<string | null> {
  * runtime, auth only sees the store.
  */
 export async function currentPageUser(): Promise<UserView> {
-  const sid = (await cookies()).get(SESSION_COOKIE)?.value;
+  const head = await headers();
+  // Only the cookie named for this request's scheme counts, as in route(); pages have no URL,
+  // and in front of Next the scheme is what X-Forwarded-Proto says.
+  const sid = sessionIdFrom(head.get("cookie"), forwardedHttps(head));
   const user = sid ? sessionUser(getRuntime().db, sid) : null;
   if (!user) redirect(signInHref(await requestPath()));
   return user;

@@ -2,10 +2,13 @@ import "server-only";
 import type { z } from "zod";
 import type { ErrorBody } from "@/lib/errors";
 import { GatehouseError } from "@/lib/errors";
+import { hostProblem } from "../agent-mcp/guard";
 import { type Access, allows, authenticate, checkOrigin, type Principal } from "../auth/access";
+import { isSecure } from "../auth/signin";
 import { logger } from "../log";
 import { MAX_REQUEST_BODY_BYTES, readJsonBody } from "../request";
 import { getRuntime, type Runtime } from "../runtime";
+import { edgePeers, HOST_REFUSED_CODE } from "./peers";
 
 const log = logger("http");
 
@@ -106,10 +109,12 @@ export interface HandlerContext {
 }
 
 /**
- * The one wrapper every API route goes through: authenticates (bearer token or session
- * cookie, unless the edge hands over the principal it found), checks the role and the Origin
- * of state-changing requests, validates query and body with zod, and turns errors into
- * `{error: {code, message}}` with the code's status.
+ * The one wrapper every API route goes through: checks `Host` against the allow-list `/mcp`
+ * uses (before anything else: the production server's front door has done so already, but
+ * under `next dev` this is the only check), authenticates (bearer token or session cookie
+ * under the name the request's scheme uses, unless the edge hands over the principal it
+ * found), checks the role and the Origin of state-changing requests, validates query and body
+ * with zod, and turns errors into `{error: {code, message}}` with the code's status.
  */
 export function route<B extends Schema | undefined = undefined, Q extends Schema | undefined = undefined>(
   opts: RouteOptions<B, Q>,
@@ -118,8 +123,10 @@ export function route<B extends Schema | undefined = undefined, Q extends Schema
   return async (req, handlerCtx) => {
     try {
       const runtime = getRuntime();
+      const badHost = hostProblem(req.headers.get("host"), edgePeers(runtime));
+      if (badHost) throw new GatehouseError(HOST_REFUSED_CODE, badHost);
       const known = handlerCtx?.principal;
-      const principal = known === undefined ? authenticate(runtime.db, req.headers) : known;
+      const principal = known === undefined ? authenticate(runtime.db, req.headers, isSecure(req)) : known;
       const isPublic = opts.access.includes("public");
       if (!isPublic) {
         if (!principal) {

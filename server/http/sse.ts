@@ -1,12 +1,13 @@
 import "server-only";
-import type { EventBus } from "../events";
+import { type EventBus, gatherCatalogueEvents } from "../events";
 
 /** Comment line sent this often so proxies and browsers keep the stream open. */
 const HEARTBEAT_MS = 15_000;
 
 /**
  * A `text/event-stream` response carrying every bus event as `event: <type>` +
- * `data: <json>`, until the client disconnects (`signal`).
+ * `data: <json>`, until the client disconnects (`signal`); each server's `catalogue` events at
+ * most once a second (see {@link gatherCatalogueEvents}).
  */
 export function eventStream(bus: EventBus, signal: AbortSignal): Response {
   const encoder = new TextEncoder();
@@ -21,11 +22,13 @@ export function eventStream(bus: EventBus, signal: AbortSignal): Response {
         }
       };
       send(": connected\n\nretry: 2000\n\n");
-      const unsubscribe = bus.subscribe((e) => send(`event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`));
+      const gathered = gatherCatalogueEvents((e) => send(`event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`));
+      const unsubscribe = bus.subscribe(gathered.listener);
       const heartbeat = setInterval(() => send(": ping\n\n"), HEARTBEAT_MS);
       heartbeat.unref();
       cleanup = () => {
         unsubscribe();
+        gathered.stop();
         clearInterval(heartbeat);
         try {
           controller.close();

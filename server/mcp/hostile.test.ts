@@ -230,10 +230,12 @@ describe("stdio flood", () => {
           `(limit ${mib(2 * maxFrameBytes + allowance)} MiB)`,
       );
       const e = expectGatehouseError(outcome.error, "upstream_error");
-      expect(e.message).toContain("maxFrameBytes");
+      // The agent hears that the connection failed; why (the frame cap) is on the status.
+      expect(e.message).toContain("the connection failed during the request");
       expect(outcome.ms).toBeLessThan(5_000);
       expect(growth).toBeLessThanOrEqual(2 * maxFrameBytes + allowance);
-      await harness.waitForState("flood", "backoff", ready.index + 1);
+      const { snapshot } = await harness.waitForState("flood", "backoff", ready.index + 1);
+      expect(snapshot.lastError).toContain("maxFrameBytes");
       await harness.manager.stop();
     },
     SLOW,
@@ -306,7 +308,7 @@ describe("HTTP flood", () => {
         );
 
         const e = expectGatehouseError(error, "upstream_error");
-        expect(e.message).toContain("maxFrameBytes");
+        expect(e.message).toMatch(/the connection failed during the request|could not be reached/);
         expect(ms).toBeLessThan(5_000);
         expect(growth).toBeLessThanOrEqual(2 * maxFrameBytes + allowance);
         // The client hung up long before the 300 MB were sent.
@@ -322,9 +324,9 @@ describe("HTTP flood", () => {
 });
 
 describe("broken streams", () => {
-  for (const [mode, what, pattern] of [
-    ["sse-end", "ends", /stream ended/],
-    ["sse-reset", "breaks", /stream broke/],
+  for (const [mode, what] of [
+    ["sse-end", "ends"],
+    ["sse-reset", "breaks"],
   ] as const) {
     it(
       `an SSE response that ${what} before the answer fails the call at once, not at its timeout`,
@@ -342,7 +344,7 @@ describe("broken streams", () => {
           `[figures] broken stream (${mode}): call rejected after ${ms.toFixed(0)} ms (timeoutMs 30000)`,
         );
         const e = expectGatehouseError(error, "upstream_error");
-        expect(e.message).toMatch(pattern);
+        expect(e.message).toContain("its answer did not arrive whole");
         expect(ms).toBeLessThan(2_000);
       },
       SLOW,

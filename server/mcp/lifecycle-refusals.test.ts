@@ -96,7 +96,7 @@ describe("a permanent refusal goes to failed at once, with a plain reason", () =
       // The credentials never reach the reason.
       expect(reason).not.toContain("wrong-token");
       expect(String(await rejection(harness.manager.callTool("locked", "anything", {})))).toContain(
-        "is failed",
+        "server locked has failed and is not retried until an owner reconnects it",
       );
     },
     SLOW,

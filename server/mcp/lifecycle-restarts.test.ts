@@ -187,7 +187,10 @@ describe("an HTTP server on the v1 SDK restarts", () => {
 
       const error = await rejection(harness.manager.callTool("fx", "echo", { text: "anyone?" }));
 
-      expect(expectGatehouseError(error, "upstream_error").message).toMatch(GONE);
+      // The agent is told what kind of failure it was; the system's words are the owner's.
+      expect(expectGatehouseError(error, "upstream_error").message).toContain(
+        "server fx could not be reached",
+      );
       const { snapshot } = await harness.waitForState("fx", "backoff", from);
       expect(snapshot.lastError).toMatch(GONE);
     },

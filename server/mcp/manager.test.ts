@@ -275,7 +275,10 @@ describe("supervision of stdio servers", () => {
       expect(performance.now() - t0).toBeLessThan(50);
       expect(listed.map((s) => [s.config.name, s.status.state])).toEqual([["ghost", "backoff"]]);
       const { error } = await rejection(harness.manager.callTool("ghost", "x", {}), performance.now());
-      expect(expectGatehouseError(error, "server_unavailable").message).toContain("ENOENT");
+      // The state, not the system error: that is on the status, for owners.
+      const told = expectGatehouseError(error, "server_unavailable").message;
+      expect(told).toContain("server ghost is in backoff");
+      expect(told).not.toContain("ENOENT");
     },
     SLOW,
   );

@@ -2,6 +2,7 @@ import "server-only";
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
+import { escapeControls, redact } from "../log";
 
 /**
  * The variables a stdio server inherits from Gatehouse's own environment; everything else it
@@ -28,7 +29,19 @@ export function childEnv(configured: Record<string, string>, parent = process.en
   return { ...env, ...configured };
 }
 
-/** A fixed-size ring of the last lines a child wrote to stderr. */
+/**
+ * Characters of a line kept beyond `maxLineChars` until it is redacted: a secret that starts
+ * before the cut and ends after it is still found whole (up to this length), so the cut never
+ * leaves its first characters on show.
+ */
+const REDACT_SLACK_CHARS = 1024;
+
+/**
+ * A fixed-size ring of the last lines a child wrote to stderr, as owners are shown them: each
+ * line passed through {@link redact} before it is cut to `maxLineChars` (a secret the server
+ * prints never reaches the ring, and a cut never halves one), a CRLF's carriage return dropped,
+ * other control characters escaped.
+ */
 export class LineRing {
   private readonly lines: string[] = [];
   private partial = "";
@@ -40,17 +53,25 @@ export class LineRing {
 
   push(chunk: string): void {
     const parts = (this.partial + chunk).split("\n");
-    this.partial = (parts.pop() ?? "").slice(0, this.maxLineChars);
-    for (const line of parts) this.add(line);
+    this.partial = (parts.pop() ?? "").slice(0, this.maxLineChars + REDACT_SLACK_CHARS);
+    for (const line of parts) this.add(line.endsWith("\r") ? line.slice(0, -1) : line);
+  }
+
+  private shown(line: string): string {
+    const redacted = redact(line.slice(0, this.maxLineChars + REDACT_SLACK_CHARS));
+    const text = redacted.length > this.maxLineChars ? `${redacted.slice(0, this.maxLineChars)}…` : redacted;
+    // Tabs stay (stack traces indent with them); a carriage return or an ANSI escape that would
+    // redraw the line where it is printed is shown as written, `\r`, `\u001b`.
+    return text.split("\t").map(escapeControls).join("\t");
   }
 
   private add(line: string): void {
-    this.lines.push(line.length > this.maxLineChars ? `${line.slice(0, this.maxLineChars)}…` : line);
+    this.lines.push(this.shown(line));
     if (this.lines.length > this.maxLines) this.lines.shift();
   }
 
   snapshot(): string[] {
-    return this.partial ? [...this.lines, this.partial] : [...this.lines];
+    return this.partial ? [...this.lines, this.shown(this.partial)] : [...this.lines];
   }
 }
 

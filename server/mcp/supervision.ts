@@ -3,6 +3,7 @@ import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { ServerState } from "@/lib/api-types";
 import type { ServerConfig } from "../config";
 import type { Logger } from "../log";
+import type { PacingClock, RefreshLimits } from "./refresh-pacing";
 
 // The supervisor's policy (limits, backoff steps, what it reports) and the one wait it needs,
 // apart from the state machine in supervisor.ts.
@@ -22,8 +23,6 @@ export const STABLE_AFTER_MS = 60_000;
 export const CRASH_LOOP = { crashes: 5, windowMs: 3 * 60_000 } as const;
 /** Transitions kept for the owner's view of a server's history. */
 export const HISTORY_LENGTH = 50;
-/** Coalesces bursts of `notifications/tools/list_changed`. */
-export const REFRESH_DEBOUNCE_MS = 300;
 
 export interface SupervisorSnapshot {
   name: string;
@@ -34,6 +33,11 @@ export interface SupervisorSnapshot {
   serverInfo: { name: string; version: string } | null;
   listedTools: number;
   stderrTail: string[];
+  /**
+   * Set while re-lists of this server are held back because its tool list changes faster than
+   * the pacing allows (see `RefreshPacing`); null otherwise. Shown next to the state.
+   */
+  refreshNote: string | null;
   /** Newest last: state changes with their time and, for failures, the reason. */
   history: { at: string; state: ServerState; detail: string | null }[];
 }
@@ -47,6 +51,10 @@ export interface SupervisorDeps {
   onTools(server: ServerConfig, tools: Tool[]): void;
   /** Backoff steps; default {@link BACKOFF}. Tests pass smaller ones to run a crash loop quickly. */
   backoff?: { baseMs: number; capMs: number };
+  /** Pace of re-lists; default `REFRESH_PACING` (3 at once, then one every 10 s). */
+  refreshLimits?: RefreshLimits;
+  /** The pacing's clock; default the system's. Tests pass one they move themselves. */
+  clock?: PacingClock;
 }
 
 /** Delay before retry number `attempt` (1-based), with jitter from `random` in [0, 1). */

@@ -1,18 +1,13 @@
 import "server-only";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import {
-  type CallToolResult,
-  ErrorCode,
-  ListRootsRequestSchema,
-  McpError,
-  type Tool,
-  ToolListChangedNotificationSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+import { type CallToolResult, ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { ServerState } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import type { ServerConfig } from "../config";
+import { unavailableForAgents, upstreamErrorForAgents } from "./agent-facing";
+import { answerOf, newClient } from "./client";
 import {
   classifyFailure,
   type Failure,
@@ -23,13 +18,13 @@ import {
   unreached,
 } from "./failures";
 import { collectPages } from "./pages";
+import { RefreshPacing } from "./refresh-pacing";
 import { LineRing } from "./stdio-transport";
 import {
   backoffDelay,
   CRASH_LOOP,
   HISTORY_LENGTH,
   MAX_TOOL_PAGES,
-  REFRESH_DEBOUNCE_MS,
   STABLE_AFTER_MS,
   type SupervisorDeps,
   type SupervisorSnapshot,
@@ -58,11 +53,10 @@ export class ServerSupervisor {
   private attempt = 0;
   private retryTimer: NodeJS.Timeout | null = null;
   private stableTimer: NodeJS.Timeout | null = null;
-  private refreshTimer: NodeJS.Timeout | null = null;
-  private periodicTimer: NodeJS.Timeout | null = null;
   private refreshing: Promise<void> | null = null;
   private readonly stderr = new LineRing();
   private readonly agent: ServerAgent;
+  private readonly pacing: RefreshPacing;
 
   constructor(
     readonly config: ServerConfig,
@@ -70,6 +64,12 @@ export class ServerSupervisor {
   ) {
     this.state = config.enabled ? "connecting" : "dark";
     this.agent = new ServerAgent(config);
+    this.pacing = new RefreshPacing({
+      run: () => this.refreshTools(),
+      onNote: () => this.deps.onState(this.snapshot()),
+      limits: deps.refreshLimits,
+      clock: deps.clock,
+    });
   }
 
   start(): void {
@@ -78,10 +78,7 @@ export class ServerSupervisor {
       return;
     }
     void this.connect();
-    if (this.deps.refreshSeconds > 0) {
-      this.periodicTimer = setInterval(() => this.scheduleRefresh(), this.deps.refreshSeconds * 1000);
-      this.periodicTimer.unref();
-    }
+    this.pacing.startPeriodic(this.deps.refreshSeconds * 1000);
   }
 
   snapshot(): SupervisorSnapshot {
@@ -94,6 +91,7 @@ export class ServerSupervisor {
       serverInfo: this.serverInfo,
       listedTools: this.listedTools,
       stderrTail: this.stderr.snapshot(),
+      refreshNote: this.pacing.note,
       history: [...this.history],
     };
   }
@@ -124,14 +122,7 @@ export class ServerSupervisor {
     this.clearTimer("retryTimer");
     this.nextRetryAt = null;
     this.setState("connecting", detail);
-    const client = new Client(
-      { name: "gatehouse", version: "0.1.0" },
-      { capabilities: { roots: { listChanged: false } } },
-    );
-    // Roots: Gatehouse exposes no filesystem to tool servers. Sampling and elicitation are not
-    // declared, so the SDK refuses them with a JSON-RPC error.
-    client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [] }));
-    client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+    const client = newClient(() => {
       if (gen === this.generation) this.scheduleRefresh();
     });
     let transport: Transport;
@@ -275,7 +266,7 @@ export class ServerSupervisor {
     return done;
   }
 
-  private clearTimer(which: "retryTimer" | "stableTimer" | "refreshTimer" | "periodicTimer"): void {
+  private clearTimer(which: "retryTimer" | "stableTimer"): void {
     const t = this[which];
     if (t) {
       clearTimeout(t);
@@ -298,14 +289,9 @@ export class ServerSupervisor {
     this.deps.onTools(this.config, tools);
   }
 
-  /** Debounced re-list of tools (list_changed notifications and the periodic timer). */
+  /** A re-list of tools, debounced and paced (list_changed, the periodic timer, a connection check). */
   scheduleRefresh(): void {
-    if (this.refreshTimer) return;
-    this.refreshTimer = setTimeout(() => {
-      this.refreshTimer = null;
-      void this.refreshTools();
-    }, REFRESH_DEBOUNCE_MS);
-    this.refreshTimer.unref();
+    this.pacing.request();
   }
 
   /**
@@ -333,17 +319,10 @@ export class ServerSupervisor {
    * `notifications/cancelled` and the caller gets `upstream_timeout`.
    */
   async callTool(name: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<CallToolResult> {
-    const result = (await this.read((client, options) =>
+    const result = await this.read((client, options) =>
       client.callTool({ name, arguments: args }, undefined, { ...options, signal }),
-    )) as CallToolResult;
-    // The SDK fills in `content: []` when a result has none: that is no answer, not an empty success.
-    if (result.content.length === 0 && result.structuredContent === undefined) {
-      throw new GatehouseError(
-        "upstream_error",
-        `server ${this.config.name}: the server returned an empty result`,
-      );
-    }
-    return result;
+    );
+    return answerOf(this.config.name, result as CallToolResult);
   }
 
   /** The reason the connection of generation `gen` failed, if it has failed since. */
@@ -379,8 +358,8 @@ export class ServerSupervisor {
   }
 
   private unavailable(): GatehouseError {
-    const why = this.lastError ? `: ${this.lastError}` : "";
-    return new GatehouseError("server_unavailable", `server ${this.config.name} is ${this.state}${why}`);
+    // The state alone: the last error is the server's words and Gatehouse's internals, for owners.
+    return new GatehouseError("server_unavailable", unavailableForAgents(this.config.name, this.state));
   }
 
   /** What the caller of {@link read} gets for a request of generation `gen` that failed. */
@@ -403,7 +382,10 @@ export class ServerSupervisor {
     const failure = this.failureSince(gen);
     const why = failure ? ` (${failure})` : "";
     const reason = this.classify(err).reason;
-    return new GatehouseError("upstream_error", `server ${name}: ${reason}${why}`, { cause: err });
+    // Owners keep the detail; agents get what kind of failure it was (see agent-facing.ts).
+    this.deps.log.warn(`server ${name}: a request failed: ${reason}${why}`);
+    const told = upstreamErrorForAgents(name, err, { connectionFailed: failure !== null });
+    return new GatehouseError("upstream_error", told, { cause: err });
   }
 
   /** Checks run on every state change: the waits of {@link nextReady}. */
@@ -438,8 +420,9 @@ export class ServerSupervisor {
 
   async stop(): Promise<void> {
     this.generation++;
-    for (const t of ["retryTimer", "stableTimer", "refreshTimer", "periodicTimer"] as const)
-      this.clearTimer(t);
+    this.clearTimer("retryTimer");
+    this.clearTimer("stableTimer");
+    this.pacing.stop();
     this.state = "closed";
     for (const check of [...this.stateWatchers]) check();
     await this.teardown();

@@ -2,6 +2,7 @@ import "server-only";
 import type { PromptView, ResourceContentView, ResourceView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import { cleanDescription } from "../catalogue/definition";
+import { redact } from "../log";
 import { collectPages } from "../mcp/pages";
 import type { ServerSupervisor } from "../mcp/supervisor";
 
@@ -10,9 +11,19 @@ const MAX_PAGES = 10;
 /** Most text of one resource shown to the owner. */
 export const RESOURCE_TEXT_MAX_CHARS = 256 * 1024;
 const TEXT_MAX = 1024;
+/** Characters past a cap still redacted, so a secret that straddles the cut is found whole. */
+const REDACT_SLACK = 1024;
 
+/** The first `max` characters of `text`, redacted before the cut. */
+const redactedUpTo = (text: string, max: number): string => redact(text.slice(0, max + REDACT_SLACK));
+
+/**
+ * A server's text as the owner sees it: cleaned and capped like descriptions, and redacted (a
+ * server may echo a credential it was sent). Redacted before the cap, so a cut never halves a
+ * secret.
+ */
 const clean = (v: unknown, max = TEXT_MAX): string | null =>
-  typeof v === "string" ? cleanDescription(v, max) : null;
+  typeof v === "string" ? cleanDescription(redactedUpTo(v, max), max) : null;
 
 /** The server's resources, for the owner's server page; empty when it offers none. */
 export async function listServerResources(
@@ -55,7 +66,7 @@ export async function readServerResource(
           const truncated = c.text.length > RESOURCE_TEXT_MAX_CHARS;
           return {
             mimeType,
-            text: cleanDescription(c.text, RESOURCE_TEXT_MAX_CHARS),
+            text: cleanDescription(redactedUpTo(c.text, RESOURCE_TEXT_MAX_CHARS), RESOURCE_TEXT_MAX_CHARS),
             truncated,
             binaryBytes: null,
           };

@@ -3,12 +3,18 @@ import type { ServerView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import { toolCounts } from "../catalogue/catalogue";
 import { describeTarget } from "../config";
+import { redact } from "../log";
 import type { McpManager } from "../mcp/manager";
 import type { Db } from "../store/db";
+
+/** Text that came from a server (its error texts, its stderr), as an owner may see it. */
+const shown = (text: string | null): string | null => (text === null ? null : redact(text));
 
 /**
  * Every configured server as the owner's status page shows it, in config order: the
  * supervisor's snapshot (never awaits a connection) joined with the catalogue's tool counts.
+ * Everything a server may have written (last error, history details, stderr tail, the name and
+ * version it gives) passes through redaction: a server may echo a credential it was sent.
  */
 export function serverViews(manager: McpManager, db: Db): ServerView[] {
   const counts = toolCounts(db);
@@ -20,13 +26,19 @@ export function serverViews(manager: McpManager, db: Db): ServerView[] {
       target: describeTarget(c),
       enabled: c.enabled,
       state: status.state,
-      lastError: status.lastError,
+      lastError: shown(status.lastError),
       nextRetryAt: status.nextRetryAt,
       readySince: status.readySince,
-      serverInfo: status.serverInfo,
+      serverInfo: status.serverInfo && {
+        name: redact(status.serverInfo.name),
+        version: redact(status.serverInfo.version),
+      },
       tools: { listed: status.listedTools, ...n },
-      stderrTail: status.stderrTail,
-      history: status.history,
+      // The ring redacts as it captures (before its lines are cut); once more here costs little
+      // and holds for any snapshot that did not come from it.
+      stderrTail: status.stderrTail.map(redact),
+      refreshNote: status.refreshNote,
+      history: status.history.map((h) => ({ ...h, detail: shown(h.detail) })),
     };
   });
 }

@@ -1,5 +1,5 @@
 import "server-only";
-import { sql } from "drizzle-orm";
+import { and, desc, inArray, lt, sql } from "drizzle-orm";
 import type { Db } from "./db";
 import { prepared } from "./prepared";
 import { auditEvents } from "./schema";
@@ -40,4 +40,46 @@ export function writeAudit(db: Db, params: AuditParams): void {
     detail: params.detail ?? null,
     durationMs: params.durationMs ?? null,
   });
+}
+
+/** One audit row as {@link listAuditByActions} returns it. */
+export interface AuditRow {
+  id: number;
+  at: string;
+  actor: string;
+  action: string;
+  subject: string;
+  detail: string | null;
+  durationMs: number | null;
+}
+
+/**
+ * Audit rows with one of `actions` (e.g. `resource.read`, `resource.refused`: reads that are no
+ * call), newest first, at most `limit`; page on with `beforeId`, the last row's id.
+ */
+export function listAuditByActions(
+  db: Db,
+  params: { actions: readonly string[]; limit: number; beforeId?: number },
+): AuditRow[] {
+  if (params.actions.length === 0) return [];
+  return db
+    .select({
+      id: auditEvents.id,
+      at: auditEvents.at,
+      actor: auditEvents.actor,
+      action: auditEvents.action,
+      subject: auditEvents.subject,
+      detail: auditEvents.detail,
+      durationMs: auditEvents.durationMs,
+    })
+    .from(auditEvents)
+    .where(
+      and(
+        inArray(auditEvents.action, [...params.actions]),
+        params.beforeId === undefined ? undefined : lt(auditEvents.id, params.beforeId),
+      ),
+    )
+    .orderBy(desc(auditEvents.id))
+    .limit(params.limit)
+    .all();
 }

@@ -1,6 +1,6 @@
 import { SignInBody } from "@/lib/api-types";
 import { TooManyAttempts } from "@/server/auth/access";
-import { endSession, readCookie, SESSION_COOKIE, sessionCookie } from "@/server/auth/sessions";
+import { endSession, sessionCookie, sessionIdFrom } from "@/server/auth/sessions";
 import { isSecure, signIn } from "@/server/auth/signin";
 import { errorResponse, json, route } from "@/server/http/route";
 import { clientAddress } from "@/server/request";
@@ -21,8 +21,10 @@ export const POST = route({ access: ["public"], body: SignInBody }, async ({ req
   }
 });
 
+// The session and the cookie of this scheme's name: the one route() signed the request in by.
 export const DELETE = route({ access: ["owner", "reviewer"] }, ({ req, runtime }) => {
-  const sid = readCookie(req.headers.get("cookie"), SESSION_COOKIE);
+  const secure = isSecure(req);
+  const sid = sessionIdFrom(req.headers.get("cookie"), secure);
   if (sid) endSession(runtime.db, sid);
-  return json(undefined, 204, { "Set-Cookie": sessionCookie("", null, isSecure(req)) });
+  return json(undefined, 204, { "Set-Cookie": sessionCookie("", null, secure) });
 });

@@ -1,19 +1,49 @@
 import { UpdateUserBody } from "@/lib/api-types";
 import { principalName } from "@/server/auth/access";
-import { updateUser } from "@/server/auth/users";
-import { route, who } from "@/server/http/route";
+import { signedOutCookie } from "@/server/auth/signin";
+import { pendingWithdrawal, removeUser, updatePerson } from "@/server/auth/user-admin";
+import { transition } from "@/server/calls/transition";
+import { json, route, who } from "@/server/http/route";
 
 /**
- * `PATCH /api/users/:name {email?, roles?}`: sets a person's address ("" clears it) and/or roles.
- * A role taken may end grants: open grant lists are told.
+ * `PATCH /api/users/:name {email?, roles?, password?}`: sets a person's address ("" clears it),
+ * roles and/or password (a reset: all their sessions end, their sign-in lockout is lifted). A
+ * role taken may end grants: open grant lists are told. Resetting your own password signs you
+ * out too.
  */
-export const PATCH = route({ access: ["owner"], body: UpdateUserBody }, (ctx) => {
-  const user = updateUser(ctx.runtime.db, {
-    name: ctx.params.name ?? "",
+export const PATCH = route({ access: ["owner"], body: UpdateUserBody }, async (ctx) => {
+  const actor = principalName(who(ctx));
+  const name = ctx.params.name ?? "";
+  const { user, sessionsEnded } = await updatePerson(ctx.runtime.db, ctx.runtime.throttle, {
+    name,
     email: ctx.body.email,
     roles: ctx.body.roles,
-    actor: principalName(who(ctx)),
+    password: ctx.body.password,
+    actor,
   });
   if (ctx.body.roles) ctx.runtime.bus.publish({ type: "grants" });
-  return { user };
+  const signedOut = ctx.body.password !== undefined && name === actor;
+  return json(
+    { user, sessionsEnded },
+    200,
+    signedOut ? { "Set-Cookie": signedOutCookie(ctx.req) } : undefined,
+  );
+});
+
+/**
+ * `DELETE /api/users/:name`: removes a person (never the last owner, 409). Their grants end,
+ * their pending calls are withdrawn, their sessions end; history keeps their name. Removing
+ * yourself signs you out.
+ */
+export const DELETE = route({ access: ["owner"] }, (ctx) => {
+  const { db, bus } = ctx.runtime;
+  const actor = principalName(who(ctx));
+  const removed = removeUser(db, {
+    name: ctx.params.name ?? "",
+    actor,
+    withdrawPending: (requester, why) => transition(db, bus, pendingWithdrawal(requester, why, actor)).length,
+  });
+  bus.publish({ type: "grants" });
+  const signedOut = removed.user.name === actor;
+  return json(removed, 200, signedOut ? { "Set-Cookie": signedOutCookie(ctx.req) } : undefined);
 });

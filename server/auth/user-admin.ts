@@ -1,0 +1,290 @@
+import "server-only";
+import { and, eq, ne } from "drizzle-orm";
+import type { Role, UserView } from "@/lib/api-types";
+import { GatehouseError } from "@/lib/errors";
+import { endGrants } from "../grants";
+import { writeAudit } from "../store/audit";
+import type { Db } from "../store/db";
+import { notificationDeliveries, sessions, users } from "../store/schema";
+import type { LoginThrottle } from "./access";
+import { hashPassword, sha256 } from "./crypto";
+import { parseRoles, toUserView, updateUser, verifyCredentials } from "./users";
+
+/** What of the sign-in throttle these functions use: forgetting a name's failed sign-ins. */
+export type NameThrottle = Pick<LoginThrottle, "forget">;
+
+type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
+
+function findUser(tx: Tx, name: string): typeof users.$inferSelect {
+  const row = tx.select().from(users).where(eq(users.name, name)).get();
+  if (!row) throw new GatehouseError("not_found", `no user named "${name}"`);
+  return row;
+}
+
+/** "1 session", "2 sessions": how audit details and answers count sessions. */
+export function sessionsText(n: number, other = false): string {
+  return `${n} ${other ? "other " : ""}session${n === 1 ? "" : "s"}`;
+}
+
+/**
+ * Deletes a person's sessions (all, or all but the one whose cookie value is `keep`) and says
+ * how many. Rows, not flags: a deleted session's cookie finds nothing on its next request.
+ */
+function deleteSessions(tx: Tx, userId: number, keep?: string): number {
+  return tx
+    .delete(sessions)
+    .where(
+      and(eq(sessions.userId, userId), keep === undefined ? undefined : ne(sessions.idHash, sha256(keep))),
+    )
+    .returning({ idHash: sessions.idHash })
+    .all().length;
+}
+
+/**
+ * Refuses (`conflict`) to take `name` out of the owners when nobody else holds the role, with the
+ * same words as a role change: without an owner nobody could manage the instance any more.
+ */
+function keepAnOwner(tx: Tx, name: string): void {
+  const others = tx
+    .select({ name: users.name, roles: users.roles })
+    .from(users)
+    .where(ne(users.name, name))
+    .all()
+    .some((u) => parseRoles(u.roles).includes("owner"));
+  if (!others) {
+    throw new GatehouseError("conflict", `${name} is the last owner: give someone else the owner role first`);
+  }
+}
+
+export interface EndSessionsParams {
+  name: string;
+  /** Who did it, for the audit log ("cli" or a user name). */
+  actor: string;
+}
+
+/**
+ * "Sign them out everywhere": deletes every session of the person, with a `user.sessions_ended`
+ * audit row ("2 sessions ended") in the same transaction, whether or not any was open — the
+ * owner's action is on record either way. Nothing else of the person changes. Returns how many
+ * ended. `not_found` for an unknown name.
+ */
+export function endUserSessions(db: Db, params: EndSessionsParams): number {
+  return db.transaction((tx) => {
+    const row = findUser(tx, params.name);
+    const ended = deleteSessions(tx, row.id);
+    writeAudit(db, {
+      actor: params.actor,
+      action: "user.sessions_ended",
+      subject: row.name,
+      detail: `${sessionsText(ended)} ended`,
+    });
+    return ended;
+  });
+}
+
+export interface UpdatePersonParams {
+  name: string;
+  /** A new address ("" or null clears it); absent: unchanged. */
+  email?: string | null;
+  /** New roles; absent: unchanged. */
+  roles?: Role[];
+  /** A new password set by an owner (a reset); absent: unchanged. Must already be valid. */
+  password?: string;
+  actor: string;
+}
+
+/**
+ * `PATCH /api/users/:name` and `gatehouse user set`: the address and roles as `updateUser` sets
+ * them, and a password reset, all in one transaction (a refused role change resets nothing).
+ * A reset stores the new hash, ends every session of the person (an attacker who had one is
+ * out; so is the person, who signs in again with the new password), writes a `user.password`
+ * audit row ("reset; 2 sessions ended", never the password) and, once committed, forgets the
+ * name's failed sign-ins in `throttle` (so a person locked out by guessing can sign in at once;
+ * `null` from another process, the CLI, whose throttle is not the server's).
+ *
+ * `not_found` for an unknown name; `bad_request` for a bad address or no roles; `conflict` for
+ * taking the owner role from the last owner.
+ */
+export async function updatePerson(
+  db: Db,
+  throttle: NameThrottle | null,
+  params: UpdatePersonParams,
+): Promise<{ user: UserView; sessionsEnded: number }> {
+  // Hashed before the write lock is taken: scrypt takes a while and needs no lock.
+  const passwordHash = params.password === undefined ? null : await hashPassword(params.password);
+  const out = db.transaction(
+    (tx) => {
+      const { name, actor } = params;
+      const user = updateUser(db, { name, actor, email: params.email, roles: params.roles });
+      if (passwordHash === null) return { user, sessionsEnded: 0 };
+      tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run();
+      const sessionsEnded = deleteSessions(tx, user.id);
+      writeAudit(db, {
+        actor,
+        action: "user.password",
+        subject: name,
+        detail: `reset; ${sessionsText(sessionsEnded)} ended`,
+      });
+      return { user, sessionsEnded };
+    },
+    { behavior: "immediate" },
+  );
+  if (passwordHash !== null) throttle?.forget(params.name);
+  return out;
+}
+
+export interface ChangeOwnPasswordParams {
+  /** The signed-in person. */
+  name: string;
+  current: string;
+  /** The new password; must already be valid. */
+  password: string;
+  /** The cookie value of the session asking: it stays signed in. */
+  keepSession: string | null;
+  /** The client's address for the throttle (null: counted by name only). */
+  address: string | null;
+}
+
+/**
+ * A person changes their own password. The current one is checked like a sign-in, attempt
+ * counted in `throttle` first (a stolen session cookie must not become a way to guess the
+ * password faster than the sign-in page allows): a wrong one is `invalid_credentials` and
+ * changes nothing; a throttled one throws `TooManyAttempts`. Then, in one transaction, the new
+ * hash, every OTHER session of theirs ended, and a `user.password` audit row ("changed; 1 other
+ * session ended"). `bad_request` when the new password is the current one.
+ */
+export async function changeOwnPassword(
+  db: Db,
+  throttle: LoginThrottle,
+  params: ChangeOwnPasswordParams,
+): Promise<{ user: UserView; sessionsEnded: number }> {
+  const attempt = throttle.begin({ name: params.name, address: params.address });
+  let user: UserView | null = null;
+  try {
+    user = await verifyCredentials(db, params.name, params.current);
+  } finally {
+    if (user) attempt.succeeded();
+    else attempt.failed();
+  }
+  if (!user) throw new GatehouseError("invalid_credentials", "the current password is not right");
+  if (params.current === params.password) {
+    throw new GatehouseError("bad_request", "password: the new password is the same as the current one");
+  }
+  const passwordHash = await hashPassword(params.password);
+  const id = user.id;
+  return db.transaction(
+    (tx) => {
+      const row = tx.update(users).set({ passwordHash }).where(eq(users.id, id)).returning().get();
+      // Removed while the hash was computed: nothing to change, and nobody to keep signed in.
+      if (!row) throw new GatehouseError("unauthenticated", "sign in first");
+      const sessionsEnded = deleteSessions(tx, id, params.keepSession ?? undefined);
+      writeAudit(db, {
+        actor: row.name,
+        action: "user.password",
+        subject: row.name,
+        detail: `changed; ${sessionsText(sessionsEnded, true)} ended`,
+      });
+      return { user: toUserView(row), sessionsEnded };
+    },
+    { behavior: "immediate" },
+  );
+}
+
+export interface RemoveUserParams {
+  name: string;
+  /** Who did it, for the audit log ("cli" or a user name). */
+  actor: string;
+  /**
+   * Withdraws the person's pending calls inside this transaction and says how many (the calls
+   * room does it: server/auth does not import it). Called with the reason to record.
+   */
+  withdrawPending: (requester: { kind: "user"; name: string }, why: string) => number;
+}
+
+/**
+ * What a caller hands the calls room's `transition()` to withdraw a removed person's pending
+ * calls (`pending → withdrawn`, each with its `call.withdrawn` audit row saying why), so the API
+ * and the CLI record the same words. Shaped like its `TransitionSpec`, which server/auth cannot
+ * import.
+ */
+export function pendingWithdrawal(requester: { kind: "user"; name: string }, why: string, actor: string) {
+  return {
+    from: "pending" as const,
+    to: "withdrawn" as const,
+    requester,
+    set: {
+      finishedAt: new Date().toISOString(),
+      errorCode: "withdrawn",
+      errorMessage: "the requester was removed before anyone decided",
+    },
+    actor,
+    audit: (call: { createdAt: string }) => ({
+      detail: why,
+      durationMs: Math.max(0, Date.now() - Date.parse(call.createdAt)),
+    }),
+  };
+}
+
+/** What a removal ended, for the answer and the CLI's line. */
+export interface RemovedUser {
+  user: UserView;
+  sessionsEnded: number;
+  grantsEnded: number;
+  callsWithdrawn: number;
+}
+
+/**
+ * Removes a person, in one IMMEDIATE transaction (so the last-owner check and the delete hold
+ * one write lock against a concurrent CLI): every grant they made and every grant made for
+ * their own calls ends ("<name> was removed", a `grant.ended` row each — eagerly, so a later user
+ * given the same name cannot bring them back), their pending calls are withdrawn
+ * (`withdrawPending`), mail still queued to their address is given up ("the recipient was
+ * removed"), their sessions and change-feed marks go, then their row, with a `user.remove`
+ * audit row ("owner,reviewer; 1 session ended, 2 grants ended, 0 calls withdrawn").
+ *
+ * History keeps the name: audit rows, calls (requester, decider, approvers), grants and the
+ * delivery log store names as text, so they read as before. Agent tokens they created stay: they
+ * belong to the agents using them, and an owner revokes them if they should go.
+ *
+ * `not_found` for an unknown name; `conflict` for the last owner (themselves included).
+ */
+export function removeUser(db: Db, params: RemoveUserParams, now = new Date()): RemovedUser {
+  const { name, actor } = params;
+  return db.transaction(
+    (tx) => {
+      const row = findUser(tx, name);
+      const held = parseRoles(row.roles);
+      if (held.includes("owner")) keepAnOwner(tx, name);
+      const why = `${name} was removed`;
+      // Same connection: each a savepoint of this transaction.
+      let grantsEnded = endGrants(db, { requester: { kind: "user", name } }, why, actor, now);
+      for (const madeAs of ["reviewer", "owner"] as const) {
+        grantsEnded += endGrants(db, { createdBy: name, madeAs }, why, actor, now);
+      }
+      const callsWithdrawn = params.withdrawPending({ kind: "user", name }, why);
+      tx.update(notificationDeliveries)
+        .set({ status: "failed", lastError: "the recipient was removed", finishedAt: now.toISOString() })
+        .where(
+          and(
+            eq(notificationDeliveries.channel, "email"),
+            eq(notificationDeliveries.target, name),
+            eq(notificationDeliveries.status, "queued"),
+          ),
+        )
+        .run();
+      const sessionsEnded = deleteSessions(tx, row.id);
+      // change_reads go with the row (ON DELETE CASCADE).
+      tx.delete(users).where(eq(users.id, row.id)).run();
+      const grantsText = `${grantsEnded} grant${grantsEnded === 1 ? "" : "s"} ended`;
+      const callsText = `${callsWithdrawn} call${callsWithdrawn === 1 ? "" : "s"} withdrawn`;
+      writeAudit(db, {
+        actor,
+        action: "user.remove",
+        subject: name,
+        detail: `${held.join(",")}; ${sessionsText(sessionsEnded)} ended, ${grantsText}, ${callsText}`,
+      });
+      return { user: toUserView(row), sessionsEnded, grantsEnded, callsWithdrawn };
+    },
+    { behavior: "immediate" },
+  );
+}

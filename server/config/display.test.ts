@@ -1,0 +1,76 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: these tests are about literal ${VAR} references in config text.
+/**
+ * How a server's target is shown to owners (the Servers page): what came from `${VAR}` expansion
+ * stays behind its reference, in stdio args and in HTTP URLs' paths and queries.
+ */
+import { randomUUID } from "node:crypto";
+import { expect, it } from "vitest";
+import { registerSecrets } from "../log";
+import { describeTarget, type ServerConfig, validateConfig } from "./index";
+import { BASE } from "./test-helpers";
+
+/** The servers of an error-free config, by name (the test fails on a missing one). */
+function servers(raw: Record<string, unknown>, env: Record<string, string>) {
+  const result = validateConfig({ mcpServers: raw }, { env, baseDir: BASE });
+  expect(result.errors).toEqual([]);
+  const byName = new Map((result.config?.servers ?? []).map((s) => [s.name, s]));
+  return (name: string): ServerConfig => {
+    const server = byName.get(name);
+    if (!server) throw new Error(`no server ${name}`);
+    return server;
+  };
+}
+
+it("stdio args after ${VAR} expansion are shown with the expanded parts masked", () => {
+  const token = `tok-${randomUUID()}`;
+  const dir = `/srv/${randomUUID()}`;
+  const s = servers(
+    {
+      files: {
+        command: "node",
+        args: ["server.js", "--api-key=${API_KEY}", "${DATA_DIR}/notes", "${MODE:-fast}", "plain"],
+      },
+    },
+    { API_KEY: token, DATA_DIR: dir },
+  )("files");
+  // The server runs with the expanded values...
+  expect(s.args).toEqual(["server.js", `--api-key=${token}`, `${dir}/notes`, "fast", "plain"]);
+  // ...and the owner sees the references.
+  const shown = describeTarget(s);
+  expect(shown).toBe('node server.js "--api-key=${API_KEY}" "${DATA_DIR}/notes" "${MODE:-fast}" plain');
+  expect(shown).not.toContain(token);
+  expect(shown).not.toContain(dir);
+});
+
+it("an HTTP server's URL with a secret in its path or query is shown with the expanded parts masked", () => {
+  const hook = randomUUID();
+  const key = `k-${randomUUID()}`;
+  const s = servers(
+    {
+      hooks: { url: "https://mcp.example.com/t/${HOOK_ID}/mcp?key=${KEY}" },
+      bare: { url: "https://${HOST}" },
+    },
+    { HOOK_ID: hook, KEY: key, HOST: "mcp.example.org" },
+  );
+  const hooks = s("hooks");
+  const bare = s("bare");
+  expect(hooks.url).toBe(`https://mcp.example.com/t/${hook}/mcp?key=${key}`);
+  expect(describeTarget(hooks)).toBe("https://mcp.example.com/t/${HOOK_ID}/mcp");
+  // The config keeps the parser's href ("https://mcp.example.org/"): it is still found.
+  expect(bare.url).toBe("https://mcp.example.org/");
+  expect(describeTarget(bare)).toBe("https://${HOST}");
+});
+
+it("a registered secret written literally in an arg or URL path is redacted from the target", () => {
+  const secret = `lit-${randomUUID()}`;
+  registerSecrets([secret]);
+  const s = servers(
+    {
+      cli: { command: "node", args: ["server.js", `--token=${secret}`] },
+      web: { url: `https://mcp.example.com/${secret}/mcp` },
+    },
+    {},
+  );
+  expect(describeTarget(s("cli"))).toBe('node server.js "--token=[redacted]"');
+  expect(describeTarget(s("web"))).toBe("https://mcp.example.com/[redacted]/mcp");
+});

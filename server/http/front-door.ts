@@ -1,0 +1,97 @@
+import "server-only";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { AllowedPeers } from "../agent-mcp/guard";
+import { authenticate } from "../auth/access";
+import { forwardedHttps } from "../request";
+import type { Runtime } from "../runtime";
+import * as callsApi from "./calls-api";
+import { answerHot, type HotPathOptions, type RouteHandler } from "./hot-path";
+import * as mcpApi from "./mcp-api";
+import { clientAddressStamper, sendResponse } from "./node-bridge";
+import { PAGE_URL_HEADER } from "./page-url";
+import { edgePeers, refuseHost } from "./peers";
+import securityHeaders from "./security-headers.json";
+
+type Listener = (req: IncomingMessage, res: ServerResponse) => void;
+
+export interface FrontDoorOptions {
+  /** The Host allow-list (`edgePeers` in ./peers): the one `/mcp` uses. */
+  peers: AllowedPeers;
+  /** Paths answered without Next: per path, the handler module's export for each method. */
+  hot: ReadonlyMap<string, Partial<Record<string, RouteHandler>>>;
+  hotOptions: HotPathOptions;
+  /** Everything else: Next's request handler. */
+  next: (req: IncomingMessage, res: ServerResponse) => unknown;
+  /** Applied to every request let in, before any handler reads it (`clientAddressStamper`). */
+  stampClientAddress: (req: IncomingMessage) => void;
+}
+
+/**
+ * The production server's request listener (server/main.ts): first the `Host` check, for every
+ * request, before Next, before any credential is looked at and before a byte of the body is
+ * read, so a page that reached Gatehouse through DNS rebinding gets a refusal and nothing else
+ * (no sign-in attempt counted, no cookie, no setup, not even whether a credential works). Then
+ * the client's address is stamped, and the request goes to its hot-path handler or to Next.
+ */
+export function frontDoor(opts: FrontDoorOptions): Listener {
+  return (req, res) => {
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const pathname = q === -1 ? url : url.slice(0, q);
+    const refusal = refuseHost(pathname, req.headers.host, opts.peers);
+    if (refusal) {
+      // The body stays unread, so the connection cannot carry another request.
+      if (hasBody(req)) res.setHeader("Connection", "close");
+      void sendResponse(res, refusal, opts.hotOptions.extraHeaders).catch(() => res.destroy());
+      return;
+    }
+    opts.stampClientAddress(req);
+    const handler = opts.hot.get(pathname)?.[req.method ?? ""];
+    if (handler) void answerHot(req, res, handler, opts.hotOptions);
+    else {
+      // Ours, never the client's: a page reads it to send a visitor to sign-in and back.
+      req.headers[PAGE_URL_HEADER] = url;
+      void opts.next(req, res);
+    }
+  };
+}
+
+function hasBody(req: IncomingMessage): boolean {
+  return Number(req.headers["content-length"] ?? 0) > 0 || req.headers["transfer-encoding"] !== undefined;
+}
+
+/** Paths answered without Next: the handler module's export for the method, when it has one. */
+const HOT_PATHS = new Map<string, Partial<Record<string, RouteHandler>>>([
+  ["/api/calls", callsApi],
+  ["/mcp", mcpApi],
+]);
+
+/**
+ * The production server's listener, wired as server/main.ts runs it: {@link frontDoor} with the
+ * runtime's allow-list ({@link edgePeers} over `env`), the hot paths `/api/calls` and `/mcp`
+ * (credentials checked from the headers, the session cookie named for the scheme
+ * `X-Forwarded-Proto` gives, which is the scheme of the hot path's request URL), the security
+ * headers, and the client's address stamped per `GATEHOUSE_TRUST_PROXY` in `env`.
+ *
+ * @param listenHost `host:port` the server listens on (the hot path's request URLs).
+ * @param env default `process.env`.
+ */
+export function gatehouseListener(
+  runtime: Runtime,
+  next: FrontDoorOptions["next"],
+  listenHost: string,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Listener {
+  return frontDoor({
+    peers: edgePeers(runtime, env),
+    hot: HOT_PATHS,
+    hotOptions: {
+      listenHost,
+      authenticate: (headers) => authenticate(runtime.db, headers, forwardedHttps(headers)),
+      extraHeaders: securityHeaders,
+    },
+    next,
+    // The connection's address, for the sign-in throttle: written over any copy the client sent.
+    stampClientAddress: clientAddressStamper(env),
+  });
+}

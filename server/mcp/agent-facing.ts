@@ -1,0 +1,81 @@
+import "server-only";
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import type { ServerState } from "@/lib/api-types";
+import { HIDDEN_CHARACTERS } from "@/lib/hidden-text";
+import { escapeControls, redact } from "../log";
+import { unreached } from "./failures";
+
+/**
+ * What agents (REST `/api/calls` answers, `/mcp` tool results, and the stored outcome of a call
+ * they read back) are told when a server cannot serve a request. Only Gatehouse's own words: the
+ * server's name and state, never its address, its error text or its stderr, which a hostile or
+ * careless server fills with whatever it likes (internal host names, a credential it was sent,
+ * text addressed to the agent). Owners read the detail on the Servers page and in the log.
+ */
+
+const WHERE = "an owner can see why on the Servers page";
+
+/** `server_unavailable`: the server is not `ready`, said by its state alone. */
+export function unavailableForAgents(name: string, state: ServerState): string {
+  switch (state) {
+    case "connecting":
+      return `server ${name} is connecting; try again shortly`;
+    case "backoff":
+      return `server ${name} is in backoff after a failure and will be retried; ${WHERE}`;
+    case "failed":
+      return `server ${name} has failed and is not retried until an owner reconnects it; ${WHERE}`;
+    case "closed":
+      return `server ${name} is stopped`;
+    case "dark":
+      return `server ${name} is disabled`;
+    case "ready":
+      // Ready but without a live connection: only between a failure and its state change.
+      return `server ${name} is not connected; try again shortly`;
+  }
+}
+
+/** Most characters of a server's JSON-RPC error message passed on to agents. */
+export const ERROR_TEXT_MAX_CHARS = 1000;
+
+/** MCP error codes the SDK raises on this side (closed connection, timeout): not the server's answer. */
+const LOCAL_CODES = new Set([-32000, -32001]);
+
+/**
+ * A server's JSON-RPC error message as agents get it: the SDK's `MCP error <code>:` prefixes
+ * removed (it adds one per wrapping), Gatehouse's secrets redacted (a server may echo the
+ * credential it was sent), hidden characters dropped, control characters escaped so the text
+ * stays one line, cut to {@link ERROR_TEXT_MAX_CHARS}.
+ */
+function serverWords(message: string): string {
+  let text = message;
+  for (;;) {
+    const next = text.replace(/^MCP error -?\d+:\s*/, "");
+    if (next === text) break;
+    text = next;
+  }
+  text = escapeControls(redact(text).replace(HIDDEN_CHARACTERS, ""));
+  return text.length > ERROR_TEXT_MAX_CHARS ? `${text.slice(0, ERROR_TEXT_MAX_CHARS)}…` : text;
+}
+
+/**
+ * `upstream_error` for a request that failed. When the server answered with a JSON-RPC error,
+ * that answer is the agent's to read (like an error result: what an agent needs to correct its
+ * arguments), passed through {@link serverWords}. Every other failure happened on Gatehouse's
+ * side of the wire and is said by its kind alone: the connection failed under the request
+ * (`connectionFailed`: the supervisor recorded a failure since the request was sent), or the
+ * server could not be reached or its answer never arrived whole. Their detail (addresses,
+ * system errors, the server's stderr) is for owners.
+ */
+export function upstreamErrorForAgents(
+  name: string,
+  err: unknown,
+  opts: { connectionFailed: boolean },
+): string {
+  if (opts.connectionFailed) return `server ${name}: the connection failed during the request; ${WHERE}`;
+  if (unreached(err))
+    return `server ${name} could not be reached, or its answer did not arrive whole; ${WHERE}`;
+  if (err instanceof McpError && !LOCAL_CODES.has(err.code)) {
+    return `server ${name} answered with an error (JSON-RPC code ${err.code}): ${serverWords(err.message)}`;
+  }
+  return `server ${name}: the request failed; ${WHERE}`;
+}
