@@ -1,8 +1,9 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { useCallback, useMemo, useState } from "react";
+import { useCallback, useMemo, useRef, useState } from "react";
 import { applyUpdates, refetchIfStale } from "@/components/use-update-tool";
 import type { CatalogueToolView } from "@/lib/api-types";
 import { endpoints } from "@/lib/endpoints";
+import { stillPicked } from "@/lib/tool-picks";
 
 /** Proposed tools that can be enabled are the ones a bulk enable may select. */
 export function selectable(tool: CatalogueToolView): boolean {
@@ -10,16 +11,25 @@ export function selectable(tool: CatalogueToolView): boolean {
 }
 
 /**
- * The tools picked for a bulk enable. A name stays picked while its row is filtered or paged out
- * of view; only names still {@link selectable} in `tools` count as chosen.
+ * The tools picked for a bulk enable, each with the definition hash it had when it was picked:
+ * a tool whose server changed it since (while its row was filtered or paged out of view, say)
+ * counts as not picked, so a bulk enable never pins a version the owner did not see when
+ * choosing it; they pick it again after looking. A name stays picked while its row is out of
+ * view; only names still {@link selectable} in `tools`, with the hash they were picked with,
+ * count as chosen.
  * @param tools the whole catalogue
  * @param pageRows the rows on the current page, for "select every proposed tool on this page"
  */
 export function useToolSelection(tools: CatalogueToolView[], pageRows: CatalogueToolView[]) {
   const client = useQueryClient();
-  const [selected, setSelected] = useState<ReadonlySet<string>>(() => new Set());
+  const [picked, setPicked] = useState<ReadonlyMap<string, string>>(() => new Map());
 
   const byName = useMemo(() => new Map(tools.map((t) => [t.localName, t])), [tools]);
+  // Read by the stable `toggle`, which must record the hash of the row as it is shown now.
+  const byNameRef = useRef(byName);
+  byNameRef.current = byName;
+  /** Picked names whose tool still has the hash it was picked with. */
+  const selected = useMemo(() => stillPicked(picked, byName), [picked, byName]);
   const chosen = useMemo(
     () =>
       [...selected].filter((n) => {
@@ -33,35 +43,36 @@ export function useToolSelection(tools: CatalogueToolView[], pageRows: Catalogue
 
   // Stable, so that memoised rows do not re-render when another row is picked.
   const toggle = useCallback((name: string, on: boolean) => {
-    setSelected((old) => {
-      const next = new Set(old);
-      if (on) next.add(name);
+    setPicked((old) => {
+      const next = new Map(old);
+      const hash = byNameRef.current.get(name)?.definitionHash;
+      if (on && hash !== undefined) next.set(name, hash);
       else next.delete(name);
       return next;
     });
   }, []);
   const selectPage = (on: boolean) =>
-    setSelected((old) => {
-      const next = new Set(old);
+    setPicked((old) => {
+      const next = new Map(old);
       for (const t of pageSelectable) {
-        if (on) next.add(t.localName);
+        if (on) next.set(t.localName, t.definitionHash);
         else next.delete(t.localName);
       }
       return next;
     });
-  const clear = () => setSelected(new Set());
+  const clear = () => setPicked(new Map());
 
   const bulk = useMutation({
-    // Each tool's hash as the page holds it: what gets enabled is what the owner saw, or nothing is.
+    // Each tool's hash as it was when picked: what gets enabled is what the owner saw, or nothing is.
     mutationFn: (names: string[]) =>
       endpoints.catalogue.bulkStatus({
         names,
         status: "enabled",
-        expectedHashes: Object.fromEntries(names.map((n) => [n, byName.get(n)?.definitionHash ?? ""])),
+        expectedHashes: Object.fromEntries(names.map((n) => [n, picked.get(n) ?? ""])),
       }),
     onSuccess: ({ tools: updated }) => {
       applyUpdates(client, updated);
-      setSelected(new Set());
+      setPicked(new Map());
     },
     // The selection stays, so that the owner can look at the new versions and enable again.
     onError: (error) => refetchIfStale(client, error),

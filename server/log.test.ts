@@ -118,3 +118,13 @@ it("a server's text cannot forge a log line: newlines and control characters are
     '{"reason":"boom\\n2026-01-01T00:00:00.000Z INFO [calls] call approved\\r\\u001b[2K\\u2028\\u202eevil"}',
   );
 });
+
+// A vitest deadline the quadratic lookbehind blew by far (about 50 s for this text); the fix
+// answers in milliseconds. It guards the shape of the pattern, not a speed.
+it("redact stays linear on long whitespace runs when a short secret is registered", async () => {
+  const { redact, registerSecrets } = await freshLogModule();
+  registerSecrets(["ab1"]);
+  const text = `Bearer${" ".repeat(200_000)}ab1`;
+  expect(redact(text)).toBe(text);
+  expect(redact("Authorization: Bearer ab1")).toBe("Authorization: Bearer [redacted]");
+}, 5_000);

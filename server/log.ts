@@ -87,7 +87,9 @@ const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\/]/g, "\
  * there too: at a space, a quote, `&`, `;`, `,`, a closing bracket, `@`, `#`, a backslash (a JSON
  * escape), a full stop ending the text or a word, or the end of the text.
  */
-const VALUE_BEFORE = String.raw`(?:(?:^|[^0-9])[=:]\s*["']?|\b[Bb]earer\s+|\b[Bb]asic\s+|\b[Tt]oken\s+|:\/\/(?:[^\s/@:]*:)?)`;
+// Every repeat is bounded: a lookbehind with `\s*` scans back over a whole run of spaces at each
+// position in it, so a server's "Bearer" followed by 200,000 spaces took minutes.
+const VALUE_BEFORE = String.raw`(?:(?:^|[^0-9])[=:]\s{0,8}["']?|\b[Bb]earer\s{1,8}|\b[Bb]asic\s{1,8}|\b[Tt]oken\s{1,8}|:\/\/(?:[^\s/@:]{0,256}:)?)`;
 const VALUE_AFTER = String.raw`(?=$|[\s"'&;,)}\]@#\\]|\.(?:\s|$))`;
 
 /** One pattern for the whole registry, rebuilt when it grows (secrets are only ever added). */

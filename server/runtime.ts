@@ -5,7 +5,7 @@ import { LoginThrottle } from "./auth/access";
 import { issueSetupCode } from "./auth/users";
 import { CallBroker } from "./calls/broker";
 import { hasChanges, type SyncSummary, syncServerTools } from "./catalogue/catalogue";
-import type { GatehouseConfig } from "./config";
+import { type GatehouseConfig, substitutedValues } from "./config";
 import { EventBus } from "./events";
 import { endGrantsForChanges } from "./grants";
 import { logger, registerSecrets } from "./log";
@@ -59,23 +59,36 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
   }
 }
 
-/** Names of environment variables that hold a credential, whatever the length of its value. */
+/** Names of variables that hold a credential, whatever their value looks like. */
 const SECRET_NAME = /key|token|secret|pass|auth|credential|cookie|session|private|signature/i;
 
 /**
- * The env values of a server redacted from logs and views: every value of four characters or
- * more (a path or a URL may embed a credential), and a shorter one only under a name that says it
- * is a credential. Redacting `DEBUG: "1"` would turn every `{"tools":1}` of our own into noise.
+ * Whether a value looks like a credential on its own: long and mixing letters with digits, or
+ * carrying a URL's user-info. Plain words and flags (`warn`, `true`, `production`) do not: were
+ * they redacted, every "warn" and every `{"ok":true}` of Gatehouse's own lines would be too.
  */
-export function envSecrets(env: Record<string, string>): string[] {
-  return Object.entries(env)
-    .filter(([name, value]) => value.length >= 4 || SECRET_NAME.test(name))
+function looksLikeCredential(value: string): boolean {
+  if (value.length >= 20) return true;
+  if (/:\/\/[^/\s]*@/.test(value)) return true;
+  return value.length >= 8 && /[0-9]/.test(value) && /[A-Za-z]/.test(value);
+}
+
+/**
+ * The values redacted from logs and views among `vars` (a server's env, or what `${VAR}`
+ * references were replaced with): those under a credential's name (any length), and those that
+ * look like one whatever their name.
+ */
+export function envSecrets(vars: Record<string, string>): string[] {
+  return Object.entries(vars)
+    .filter(([name, value]) => value.length > 0 && (SECRET_NAME.test(name) || looksLikeCredential(value)))
     .map(([, value]) => value);
 }
 
 function wireRuntime(opts: RuntimeOptions, lock: StoreLock): Runtime {
   const { config } = opts;
   registerSecrets(config.servers.flatMap((s) => [...Object.values(s.headers), ...envSecrets(s.env)]));
+  // `${VAR}` values put into args and URLs: a server may print its argv or an error with its URL.
+  registerSecrets(envSecrets(Object.fromEntries(substitutedValues())));
   const db = openDb(opts.dbFile);
   const bus = new EventBus();
   registerSecrets(notificationSecrets(config.notifications));

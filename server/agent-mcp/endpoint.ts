@@ -14,7 +14,7 @@ import type { Db } from "../store/db";
 import { agentTokens } from "../store/schema";
 import { type AllowedPeers, agentOf, allowedPeersFor, bearerAgent, peerProblem } from "./guard";
 import { asJsonIfQuick, tracked } from "./json-answer";
-import { resourceServers } from "./resources";
+import { ListedResources, resourceServers } from "./resources";
 import { expectsOnlyItsResponse, readMessage, rpcError } from "./rpc";
 import { createAgentServer } from "./server";
 import { isBusy, type Session, SessionTable } from "./sessions";
@@ -69,6 +69,8 @@ export interface AgentMcpOptions {
  */
 export class AgentMcpEndpoint {
   private readonly sessions = new SessionTable();
+  /** What each server listed last, shared by every session (see ListedResources). */
+  private readonly listedResources = new ListedResources();
   private readonly allowed: AllowedPeers;
   private readonly idleMs: number;
   private readonly maxSessionsPerToken: number;
@@ -207,6 +209,7 @@ export class AgentMcpEndpoint {
       },
     });
     const server = createAgentServer({
+      listed: this.listedResources,
       db: this.deps.db,
       manager: this.deps.manager,
       log: this.deps.log,

@@ -185,10 +185,11 @@ describe("resources/read through /mcp", () => {
 
   it("an audit subject is one line without hidden characters, cut to a sane length", async () => {
     const client = await connect();
-    const uri = `file:///x\u202E\u{E0041}\nforged line ${"y".repeat(5000)}`;
+    const uri = `file:///x\u202E\u{E0041}\u2028forged line ${"y".repeat(5000)}`;
     expect((await refusal(client.readResource({ uri: wrapped(uri) }))).code).toBe(RESOURCE_NOT_FOUND);
     const [row] = reads();
     expect(row?.subject.startsWith("files file:///x forged line yyy")).toBe(true);
+    expect(row?.subject).not.toMatch(/[\n\r\u2028\u2029]/);
     expect(row?.subject.length).toBeLessThanOrEqual(512);
   }, 30_000);
 

@@ -164,6 +164,11 @@ describe("what an owner's resources.allow admits", () => {
     ["FILE:///srv/docs/a.md", false],
     ["file:///srv/docs/a b.md", false],
     ["file:///srv/docs/a%20b.md", true],
+    // What the URL parser leaves alone but a server may resolve: query, fragment, backslash, opaque dot segments.
+    ["file:///srv/docs/?/../../../etc/passwd", false],
+    ["file:///srv/docs/#/../../../etc/passwd", false],
+    ["demo://resource/static/..\\x.md", false],
+    ["notes:docs/../secret", false],
     ["not a uri", false],
   ])("%s → %s", (uri, admitted) => {
     expect(allowedByOwner(globs, uri)).toBe(admitted);
@@ -202,6 +207,23 @@ describe("a session's listed resources", () => {
     const third = listed.refresh("files", list);
     finish();
     await third;
+    expect(lists).toBe(2);
+  });
+
+  it("a failed list counts as a try: probes against a server whose list fails re-list it once per interval", async () => {
+    let now = 0;
+    const listed = new ListedResources(1000, () => now);
+    let lists = 0;
+    const failing = () => {
+      lists++;
+      return Promise.reject(new Error("list failed"));
+    };
+    await expect(listed.refresh("files", failing)).rejects.toThrow("list failed");
+    now = 500;
+    await listed.refresh("files", failing);
+    expect(lists).toBe(1);
+    now = 1000;
+    await expect(listed.refresh("files", failing)).rejects.toThrow("list failed");
     expect(lists).toBe(2);
   });
 

@@ -87,6 +87,10 @@ export function resourceServers(db: Db): string[] {
 export function allowedByOwner(globs: readonly string[], uri: string): boolean {
   if (globs.length === 0 || uri.length > MAX_URI_CHARS) return false;
   if (/%(2e|2f|5c|00)/i.test(uri)) return false;
+  // What the URL parser leaves alone but a server may still resolve: a query or fragment (a
+  // server that strips `file://` reads `/srv/docs/?/../../etc/passwd` as a path), a backslash
+  // (kept as is in schemes the parser does not know), and dot segments in an opaque path.
+  if (/[?#\\]/.test(uri) || uri.split(/[/:]/).some((seg) => seg === "." || seg === "..")) return false;
   try {
     if (new URL(uri).href !== uri) return false;
   } catch {
@@ -101,14 +105,18 @@ interface Listing {
 }
 
 /**
- * The URIs each server listed in the latest `resources/list` Gatehouse fetched of it, for one
- * `/mcp` session: replaced whenever the agent lists, and re-fetched when a read names a URI not
- * in it — at most once per `minIntervalMs` per server, concurrent reads sharing one list — so
- * an agent probing for unlisted URIs costs a server one list a second, not one per probe.
+ * The URIs each server listed in the latest `resources/list` Gatehouse fetched of it, shared by
+ * every `/mcp` session (a server lists the same for everyone: Gatehouse is one client to it):
+ * replaced whenever an agent lists, and re-fetched when a read names a URI not in it — at most
+ * once per `minIntervalMs` per server counted from the last try, failed ones included,
+ * concurrent reads sharing one list — so agents probing for unlisted URIs, over however many
+ * sessions, cost a server one list a second, not one per probe.
  */
 export class ListedResources {
   private readonly listings = new Map<string, Listing>();
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** When each server's last re-list started, whether or not it succeeded. */
+  private readonly triedAt = new Map<string, number>();
 
   /** `minIntervalMs`: default {@link RELIST_MIN_INTERVAL_MS}; `now`: the clock (tests). */
   constructor(
@@ -134,8 +142,12 @@ export class ListedResources {
   async refresh(server: string, list: () => Promise<void>): Promise<void> {
     const running = this.inFlight.get(server);
     if (running) return running;
-    const last = this.listings.get(server);
-    if (last && this.now() - last.at < this.minIntervalMs) return;
+    const last = Math.max(
+      this.listings.get(server)?.at ?? Number.NEGATIVE_INFINITY,
+      this.triedAt.get(server) ?? Number.NEGATIVE_INFINITY,
+    );
+    if (this.now() - last < this.minIntervalMs) return;
+    this.triedAt.set(server, this.now());
     const done = list().finally(() => this.inFlight.delete(server));
     this.inFlight.set(server, done);
     return done;
@@ -145,9 +157,12 @@ export class ListedResources {
 const clean = (v: unknown, max: number): string | undefined =>
   typeof v === "string" ? cleanDescription(v, max) : undefined;
 
-/** A text for an audit row: one line, hidden characters stripped, cut to a sane length. */
+/**
+ * A text for an audit row: hidden characters stripped, cut to a sane length, then one line
+ * (cleaning turns U+2028/2029 into newlines, so the line breaks go after it).
+ */
 const auditText = (text: string): string =>
-  cleanDescription(text.replace(/[\t\n]/g, " "), AUDIT_TEXT_MAX_CHARS);
+  cleanDescription(text, AUDIT_TEXT_MAX_CHARS).replace(/[\t\n\r\u2028\u2029]/g, " ");
 
 export interface ResourceDeps {
   db: Db;

@@ -8,7 +8,7 @@ import {
   ReadResourceRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { listEnabledTools } from "../catalogue/catalogue";
-import { ListedResources, listResources, type ResourceDeps, readResource } from "./resources";
+import { type ListedResources, listResources, type ResourceDeps, readResource } from "./resources";
 import { type CallContext, callTool, holdSeconds, toMcpTool } from "./tools";
 
 export const SERVER_INFO = { name: "gatehouse", version: "0.1.0" } as const;
@@ -29,10 +29,12 @@ function instructions(waitSeconds: number): string {
  * One session's MCP server: `tools/list` is the enabled catalogue, `tools/call` goes through
  * the call broker (refusals as `isError` results, destructive calls held for a decision), and
  * resources of servers with an enabled tool pass through read-only: only those their server
- * listed in the session's latest list, or an owner allowed (resources.ts), each read audited
+ * listed in its latest list, or an owner allowed (resources.ts), each read audited
  * under the agent's token name.
  */
-export function createAgentServer(deps: ResourceDeps & { call: CallContext }): Server {
+export function createAgentServer(
+  deps: ResourceDeps & { call: CallContext; listed: ListedResources },
+): Server {
   const server = new Server(SERVER_INFO, {
     capabilities: { tools: { listChanged: true }, resources: { listChanged: true } },
     instructions: instructions(holdSeconds(deps.call.waitSeconds)),
@@ -41,8 +43,8 @@ export function createAgentServer(deps: ResourceDeps & { call: CallContext }): S
     tools: listEnabledTools(deps.db).map(toMcpTool),
   }));
   server.setRequestHandler(CallToolRequestSchema, (req, extra) => callTool(deps.call, req.params, extra));
-  // What this session's agent has been shown: the URIs it may read without an owner's glob.
-  const reader = { agent: deps.call.requester.name, listed: new ListedResources() };
+  // What the servers listed (shared by every session): the URIs an agent may read without an owner's glob.
+  const reader = { agent: deps.call.requester.name, listed: deps.listed };
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({
     resources: await listResources(deps, reader.listed),
   }));

@@ -5,11 +5,17 @@ import { forwardedHttps } from "../request";
 import type { Db } from "../store/db";
 import type { LoginThrottle } from "./access";
 import { createSession, sessionCookie, sessionIdFrom } from "./sessions";
-import { completeSetup, verifyCredentials } from "./users";
+import { completeSetup, passwordHashOf, verifyCredentials } from "./users";
 
-/** Whether cookies should be marked Secure: the request came over https. */
+/**
+ * Whether the request came over https, which names the session cookie and marks it Secure. With
+ * `X-Forwarded-Proto` present, its first value decides ({@link forwardedHttps}), exactly as for
+ * pages and the hot paths (Next's own reading of the header differs: any "https" in it); without
+ * it, the request URL's scheme.
+ */
 export function isSecure(req: Request): boolean {
-  return new URL(req.url).protocol === "https:" || forwardedHttps(req.headers);
+  if (req.headers.has("x-forwarded-proto")) return forwardedHttps(req.headers);
+  return new URL(req.url).protocol === "https:";
 }
 
 /** The cookie value of the session `req` carries, under the name its scheme uses; null when none. */
@@ -36,6 +42,7 @@ export async function signIn(
   verify: typeof verifyCredentials = verifyCredentials,
 ): Promise<{ user: UserView; cookie: string }> {
   const attempt = throttle.begin({ name: params.name, address: params.address });
+  const checked = passwordHashOf(db, params.name);
   let user: UserView | null = null;
   try {
     user = await verify(db, params.name, params.password);
@@ -45,7 +52,13 @@ export async function signIn(
     else attempt.failed();
   }
   if (!user) throw new GatehouseError("invalid_credentials", "wrong name or password");
-  const session = createSession(db, user.id);
+  const id = user.id;
+  // The password reset, or the person removed, while it was checked: that password no longer opens anything.
+  const session = db.transaction(
+    () => (checked !== null && passwordHashOf(db, params.name) === checked ? createSession(db, id) : null),
+    { behavior: "immediate" },
+  );
+  if (!session) throw new GatehouseError("invalid_credentials", "wrong name or password");
   return { user, cookie: sessionCookie(session.id, session.expiresAt, params.secure) };
 }
 

@@ -8,7 +8,7 @@ import type { Db } from "../store/db";
 import { notificationDeliveries, sessions, users } from "../store/schema";
 import type { LoginThrottle } from "./access";
 import { hashPassword, sha256 } from "./crypto";
-import { parseRoles, toUserView, updateUser, verifyCredentials } from "./users";
+import { parseRoles, passwordHashOf, toUserView, updateUser, verifyCredentials } from "./users";
 
 /** What of the sign-in throttle these functions use: forgetting a name's failed sign-ins. */
 export type NameThrottle = Pick<LoginThrottle, "forget">;
@@ -103,13 +103,21 @@ export interface UpdatePersonParams {
  * `null` from another process, the CLI, whose throttle is not the server's).
  *
  * `not_found` for an unknown name; `bad_request` for a bad address or no roles; `conflict` for
- * taking the owner role from the last owner.
+ * taking the owner role from the last owner; `forbidden` for a reset of the actor's own password
+ * (a stolen cookie would lock the person out: {@link changeOwnPassword} asks for the current one).
  */
 export async function updatePerson(
   db: Db,
   throttle: NameThrottle | null,
   params: UpdatePersonParams,
 ): Promise<{ user: UserView; sessionsEnded: number }> {
+  // A session cookie alone must not set its own person's password: that asks for the current one.
+  if (params.password !== undefined && params.name === params.actor) {
+    throw new GatehouseError(
+      "forbidden",
+      "to change your own password, give the current one (Settings, Change your password)",
+    );
+  }
   // Hashed before the write lock is taken: scrypt takes a while and needs no lock.
   const passwordHash = params.password === undefined ? null : await hashPassword(params.password);
   const out = db.transaction(
@@ -151,17 +159,21 @@ export interface ChangeOwnPasswordParams {
  * password faster than the sign-in page allows): a wrong one is `invalid_credentials` and
  * changes nothing; a throttled one throws `TooManyAttempts`. Then, in one transaction, the new
  * hash, every OTHER session of theirs ended, and a `user.password` audit row ("changed; 1 other
- * session ended"). `bad_request` when the new password is the current one.
+ * session ended"). `bad_request` when the new password is the current one; `unauthenticated`
+ * when the password was reset (or the person removed) while it was checked. `verify` is the
+ * check (default `verifyCredentials`; tests use it to act meanwhile).
  */
 export async function changeOwnPassword(
   db: Db,
   throttle: LoginThrottle,
   params: ChangeOwnPasswordParams,
+  verify: typeof verifyCredentials = verifyCredentials,
 ): Promise<{ user: UserView; sessionsEnded: number }> {
   const attempt = throttle.begin({ name: params.name, address: params.address });
+  const checked = passwordHashOf(db, params.name);
   let user: UserView | null = null;
   try {
-    user = await verifyCredentials(db, params.name, params.current);
+    user = await verify(db, params.name, params.current);
   } finally {
     if (user) attempt.succeeded();
     else attempt.failed();
@@ -174,9 +186,22 @@ export async function changeOwnPassword(
   const id = user.id;
   return db.transaction(
     (tx) => {
-      const row = tx.update(users).set({ passwordHash }).where(eq(users.id, id)).returning().get();
-      // Removed while the hash was computed: nothing to change, and nobody to keep signed in.
-      if (!row) throw new GatehouseError("unauthenticated", "sign in first");
+      // Only over the password that was checked: an owner's reset (or a removal) while the hashes
+      // were computed wins, and a session opened with the old password cannot undo it.
+      const row =
+        checked === null
+          ? undefined
+          : tx
+              .update(users)
+              .set({ passwordHash })
+              .where(and(eq(users.id, id), eq(users.passwordHash, checked)))
+              .returning()
+              .get();
+      if (!row)
+        throw new GatehouseError(
+          "unauthenticated",
+          "your password was changed or reset meanwhile; sign in again",
+        );
       const sessionsEnded = deleteSessions(tx, id, params.keepSession ?? undefined);
       writeAudit(db, {
         actor: row.name,

@@ -245,6 +245,23 @@ export function reviewerEmails(db: Db, opts: { except?: string } = {}): Reviewer
   return out;
 }
 
+/** Whether `name` is a person who may review now: they exist and hold the reviewer or owner role. */
+export function mayReviewNow(db: Db, name: string): boolean {
+  const row = db.select({ roles: users.roles }).from(users).where(eq(users.name, name)).get();
+  if (!row) return false;
+  const roles = parseRoles(row.roles);
+  return roles.includes("reviewer") || roles.includes("owner");
+}
+
+/**
+ * The stored password hash of `name`, or null when there is no such user. Read before a password
+ * check and compared after it, so a session is not started (nor a password changed) on the
+ * strength of a password an owner reset, or a person removed, while the check ran.
+ */
+export function passwordHashOf(db: Db, name: string): string | null {
+  return db.select({ hash: users.passwordHash }).from(users).where(eq(users.name, name)).get()?.hash ?? null;
+}
+
 /** Checks a name and password; null when either is wrong (the caller does not learn which). */
 export async function verifyCredentials(db: Db, name: string, password: string): Promise<UserView | null> {
   const row = db.select().from(users).where(eq(users.name, name)).get();

@@ -3,6 +3,7 @@ import { and, eq } from "drizzle-orm";
 import type { GrantRequest } from "@/lib/api-types";
 import { approvalsText } from "@/lib/decision-text";
 import { GatehouseError } from "@/lib/errors";
+import { mayReviewNow } from "../auth/users";
 import { getToolRow } from "../catalogue/catalogue";
 import type { EventBus } from "../events";
 import { createGrant, type GrantRow } from "../grants";
@@ -147,7 +148,9 @@ export function approve(
     if (moved.length === 0) return null;
     throw new GatehouseError(problem.code, `Approval refused: ${problem.message}.`);
   }
-  const before = approvedByOf(row);
+  // An approval counts while its giver may still review: one removed, or whose role was taken,
+  // since giving it is no longer one of the eyes (a compromised reviewer's "1 of 2" goes with them).
+  const before = approvedByOf(row).filter((name) => mayReviewNow(db, name));
   const approvedBy = [...before, reviewer];
   const needed = row.approvalsNeeded;
   if (approvedBy.length < needed) {

@@ -72,6 +72,13 @@ parentPort.on("message", (m) => {
 `;
 
 /** What the worker said, or that it did not answer within {@link CHECK_DEADLINE_MS}. */
+let posted = 0;
+
+/** How many checks were handed to the worker since the process started (for tests and diagnostics). */
+export function workerChecksPosted(): number {
+  return posted;
+}
+
 export type WorkerAnswer =
   | { kind: "ok" }
   /** The worker was replaced since it compiled this definition: send the schema again. */
@@ -128,6 +135,7 @@ function askOnce(definitionHash: string, schema: unknown, args: Record<string, u
   const c = checker;
   Atomics.store(c.ctrl, 0, POSTED);
   const known = c.known.has(definitionHash);
+  posted++;
   c.worker.postMessage({ hash: definitionHash, schema: known ? undefined : schema, args });
   if (Atomics.wait(c.ctrl, 0, POSTED, START_DEADLINE_MS) === "timed-out") {
     abandon(c);

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { GatehouseError } from "@/lib/errors";
+import { workerChecksPosted } from "./argument-checker";
 import {
   ARGUMENT_LIMITS,
   CHECK_DEADLINE_MS,
@@ -100,6 +101,18 @@ describe("checking arguments against a tool's input schema", () => {
       checkArguments("broken-1", { type: "object", properties: { a: { type: 12 } } }, {}, A),
     );
     expect(err.code).toBe("tool_unusable");
+  });
+
+  it("a schema that fails to compile is refused without recompiling on each call", () => {
+    const broken = { type: "object", properties: { a: { type: 12 } } };
+    expect(refusal(() => checkArguments("broken-2", broken, {}, A)).code).toBe("tool_unusable");
+    const posted = workerChecksPosted();
+    for (let i = 0; i < 5; i++) {
+      expect(refusal(() => checkArguments("broken-2", broken, {}, agent(`other-${i}`))).code).toBe(
+        "tool_unusable",
+      );
+    }
+    expect(workerChecksPosted()).toBe(posted);
   });
 
   it("a pattern that backtracks catastrophically is abandoned at the deadline, and the tool stays callable", () => {

@@ -90,6 +90,8 @@ export function checkArguments(
     checkLocally(fast.validate, args);
     return;
   }
+  const failed = uncompilable.get(definitionHash);
+  if (failed !== undefined) throw cannotCompile(failed);
   const key = `${requester.kind}:${requester.name}`;
   const now = options.now ?? Date.now();
   const wait = overruns.refusedFor(key, now);
@@ -105,11 +107,26 @@ export function checkArguments(
   if (answer.kind === "ok" || answer.kind === "invalid") promoteToLocal(definitionHash, schema);
   if (answer.kind === "ok") return;
   if (answer.kind === "compile" || answer.kind === "unknown") {
-    throw new GatehouseError("tool_unusable", "the tool's input schema cannot be compiled", {
-      cause: answer.kind === "compile" ? new Error(answer.message) : undefined,
-    });
+    const message = answer.kind === "compile" ? answer.message : "the worker lost the schema";
+    // A schema that does not compile never will (a definition is fixed by its hash): refused at
+    // once from now on, instead of sent and compiled again, on the clock of every call.
+    if (answer.kind === "compile") {
+      if (uncompilable.size >= UNCOMPILABLE_MAX) uncompilable.clear();
+      uncompilable.set(definitionHash, message);
+    }
+    throw cannotCompile(message);
   }
   throw invalidArguments(answer.instancePath, answer.message, answer.missingProperty);
+}
+
+/** Definitions whose input schema failed to compile, with why; at most {@link UNCOMPILABLE_MAX}. */
+const uncompilable = new Map<string, string>();
+const UNCOMPILABLE_MAX = 2000;
+
+function cannotCompile(message: string): GatehouseError {
+  return new GatehouseError("tool_unusable", "the tool's input schema cannot be compiled", {
+    cause: new Error(message),
+  });
 }
 
 function tooLarge(over: "bytes" | "depth", limits: ArgumentLimits): GatehouseError {

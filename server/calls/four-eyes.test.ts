@@ -176,3 +176,32 @@ describe("four eyes: a rule asking for two approvals", () => {
     expect((await approve(held.id, alice.cookie)).status).toBe(200);
   });
 });
+
+describe("an approval whose giver may no longer review", () => {
+  it("a removed reviewer's approval no longer counts toward a call's approvals", async () => {
+    const rt = await start({ config: pairs });
+    const { agent, alice, bob } = await people(rt);
+    const carl = await createTestUser(rt.runtime, "carl", ["reviewer"]);
+    const held = await addNote(agent, "pair");
+    expect((await approve(held.id, alice.cookie)).status).toBe(200);
+    // Alice is removed (a compromised account, say): her "1 of 2" goes with her.
+    const { removeUser } = await import("../auth/user-admin");
+    removeUser(rt.runtime.db, { name: "alice", actor: "olga", withdrawPending: () => 0 });
+
+    const second = await approve(held.id, bob.cookie);
+    expect(second.status).toBe(200);
+    expect((await bodyOf<{ call: CallView }>(second)).call).toMatchObject({
+      status: "pending",
+      approvedBy: ["bob"],
+    });
+    expect(rt.demoRuns()).toBe(0);
+
+    const third = await approve(held.id, carl.cookie);
+    expect((await bodyOf<{ call: CallView }>(third)).call).toMatchObject({
+      status: "running",
+      approvedBy: ["bob", "carl"],
+    });
+    await waitForCallStatus(rt.runtime, held.id, "succeeded", 10_000);
+    expect(rt.demoRuns()).toBe(1);
+  });
+});

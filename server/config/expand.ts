@@ -32,6 +32,18 @@ function remember(value: string, written: string): void {
   }
 }
 
+// What each referenced variable was replaced with, by name: the runtime registers those that look
+// like credentials as secrets (a `${API_KEY}` in a stdio arg, printed back in the server's stderr).
+const SUBSTITUTED = Symbol.for("gatehouse.config.substituted");
+const sharedSubstituted = globalThis as { [SUBSTITUTED]?: Map<string, string> };
+sharedSubstituted[SUBSTITUTED] ??= new Map<string, string>();
+const substituted: Map<string, string> = sharedSubstituted[SUBSTITUTED];
+
+/** Every variable an expansion replaced, with the value it put in (not defaults). */
+export function substitutedValues(): ReadonlyMap<string, string> {
+  return substituted;
+}
+
 /**
  * How a string that came out of {@link expandVars} (or the parser's href of one) was written,
  * references and all; undefined for a string no expansion produced. Display shows this form, so
@@ -91,8 +103,10 @@ export function expandVars(text: string, env: Record<string, string | undefined>
     const fallback = match[2];
     // Object.hasOwn: a plain-object env must not answer "constructor" from its prototype.
     const current = Object.hasOwn(env, name) ? env[name] : undefined;
-    if (current !== undefined && !(fallback !== undefined && current === "")) value += current;
-    else if (fallback !== undefined) value += fallback;
+    if (current !== undefined && !(fallback !== undefined && current === "")) {
+      value += current;
+      if (substituted.size < MAX_REMEMBERED) substituted.set(name, current);
+    } else if (fallback !== undefined) value += fallback;
     else {
       if (!unset.includes(name)) unset.push(name);
       value += written;

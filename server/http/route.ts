@@ -126,7 +126,7 @@ export function route<B extends Schema | undefined = undefined, Q extends Schema
       const badHost = hostProblem(req.headers.get("host"), edgePeers(runtime));
       if (badHost) throw new GatehouseError(HOST_REFUSED_CODE, badHost);
       const known = handlerCtx?.principal;
-      const principal = known === undefined ? authenticate(runtime.db, req.headers, isSecure(req)) : known;
+      let principal = known === undefined ? authenticate(runtime.db, req.headers, isSecure(req)) : known;
       const isPublic = opts.access.includes("public");
       if (!isPublic) {
         if (!principal) {
@@ -161,6 +161,19 @@ export function route<B extends Schema | undefined = undefined, Q extends Schema
         const parsed = opts.body.safeParse(raw.value);
         if (!parsed.success) throw new GatehouseError("invalid_body", zodMessage("body", parsed.error));
         body = parsed.data;
+      }
+      // A person's session is judged again once the body is in: reading it may take minutes, and
+      // a session ended meanwhile (removed, reset, signed out everywhere, a role taken) must not
+      // act. An agent's token is judged again where it matters, as its call is stored.
+      if (principal?.kind === "user" && opts.body && !isPublic) {
+        const now = authenticate(runtime.db, req.headers, isSecure(req));
+        if (now?.kind !== "user" || now.user.id !== principal.user.id) {
+          throw new GatehouseError("unauthenticated", "sign in first");
+        }
+        if (!allows(now, opts.access)) {
+          throw new GatehouseError("forbidden", `this needs the ${opts.access.join(" or ")} role`);
+        }
+        principal = now;
       }
       const out = await handler({ req, runtime, principal, params, body, query } as RouteContext<B, Q>);
       return out instanceof Response ? out : json(out);

@@ -9,9 +9,10 @@ import { describe, expect, it } from "vitest";
 import { createSession, SECURE_SESSION_COOKIE, SESSION_COOKIE } from "@/server/auth/sessions";
 import { issueSetupCode } from "@/server/auth/users";
 import { sessions } from "@/server/store/schema";
-import { bodyOf, createTestUser, request } from "@/test/support/runtime";
+import { bodyOf, createTestUser, loadRoute, type RouteHandler, request } from "@/test/support/runtime";
 import { parseSetCookie, runtimePerTest } from "../auth/auth-fixtures";
 import { sha256 } from "../auth/crypto";
+import { forwardedHttps } from "../request";
 
 const start = runtimePerTest();
 const HTTPS = { "x-forwarded-proto": "https" };
@@ -33,6 +34,32 @@ describe("the session cookie's name follows the scheme", () => {
 
     const me = await request("GET", "/api/me", { cookie: cookie.pair, headers: HTTPS });
     expect(me.status).toBe(200);
+  });
+
+  it("one reading of X-Forwarded-Proto names the cookie for Next's routes, pages and the hot paths alike", async () => {
+    const rt = await start();
+    const alice = await createTestUser(rt.runtime, "alice", ["reviewer"]);
+    // The hop nearest the client said http: the plain name, as pages and /api/calls read it.
+    // Next hands its routes an https URL for such a header (any "https" in it): built that way here.
+    const mixed = { "x-forwarded-proto": "http, https" };
+    const post = (await loadRoute("session/route.ts")).POST as RouteHandler;
+    const res = await post(
+      new Request("https://127.0.0.1:3000/api/session", {
+        method: "POST",
+        headers: {
+          host: "127.0.0.1:3000",
+          origin: "https://127.0.0.1:3000",
+          "content-type": "application/json",
+          ...mixed,
+        },
+        body: JSON.stringify({ name: "alice", password: alice.password }),
+      }),
+      { params: Promise.resolve({}) },
+    );
+    expect(res.status).toBe(200);
+    const cookie = parseSetCookie(res.headers.get("set-cookie"));
+    expect(cookie.pair.startsWith(`${SESSION_COOKIE}=`)).toBe(true);
+    expect(forwardedHttps(new Headers(mixed))).toBe(false);
   });
 
   it("signing in over plain http sets gh_session without Secure (browsers refuse __Host- there)", async () => {

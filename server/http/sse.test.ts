@@ -93,3 +93,30 @@ describe("the event stream", () => {
     await reading;
   });
 });
+
+describe("a stream whose reader may no longer read", () => {
+  it("ending a person's sessions closes their open event stream before the next event", async () => {
+    const { createTestUser, request, startTestRuntime } = await import("@/test/support/runtime");
+    const { endUserSessions } = await import("../auth/user-admin");
+    const rt = await startTestRuntime();
+    try {
+      const olga = await createTestUser(rt.runtime, "olga", ["owner"]);
+      const res = await request("GET", "/api/events", { cookie: olga.cookie });
+      expect(res.status).toBe(200);
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      const decoder = new TextDecoder();
+      expect(decoder.decode((await reader.read()).value)).toContain(": connected");
+
+      endUserSessions(rt.runtime.db, { name: "olga", actor: "oscar" });
+      // The stream asks again at most once a second: let that second pass.
+      const realNow = Date.now.bind(Date);
+      vi.spyOn(Date, "now").mockImplementation(() => realNow() + 2000);
+      rt.runtime.bus.publish({ type: "call", id: "c-after", status: "pending" });
+      const next = await reader.read();
+      expect(next.done).toBe(true);
+    } finally {
+      vi.restoreAllMocks();
+      await rt.stop();
+    }
+  });
+});

@@ -4,12 +4,21 @@ import { type EventBus, gatherCatalogueEvents } from "../events";
 /** Comment line sent this often so proxies and browsers keep the stream open. */
 const HEARTBEAT_MS = 15_000;
 
+/** How often, at most, {@link eventStream} asks whether its reader may still read. */
+const RECHECK_MS = 1000;
+
 /**
  * A `text/event-stream` response carrying every bus event as `event: <type>` +
  * `data: <json>`, until the client disconnects (`signal`); each server's `catalogue` events at
- * most once a second (see {@link gatherCatalogueEvents}).
+ * most once a second (see {@link gatherCatalogueEvents}). `stillAllowed` (default: always) is
+ * asked before an event is sent, at most once a second, and at every heartbeat: once it says no
+ * (the reader's session ended, say), the stream ends without sending anything more.
  */
-export function eventStream(bus: EventBus, signal: AbortSignal): Response {
+export function eventStream(
+  bus: EventBus,
+  signal: AbortSignal,
+  stillAllowed: () => boolean = () => true,
+): Response {
   const encoder = new TextEncoder();
   let cleanup = () => {};
   const stream = new ReadableStream<Uint8Array>({
@@ -21,10 +30,22 @@ export function eventStream(bus: EventBus, signal: AbortSignal): Response {
           cleanup();
         }
       };
+      let checkedAt = Date.now();
+      const allowed = (force: boolean) => {
+        if (!force && Date.now() - checkedAt < RECHECK_MS) return true;
+        checkedAt = Date.now();
+        if (stillAllowed()) return true;
+        cleanup();
+        return false;
+      };
       send(": connected\n\nretry: 2000\n\n");
-      const gathered = gatherCatalogueEvents((e) => send(`event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`));
+      const gathered = gatherCatalogueEvents((e) => {
+        if (allowed(false)) send(`event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
+      });
       const unsubscribe = bus.subscribe(gathered.listener);
-      const heartbeat = setInterval(() => send(": ping\n\n"), HEARTBEAT_MS);
+      const heartbeat = setInterval(() => {
+        if (allowed(true)) send(": ping\n\n");
+      }, HEARTBEAT_MS);
       heartbeat.unref();
       cleanup = () => {
         unsubscribe();

@@ -101,3 +101,16 @@ describe("messages agents get from a server that cannot serve them", () => {
     );
   });
 });
+
+describe("a server echoing a secret in its error", () => {
+  it("a secret split by hidden characters is still redacted in agent-facing errors", () => {
+    const secret = `sk-${randomUUID()}`;
+    registerSecrets([secret]);
+    const split = `${secret.slice(0, 5)}\u200B${secret.slice(5)}`;
+    const told = upstreamErrorForAgents("files", new McpError(-32603, `you sent ${split}`), {
+      connectionFailed: false,
+    });
+    expect(told).not.toContain(secret);
+    expect(told).toContain("you sent [redacted]");
+  });
+});

@@ -37,14 +37,17 @@ export function unavailableForAgents(name: string, state: ServerState): string {
 /** Most characters of a server's JSON-RPC error message passed on to agents. */
 export const ERROR_TEXT_MAX_CHARS = 1000;
 
+/** Characters past the cap still redacted, so a secret that straddles the cut is found whole. */
+const REDACT_SLACK = 1024;
+
 /** MCP error codes the SDK raises on this side (closed connection, timeout): not the server's answer. */
 const LOCAL_CODES = new Set([-32000, -32001]);
 
 /**
  * A server's JSON-RPC error message as agents get it: the SDK's `MCP error <code>:` prefixes
- * removed (it adds one per wrapping), Gatehouse's secrets redacted (a server may echo the
- * credential it was sent), hidden characters dropped, control characters escaped so the text
- * stays one line, cut to {@link ERROR_TEXT_MAX_CHARS}.
+ * removed (it adds one per wrapping), hidden characters dropped, then Gatehouse's secrets
+ * redacted (a server may echo the credential it was sent), control characters escaped so the
+ * text stays one line, cut to {@link ERROR_TEXT_MAX_CHARS}.
  */
 function serverWords(message: string): string {
   let text = message;
@@ -53,8 +56,12 @@ function serverWords(message: string): string {
     if (next === text) break;
     text = next;
   }
-  text = escapeControls(redact(text).replace(HIDDEN_CHARACTERS, ""));
-  return text.length > ERROR_TEXT_MAX_CHARS ? `${text.slice(0, ERROR_TEXT_MAX_CHARS)}…` : text;
+  const long = text.length > ERROR_TEXT_MAX_CHARS;
+  // Bounded before anything else looks at it; hidden characters go before redaction, so a
+  // secret split by them is still found whole.
+  text = text.slice(0, ERROR_TEXT_MAX_CHARS + REDACT_SLACK).replace(HIDDEN_CHARACTERS, "");
+  text = escapeControls(redact(text));
+  return long || text.length > ERROR_TEXT_MAX_CHARS ? `${text.slice(0, ERROR_TEXT_MAX_CHARS)}…` : text;
 }
 
 /**

@@ -1,6 +1,7 @@
 import "server-only";
 import type { PromptView, ResourceContentView, ResourceView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
+import { HIDDEN_CHARACTERS } from "@/lib/hidden-text";
 import { cleanDescription } from "../catalogue/definition";
 import { redact } from "../log";
 import { collectPages } from "../mcp/pages";
@@ -15,7 +16,9 @@ const TEXT_MAX = 1024;
 const REDACT_SLACK = 1024;
 
 /** The first `max` characters of `text`, redacted before the cut. */
-const redactedUpTo = (text: string, max: number): string => redact(text.slice(0, max + REDACT_SLACK));
+const redactedUpTo = (text: string, max: number): string =>
+  // Hidden characters go first, so a secret split by them is found whole.
+  redact(text.slice(0, max + REDACT_SLACK).replace(HIDDEN_CHARACTERS, ""));
 
 /**
  * A server's text as the owner sees it: cleaned and capped like descriptions, and redacted (a
