@@ -6,6 +6,7 @@ import { type FormEvent, type InputHTMLAttributes, useId, useState } from "react
 import { Age } from "@/components/age";
 import { CallStatusBadge } from "@/components/call-status-badge";
 import { decisionSourceOf, decisionSourceText } from "@/components/grant-text";
+import { ResourceReads } from "@/components/resource-reads";
 import { Button, EmptyState, ErrorAlert, inputClass, Loading, PageHeader, thClass } from "@/components/ui";
 import { type CallView, callStatuses } from "@/lib/api-types";
 import { approvalsText, decidersText } from "@/lib/decision-text";
@@ -52,7 +53,8 @@ function queryString(filters: ActivityFilters): string {
 
 /**
  * Every call, newest first, with filters kept in the URL (a filtered view can be shared) and
- * "Load older" paging. Live: each call event refreshes the loaded pages.
+ * "Load older" paging. Live: each call event refreshes the loaded pages. Below them, agents'
+ * resource reads through /mcp, which are no calls.
  */
 export function ActivityView({ initial }: { initial: ActivityFilters }) {
   const [filters, setFilters] = useState<ActivityFilters>(initial);
@@ -230,6 +232,9 @@ export function ActivityView({ initial }: { initial: ActivityFilters }) {
           ) : null}
         </div>
       )}
+      <div className="mt-10">
+        <ResourceReads />
+      </div>
     </div>
   );
 }

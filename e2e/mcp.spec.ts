@@ -7,12 +7,13 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { APIRequestContext } from "@playwright/test";
 import { people, readState } from "./support/env";
-import { demoRuns, expect, test } from "./support/fixtures";
+import { demoRuns, expect, snap, test } from "./support/fixtures";
 
 /**
  * An agent that speaks MCP: the SDK's own Client over real HTTP to the running app's
  * `/mcp`, after the journey enabled the demo tools. It lists tools, reads at once, and its
- * mutation is held open until the reviewer approves it through the reviewer API.
+ * mutation is held open until the reviewer approves it through the reviewer API. A resource it
+ * asks for is refused and listed on the Activity page.
  */
 test.describe
   .serial("an MCP client uses Gatehouse", () => {
@@ -69,6 +70,36 @@ test.describe
       expect(result.isError).toBeFalsy();
       // The journey's approved note is there.
       expect(JSON.stringify(result.content)).toContain("ship it");
+    });
+
+    test("a resource read through /mcp is listed on the Activity page with its agent and result", async ({
+      browser,
+    }) => {
+      // The demo server lists no resources, so Gatehouse refuses this one; the refusal is a read too.
+      const err = await client.readResource({ uri: "gatehouse://demo/note%3A%2F%2Fe2e%2Funlisted" }).then(
+        () => null,
+        (e: unknown) => e as { code?: number },
+      );
+      expect(err?.code).toBe(-32002);
+
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      await page.goto("/login");
+      await page.getByLabel("Name").fill(people.reviewer.name);
+      await page.getByLabel("Password").fill(people.reviewer.password);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await expect(page).not.toHaveURL(/\/login/);
+      await page.goto("/activity");
+      const reads = page.getByRole("table", { name: "Resource reads" });
+      const row = reads.getByRole("row").filter({ hasText: "note://e2e/unlisted" }).first();
+      await expect(row).toBeVisible();
+      await expect(row).toContainText("desktop-mcp");
+      await expect(row).toContainText("demo");
+      await expect(row).toContainText("refused");
+      await expect(row).toContainText("not listed by the server");
+      await row.scrollIntoViewIfNeeded();
+      await snap(page, "activity-resource-reads");
+      await context.close();
     });
 
     test("a destructive call is held until the reviewer approves it, and the result arrives on the same request", async ({

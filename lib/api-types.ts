@@ -309,7 +309,9 @@ export type LiveEvent =
   | { type: "catalogue"; server: string }
   | { type: "server"; name: string; state: ServerState }
   /** Grants changed other than by a call (revoked, or ended by a token's or a role's loss). */
-  | { type: "grants" };
+  | { type: "grants" }
+  /** An agent read a resource through `/mcp`, or was refused one: the list of reads grew. */
+  | { type: "resources" };
 
 /** A server's resource, as the owner sees it (text cleaned and capped). */
 export interface ResourceView {
@@ -579,4 +581,43 @@ export interface CallStoryView {
   audit: AuditEventView[];
   /** The grant that let the call run, when one did (live or ended). */
   grant: GrantView | null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resource reads through /mcp, as owners and reviewers see them on the Activity page
+
+/**
+ * One `resources/read` an agent sent through `/mcp`, from its audit row. The URI is untrusted
+ * text (an agent chose it): stored with hidden characters stripped, on one line, cut to 512
+ * characters; render it as text.
+ */
+export interface ResourceReadView {
+  id: number;
+  at: string;
+  /** The agent token's name. */
+  agent: string;
+  /** The server the URI named; null when it was not a `gatehouse://<server>/<uri>` URI at all. */
+  server: string | null;
+  /** The server's own URI (the whole URI sent when it named no server). */
+  uri: string;
+  /** Passed to its server (even if the server then failed); false: refused by Gatehouse. */
+  allowed: boolean;
+  /** Why it was allowed or refused, and for a read the bytes returned, any cut, or the server's failure. */
+  detail: string | null;
+  /** How long the server took; null for a refusal. */
+  durationMs: number | null;
+}
+
+/** Query of `GET /api/resource-reads`. */
+export const ResourceReadsQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  /** `nextBefore` of the previous page: only reads with a smaller id. */
+  before: z.coerce.number().int().min(1).optional(),
+});
+
+/** `GET /api/resource-reads`: newest first. */
+export interface ResourceReadsPage {
+  reads: ResourceReadView[];
+  /** Pass as `before` for the next (older) page; null when this page is the last. */
+  nextBefore: number | null;
 }

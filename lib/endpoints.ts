@@ -24,6 +24,7 @@ import type {
   MarkChangesReadBody,
   PromptView,
   ResourceContentView,
+  ResourceReadsPage,
   ResourceView,
   RuleListView,
   ServerView,
@@ -182,5 +183,14 @@ export const endpoints = {
   rules: {
     /** `GET /api/rules` (reviewers, owners): the rules of gatehouse.json in the order they are tried. */
     list: (init?: ReadInit) => api<RuleListView>("/api/rules", init),
+  },
+
+  resourceReads: {
+    /**
+     * `GET /api/resource-reads` (reviewers, owners): agents' resource reads and refusals through
+     * `/mcp`, newest first; `before` (the previous page's `nextBefore`) asks for older ones.
+     */
+    page: (params: { limit: number; before?: number | undefined }, init?: ReadInit) =>
+      api<ResourceReadsPage>(`/api/resource-reads?${queryString(params)}`, init),
   },
 };

@@ -40,6 +40,11 @@ export const queryKeys = {
     all: ["rules"] as const,
     list: () => [...queryKeys.rules.all, "list"] as const,
   },
+  // Agents' resource reads through /mcp; live "resources" events refresh them.
+  resourceReads: {
+    all: ["resource-reads"] as const,
+    list: () => [...queryKeys.resourceReads.all, "list"] as const,
+  },
   users: {
     all: ["users"] as const,
     list: () => [...queryKeys.users.all, "list"] as const,

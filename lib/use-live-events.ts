@@ -4,7 +4,13 @@ import type { LiveEvent } from "@/lib/api-types";
 import { queryKeys } from "@/lib/query-keys";
 
 const EVENTS_PATH = "/api/events";
-const EVENT_TYPES = ["call", "catalogue", "server", "grants"] as const satisfies readonly LiveEvent["type"][];
+const EVENT_TYPES = [
+  "call",
+  "catalogue",
+  "server",
+  "grants",
+  "resources",
+] as const satisfies readonly LiveEvent["type"][];
 /** Used only when the browser gave up on the stream (HTTP error, wrong content type). */
 const REOPEN_MIN_MS = 1_000;
 const REOPEN_MAX_MS = 30_000;
@@ -19,7 +25,8 @@ const GATHER_MS = 1_000;
  * and `gathered`, refetched at most once per {@link GATHER_MS} however many events arrive (a busy
  * agent's calls each change a grant's uses or a rule's hits, and the rule list counts over every
  * call). A catalogue change also changes a server's tool counts, may add to the change feed, may
- * end grants and changes the tools a rule matches.
+ * end grants and changes the tools a rule matches. An agent reading resources sends one event a
+ * read, so the list of reads is paced like the catalogue.
  */
 function keysFor(type: LiveEvent["type"]): { now: QueryKey[]; paced: QueryKey[]; gathered: QueryKey[] } {
   const slow = [queryKeys.grants.all, queryKeys.rules.all];
@@ -37,6 +44,8 @@ function keysFor(type: LiveEvent["type"]): { now: QueryKey[]; paced: QueryKey[];
     // A revoke or an ending also adds to the story of the call the grant was made with.
     case "grants":
       return { now: [queryKeys.grants.all, queryKeys.calls.all], paced: [], gathered: [] };
+    case "resources":
+      return { now: [], paced: [queryKeys.resourceReads.all], gathered: [] };
   }
 }
 
@@ -155,6 +164,7 @@ export function useLiveEvents(): void {
           queryKeys.changes.all,
           queryKeys.grants.all,
           queryKeys.rules.all,
+          queryKeys.resourceReads.all,
         ]);
       }
     };

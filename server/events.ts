@@ -27,12 +27,20 @@ export class EventBus {
 /** How often one server's `catalogue` events reach a browser at most (see {@link gatherCatalogueEvents}). */
 export const CATALOGUE_GATHER_MS = 1_000;
 
+/** Which events are thinned together: one server's catalogue events, and all resource reads. */
+function gatherKey(event: LiveEvent): string | null {
+  if (event.type === "catalogue") return `catalogue:${event.server}`;
+  if (event.type === "resources") return "resources";
+  return null;
+}
+
 /**
  * `listener`, but with each server's `catalogue` events thinned to at most one per `gatherMs`:
  * the first of a burst passes at once, and if more came meanwhile, the last of them passes when
  * the window ends (which opens the next one). Every such event means "refetch the catalogue",
  * so the last one alone says all; a server whose tools flap, or an owner's bulk action, costs
- * each browser one refetch a second, not one an event. Other events pass at once. `stop`
+ * each browser one refetch a second, not one an event. Resource reads (`resources`, "refetch
+ * the reads") are thinned the same way, all servers together. Other events pass at once. `stop`
  * drops what is held and cancels the timers (unref'd, never keeping the process up).
  */
 export function gatherCatalogueEvents(
@@ -40,27 +48,28 @@ export function gatherCatalogueEvents(
   gatherMs: number = CATALOGUE_GATHER_MS,
 ): { listener: (event: LiveEvent) => void; stop(): void } {
   const windows = new Map<string, { timer: NodeJS.Timeout; held: LiveEvent | null }>();
-  const open = (server: string) => {
+  const open = (key: string) => {
     const timer = setTimeout(() => {
-      const held = windows.get(server)?.held ?? null;
-      windows.delete(server);
+      const held = windows.get(key)?.held ?? null;
+      windows.delete(key);
       if (!held) return;
       listener(held);
-      open(server);
+      open(key);
     }, gatherMs);
     timer.unref();
-    windows.set(server, { timer, held: null });
+    windows.set(key, { timer, held: null });
   };
   return {
     listener(event) {
-      if (event.type !== "catalogue") return listener(event);
-      const window = windows.get(event.server);
+      const key = gatherKey(event);
+      if (key === null) return listener(event);
+      const window = windows.get(key);
       if (window) {
         window.held = event;
         return;
       }
       listener(event);
-      open(event.server);
+      open(key);
     },
     stop() {
       for (const { timer } of windows.values()) clearTimeout(timer);

@@ -140,12 +140,14 @@ function wireRuntime(opts: RuntimeOptions, lock: StoreLock): Runtime {
     },
   });
   const rules = new RuleSet(config.rules);
+  const argumentBytes = new Map(config.servers.map((s) => [s.name, s.maxArgumentBytes]));
   const broker = new CallBroker({
     db,
     bus,
     log: logger("calls"),
     approvals: config.approvals,
     rules,
+    argumentBytesFor: (server) => argumentBytes.get(server),
     callTool: (server, tool, args) => manager.callTool(server, tool, args),
     notify: (txDb, event, call) => notifier.notify(txDb, event, call),
   });

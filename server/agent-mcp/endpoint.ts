@@ -214,6 +214,7 @@ export class AgentMcpEndpoint {
       manager: this.deps.manager,
       log: this.deps.log,
       descriptionMaxChars: this.deps.config.catalogue.descriptionMaxChars,
+      bus: this.deps.bus,
       call: {
         broker: this.deps.broker,
         bus: this.deps.bus,

@@ -9,6 +9,7 @@ import { GatehouseError } from "@/lib/errors";
 import { listEnabledTools } from "../catalogue/catalogue";
 import { cleanDescription } from "../catalogue/definition";
 import { SERVER_NAME_PATTERN } from "../config";
+import type { EventBus } from "../events";
 import type { Logger } from "../log";
 import type { McpManager } from "../mcp/manager";
 import { collectPages } from "../mcp/pages";
@@ -169,6 +170,8 @@ export interface ResourceDeps {
   manager: McpManager;
   log: Logger;
   descriptionMaxChars: number;
+  /** Told `{type: "resources"}` after each read's audit row is written, so browsers refresh the list. */
+  bus?: EventBus;
 }
 
 /** Who is reading, and what their session has seen listed. */
@@ -256,6 +259,7 @@ function audit(
     deps.log.error("a resource read could not be recorded", { error: String(err) });
     throw new McpError(ErrorCode.InternalError, "Gatehouse could not record this read; try again");
   }
+  deps.bus?.publish({ type: "resources" });
 }
 
 /** Refuses a read: its audit row, then the one answer every refusal gets. */

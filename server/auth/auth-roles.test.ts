@@ -60,6 +60,7 @@ const ROUTE_ACCESS: Record<string, Record<string, readonly Access[]>> = {
   "/api/rules": { GET: ["owner", "reviewer"] },
   "/api/grants": { GET: ["owner", "reviewer"] },
   "/api/grants/[id]": { DELETE: ["owner", "reviewer"] },
+  "/api/resource-reads": { GET: ["owner", "reviewer"] },
 };
 
 const HTTP_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];

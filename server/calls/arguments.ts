@@ -62,6 +62,11 @@ export interface CheckRequester {
 export interface CheckOptions {
   /** Bounds for this tool's arguments; default {@link ARGUMENT_LIMITS}. */
   limits?: Partial<ArgumentLimits>;
+  /**
+   * The server whose `maxArgumentBytes` set `limits.maxBytes`: a refusal for size then names it
+   * and where the bound is set. Absent: the bound is the global one, and the refusal says so.
+   */
+  server?: string;
   /** The time (ms) overruns are counted at; default `Date.now()`. */
   now?: number;
 }
@@ -84,7 +89,7 @@ export function checkArguments(
 ): void {
   const limits = { ...ARGUMENT_LIMITS, ...options.limits };
   const size = measureArguments(args, limits);
-  if (size.over) throw tooLarge(size.over, limits);
+  if (size.over) throw tooLarge(size.over, limits, options.server);
   const fast = local.get(definitionHash);
   if (fast?.validate && cheapEnough(fast.profile, size)) {
     checkLocally(fast.validate, args);
@@ -129,11 +134,15 @@ function cannotCompile(message: string): GatehouseError {
   });
 }
 
-function tooLarge(over: "bytes" | "depth", limits: ArgumentLimits): GatehouseError {
+function tooLarge(over: "bytes" | "depth", limits: ArgumentLimits, server?: string): GatehouseError {
+  const byServer =
+    server === undefined
+      ? "the most a call may send"
+      : `the most a call to ${server} may send (set by mcpServers.${server}.maxArgumentBytes in the config)`;
   return new GatehouseError(
     "invalid_arguments",
     over === "bytes"
-      ? `arguments are over ${formatBytes(limits.maxBytes)} of JSON (${limits.maxBytes} bytes), the most a call may send`
+      ? `arguments are over ${formatBytes(limits.maxBytes)} of JSON (${limits.maxBytes} bytes), ${byServer}`
       : `arguments are nested deeper than ${limits.maxDepth} levels, the most a call may send`,
   );
 }

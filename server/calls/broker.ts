@@ -46,6 +46,8 @@ export interface BrokerDeps {
   approvals: { expireAfterSeconds: number; selfApproval: boolean };
   /** The configured rules (see decision.ts); absent: none, every call follows its tool's default. */
   rules?: RuleSet;
+  /** A server's `maxArgumentBytes`, if it has one (see decision.ts); absent: the global bound for all. */
+  argumentBytesFor?: (server: string) => number | undefined;
   callTool(server: string, tool: string, args: Record<string, unknown>): Promise<CallToolResult>;
   /**
    * Called inside the transaction that makes `event` true of `call` (the new pending row, or the

@@ -73,6 +73,11 @@ export interface DecisionDeps {
   db: Db;
   /** The configured rules; absent: none. */
   rules?: RuleSet;
+  /**
+   * A server's `maxArgumentBytes`, which bounds the arguments of every one of its tools; undefined
+   * for a server without one. Absent: every server keeps the global bound (`ARGUMENT_LIMITS`).
+   */
+  argumentBytesFor?: (server: string) => number | undefined;
 }
 
 export interface DecisionInput {
@@ -96,8 +101,9 @@ export function coverQuery(requester: Requester, row: ToolRow, args: Record<stri
  * The one answer to "does this call run, wait or stop, and why" (PRODUCT.md §6 and §11), asked by
  * the broker for every call and by `gatehouse rules test` for a dry run. In order:
  *
- * 1. The tool must exist, be enabled and unchanged (`callProblem`), and the arguments must match its
- *    input schema: otherwise stop. Rules see only calls that got this far.
+ * 1. The tool must exist, be enabled and unchanged (`callProblem`), and the arguments must keep
+ *    its server's size bound (`argumentBytesFor`) and match its input schema: otherwise stop.
+ *    Rules see only calls that got this far.
  * 2. The first rule whose tools, agents and `when` match decides: `deny` stops, `allow` runs,
  *    `review` waits for its `approvals`. A `when` that cannot be evaluated never allows and always
  *    denies or reviews (failing closed; see server/rules).
@@ -124,7 +130,9 @@ export async function decideCall(
   }
   const definition = parseDefinition(row);
   try {
-    checkArguments(row.definitionHash, definition.inputSchema, input.args, input.requester);
+    const maxBytes = deps.argumentBytesFor?.(row.server);
+    const bound = maxBytes === undefined ? {} : { limits: { maxBytes }, server: row.server };
+    checkArguments(row.definitionHash, definition.inputSchema, input.args, input.requester, bound);
   } catch (err) {
     if (err instanceof GatehouseError) {
       return { decision: stop(err.code, err.message, null, err.message), row, skipped: [] };

@@ -102,3 +102,23 @@ describe("npm run gatehouse -- rules test", () => {
     expect(res.stderr).toContain("ARGS must be a JSON object");
   });
 });
+
+describe("npm run gatehouse -- rules test with a server's argument bound", () => {
+  it("says a call over the server's maxArgumentBytes would stop, as the server would refuse it", async () => {
+    const bounded = path.join(rt.dir, "bounded.json");
+    writeFileSync(
+      bounded,
+      JSON.stringify({
+        mcpServers: { demo: { command: "node", args: ["demo/server.mjs"], maxArgumentBytes: 1024 } },
+        rules,
+      }),
+    );
+    const args = JSON.stringify({ text: "todo: x".padEnd(1500, "x") });
+    const res = await rulesTestWith({ GATEHOUSE_CONFIG: bounded }, ADD_NOTE, args, "--agent", "build-bot");
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout).toContain("the most a call to demo may send");
+    // Without the bound the same call is allowed by the rule.
+    const free = await rulesTest(ADD_NOTE, args, "--agent", "build-bot");
+    expect(free.stdout).toContain('runs at once (by rule "todo")');
+  });
+});

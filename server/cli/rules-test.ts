@@ -62,10 +62,13 @@ export async function rulesTest(
     );
   }
   const rules = new RuleSet(loaded.config.rules);
+  const { servers } = loaded.config;
+  // The same argument bound a running server applies, so the dry run does not allow what it would refuse.
+  const argumentBytesFor = (server: string) => servers.find((c) => c.name === server)?.maxArgumentBytes;
   try {
     const requester = agent ? { kind: "agent" as const, name: agent } : { kind: "user" as const, name: "" };
     const { decision, skipped } = await decideCall(
-      { db, rules },
+      { db, rules, argumentBytesFor },
       { requester, tool, args: args as Record<string, unknown> },
     );
     const as = agent ? ` as agent ${agent}` : " (no --agent: rules with `agents` do not apply)";

@@ -8,8 +8,8 @@ import type { ServerResourcesConfig } from "./types";
 
 /**
  * The fields of one `mcpServers` entry that need more than a number or a boolean: what a stdio
- * server runs (command, args, env, cwd), what an HTTP server is sent (headers), `allowTools` and
- * `resources`.
+ * server runs (command, args, env, cwd), what an HTTP server is sent (headers), `allowTools`,
+ * `resources` and `maxArgumentBytes`.
  * Each reader gets the value as written and its JSON path, and reports every problem it finds.
  */
 
@@ -189,6 +189,41 @@ export function readAllowTools(raw: Json, path: string, maxTools: number, issues
     );
   }
   return tools;
+}
+
+/**
+ * The bounds of `maxArgumentBytes`: bytes of JSON a call to the server may send as arguments.
+ * At most 1 MiB, the global bound every call keeps (`ARGUMENT_LIMITS.maxBytes` in
+ * server/calls/argument-size.ts; a test keeps the two equal): a server's bound may only lower it,
+ * because the global bound is what the rest is sized for (a request body's 4 MiB cap at the edge,
+ * a call's row, the reviewer's page, a rule's view of the arguments). At least 1 KiB, like
+ * `maxFrameBytes`: an ordinary call (a path and a few fields) is a few hundred bytes, and a
+ * smaller value is more likely a unit slip (64 meant as KiB) than a bound anyone wants.
+ */
+export const ARGUMENT_BYTES = { min: 1024, max: 1024 * 1024 } as const;
+
+/**
+ * `maxArgumentBytes`: an integer within {@link ARGUMENT_BYTES}; undefined when absent (the global
+ * 1 MiB applies) or wrong (reported).
+ */
+export function readMaxArgumentBytes(raw: Json, path: string, issues: Issues): number | undefined {
+  const value = raw.maxArgumentBytes;
+  if (value === undefined) return undefined;
+  const where = childPath(path, "maxArgumentBytes");
+  const range = `an integer from ${ARGUMENT_BYTES.min} to ${ARGUMENT_BYTES.max} (1 KiB to 1 MiB; a server's bound can only lower the global 1 MiB)`;
+  if (typeof value !== "number") {
+    const unquote = typeof value === "string" && /^\s*-?\d+(\.\d+)?\s*$/.test(value);
+    issues.error(
+      where,
+      `must be ${range}, not ${typeName(value)}${unquote ? `; write ${value.trim()} without quotes` : ""}`,
+    );
+    return undefined;
+  }
+  if (!Number.isInteger(value) || value < ARGUMENT_BYTES.min || value > ARGUMENT_BYTES.max) {
+    issues.error(where, `${value} is not allowed; use ${range}, or leave it out to keep 1 MiB`);
+    return undefined;
+  }
+  return value;
 }
 
 /** Most globs in one server's `resources.allow`. */

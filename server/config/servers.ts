@@ -19,6 +19,7 @@ import {
   readCwd,
   readEnv,
   readHeaders,
+  readMaxArgumentBytes,
   readResources,
 } from "./server-fields";
 import type { ServerConfig, Transport, ValidateOptions } from "./types";
@@ -45,6 +46,7 @@ const SERVER_KEYS = [
   "maxFrameBytes",
   "enabled",
   "resources",
+  "maxArgumentBytes",
 ] as const;
 
 /** Keys other MCP clients use, so a pasted entry gets a real fix rather than a bare "unknown". */
@@ -186,6 +188,7 @@ export function validateServer(
   const maxTools = readInt(raw, "maxTools", path, issues);
   const allowTools = readAllowTools(raw, path, maxTools, issues);
   const resources = readResources(raw, path, issues);
+  const maxArgumentBytes = readMaxArgumentBytes(raw, path, issues);
 
   return {
     name,
@@ -205,6 +208,7 @@ export function validateServer(
     enabled,
     // Absent rather than empty when the entry has none, like the file.
     ...(resources ? { resources } : {}),
+    ...(maxArgumentBytes !== undefined ? { maxArgumentBytes } : {}),
   };
 }
 

@@ -44,6 +44,12 @@ export interface ServerConfig {
    * lists; absent when the entry has none (agents then read only what the server listed).
    */
   resources?: ServerResourcesConfig;
+  /**
+   * `maxArgumentBytes`: the most bytes of JSON a call to any of this server's tools may send as
+   * arguments, integer 1024..1048576; absent when the entry has none, and then the global 1 MiB
+   * applies. It can only lower that bound (see `ARGUMENT_BYTES` in server-fields.ts).
+   */
+  maxArgumentBytes?: number;
 }
 
 /**

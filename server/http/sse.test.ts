@@ -120,3 +120,17 @@ describe("a stream whose reader may no longer read", () => {
     }
   });
 });
+
+describe("resource reads are gathered too", () => {
+  it("a burst of resource reads reaches a browser as the first at once and the last at the window's end", () => {
+    fakeClock();
+    const seen: LiveEvent[] = [];
+    const gathered = gatherCatalogueEvents((e) => seen.push(e));
+    for (let i = 0; i < 50; i++) gathered.listener({ type: "resources" });
+    gathered.listener(catalogue("files"));
+    expect(seen).toEqual([{ type: "resources" }, catalogue("files")]);
+    vi.advanceTimersByTime(CATALOGUE_GATHER_MS);
+    expect(seen).toEqual([{ type: "resources" }, catalogue("files"), { type: "resources" }]);
+    gathered.stop();
+  });
+});

@@ -1,0 +1,247 @@
+/**
+ * Resource reads are visible like calls: what agents read through the real `/mcp` endpoint
+ * from the files fixture (test/fixtures/servers/files.mjs), allowed or refused, is listed
+ * through `GET /api/resource-reads` for reviewers and owners, newest first and paged, with the
+ * agent's token name; and each read tells browsers to refresh.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { LiveEvent, ResourceReadsPage } from "@/lib/api-types";
+import type { ErrorBody } from "@/lib/errors";
+import { connectMcp } from "@/test/support/mcp";
+import {
+  bodyOf,
+  createAgentToken,
+  createTestUser,
+  enableTool,
+  REPO_ROOT,
+  request,
+  startTestRuntime,
+  type TestRuntime,
+  waitForEvent,
+} from "@/test/support/runtime";
+import { logger } from "../log";
+import { writeAudit } from "../store/audit";
+import { listResourceReads } from "./reads";
+import { ListedResources, RESOURCE_NOT_FOUND, readResource, wrapUri } from "./resources";
+
+const FILES = path.join(REPO_ROOT, "test/fixtures/servers/files.mjs");
+
+let root: string;
+/** `file://` URI of a path under the served folder, as the fixture lists it. */
+const fileUri = (...parts: string[]) => pathToFileURL(path.join(root, ...parts)).href;
+const wrapped = (uri: string) => wrapUri("files", uri);
+
+let rt: TestRuntime;
+let token: string;
+let reviewerCookie: string;
+const cleanups: (() => Promise<void>)[] = [];
+
+async function connect() {
+  const c = await connectMcp({ token });
+  cleanups.push(() => c.close());
+  return c.client;
+}
+
+/** A read Gatehouse refuses: the -32002 every refusal answers. */
+async function refused(p: Promise<unknown>): Promise<void> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof McpError && err.code === RESOURCE_NOT_FOUND) return;
+    throw err;
+  }
+  throw new Error("expected the read to be refused");
+}
+
+/** `GET /api/resource-reads` as the reviewer; `query` without the `?`. */
+async function readsPage(query = ""): Promise<ResourceReadsPage> {
+  const res = await request("GET", `/api/resource-reads${query ? `?${query}` : ""}`, {
+    cookie: reviewerCookie,
+  });
+  expect(res.status).toBe(200);
+  return bodyOf<ResourceReadsPage>(res);
+}
+
+beforeAll(() => {
+  root = mkdtempSync(path.join(tmpdir(), "gatehouse-reads-"));
+  writeFileSync(path.join(root, "notes.md"), "# Notes\nlisted\n");
+  writeFileSync(path.join(root, ".secret"), "not listed\n");
+  mkdirSync(path.join(root, "drafts"));
+  writeFileSync(path.join(root, "drafts", "plan.md"), "allowed by the owner\n");
+});
+
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe("GET /api/resource-reads", () => {
+  beforeEach(async () => {
+    rt = await startTestRuntime({
+      servers: {
+        files: {
+          command: "node",
+          args: [FILES, root],
+          enabled: true,
+          resources: { allow: [`${pathToFileURL(path.join(root, "drafts")).href}/*`] },
+        },
+      },
+    });
+    const ready = () => rt.runtime.manager.get("files").snapshot().state === "ready";
+    await waitForEvent(rt.runtime.bus, (e) => e.type === "server" && ready(), {
+      already: ready,
+      timeoutMs: 20_000,
+      what: () => "the files fixture to be ready",
+    });
+    enableTool(rt.runtime, "files_list_count");
+    token = createAgentToken(rt.runtime, "bot");
+    reviewerCookie = (await createTestUser(rt.runtime, "rita", ["reviewer"])).cookie;
+  }, 30_000);
+
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+    await rt.stop();
+  });
+
+  it("a listed read and a refused read are listed with the agent's name, newest first", async () => {
+    const client = await connect();
+    await client.listResources();
+    await client.readResource({ uri: wrapped(fileUri("notes.md")) });
+    await refused(client.readResource({ uri: wrapped(fileUri(".secret")) }));
+
+    const page = await readsPage();
+    expect(page.nextBefore).toBeNull();
+    const [refusal, read] = page.reads;
+    expect(page.reads).toHaveLength(2);
+    expect(refusal).toMatchObject({
+      agent: "bot",
+      server: "files",
+      uri: fileUri(".secret"),
+      allowed: false,
+      detail: "not listed by the server",
+      durationMs: null,
+    });
+    expect(read).toMatchObject({ agent: "bot", server: "files", uri: fileUri("notes.md"), allowed: true });
+    expect(read?.detail).toMatch(/^listed; \d+ bytes$/);
+    expect(typeof read?.durationMs).toBe("number");
+    expect(Number.isNaN(Date.parse(read?.at ?? ""))).toBe(false);
+    expect((refusal?.id ?? 0) > (read?.id ?? 0)).toBe(true);
+    // What the agent got is not in the list: only that it read, why, and how much.
+    expect(JSON.stringify(page)).not.toContain("# Notes");
+  }, 30_000);
+
+  it("a read through /mcp tells open browsers to refresh their list of reads", async () => {
+    const client = await connect();
+    await client.listResources();
+    const told = waitForEvent(rt.runtime.bus, (e) => e.type === "resources", {
+      what: () => "a resources event",
+    });
+    await client.readResource({ uri: wrapped(fileUri("notes.md")) });
+    expect(await told).toEqual({ type: "resources" });
+  }, 30_000);
+
+  it("pages go back with before: each page at most limit reads, the last one without nextBefore", async () => {
+    const client = await connect();
+    await client.listResources();
+    await client.readResource({ uri: wrapped(fileUri("notes.md")) });
+    await refused(client.readResource({ uri: wrapped(fileUri(".secret")) }));
+    await client.readResource({ uri: wrapped(fileUri("drafts", "plan.md")) });
+
+    const first = await readsPage("limit=2");
+    expect(first.reads.map((r) => r.uri)).toEqual([fileUri("drafts", "plan.md"), fileUri(".secret")]);
+    expect(first.nextBefore).toBe(first.reads[1]?.id);
+    const second = await readsPage(`limit=2&before=${first.nextBefore}`);
+    expect(second.reads.map((r) => r.uri)).toEqual([fileUri("notes.md")]);
+    expect(second.nextBefore).toBeNull();
+    // A page that ends exactly at the oldest read says there is no more.
+    const exact = await readsPage("limit=3");
+    expect(exact.reads).toHaveLength(3);
+    expect(exact.nextBefore).toBeNull();
+  }, 30_000);
+
+  it("a page holds 50 reads unless asked, at most 200, and no other audit rows", async () => {
+    for (let i = 0; i < 230; i++) {
+      writeAudit(rt.runtime.db, {
+        actor: "bot",
+        action: i % 2 ? "resource.read" : "resource.refused",
+        subject: `files file:///r/${i}`,
+        detail: i % 2 ? "listed; 1 bytes" : "not listed by the server",
+      });
+      writeAudit(rt.runtime.db, { actor: "bot", action: "call.refused", subject: "demo_add_note" });
+    }
+    const byDefault = await readsPage();
+    expect(byDefault.reads).toHaveLength(50);
+    expect(byDefault.reads[0]?.uri).toBe("file:///r/229");
+    expect(byDefault.nextBefore).toBe(byDefault.reads[49]?.id);
+    const most = await readsPage("limit=200");
+    expect(most.reads).toHaveLength(200);
+    expect(new Set(most.reads.map((r) => r.server))).toEqual(new Set(["files"]));
+    for (const bad of ["limit=201", "limit=0", "before=x"]) {
+      const res = await request("GET", `/api/resource-reads?${bad}`, { cookie: reviewerCookie });
+      expect(res.status, bad).toBe(400);
+      expect((await bodyOf<ErrorBody>(res)).error.code).toBe("bad_request");
+    }
+    // The server function bounds what it is asked for itself.
+    expect(listResourceReads(rt.runtime.db, { limit: 10_000 }).reads).toHaveLength(200);
+  }, 30_000);
+
+  it("only reviewers and owners see reads: an agent token gets 403, no one signed in 401", async () => {
+    const client = await connect();
+    await client.listResources();
+    await client.readResource({ uri: wrapped(fileUri("notes.md")) });
+
+    const asAgent = await request("GET", "/api/resource-reads", { bearer: token });
+    expect(asAgent.status).toBe(403);
+    expect((await bodyOf<ErrorBody>(asAgent)).error.code).toBe("forbidden");
+    const anonymous = await request("GET", "/api/resource-reads");
+    expect(anonymous.status).toBe(401);
+    expect((await bodyOf<ErrorBody>(anonymous)).error.code).toBe("unauthenticated");
+
+    const owner = await createTestUser(rt.runtime, "olga", ["owner"]);
+    for (const cookie of [reviewerCookie, owner.cookie]) {
+      const res = await request("GET", "/api/resource-reads", { cookie });
+      expect(res.status).toBe(200);
+      expect((await bodyOf<ResourceReadsPage>(res)).reads.map((r) => r.agent)).toEqual(["bot"]);
+    }
+  }, 30_000);
+
+  it("a refused URI that names no server is shown whole, without a server, even one made to look like a read of one", async () => {
+    const client = await connect();
+    await refused(client.readResource({ uri: "file:///etc/passwd" }));
+    await refused(client.readResource({ uri: "files file:///etc/passwd" }));
+
+    const page = await readsPage();
+    expect(page.reads.map((r) => [r.server, r.uri, r.allowed])).toEqual([
+      [null, "files file:///etc/passwd", false],
+      [null, "file:///etc/passwd", false],
+    ]);
+  }, 30_000);
+
+  it("each read and refusal tells browsers to refresh, once its row is in the list", async () => {
+    const seen: { event: LiveEvent; listed: number }[] = [];
+    const unsubscribe = rt.runtime.bus.subscribe((event) => {
+      if (event.type === "resources")
+        seen.push({ event, listed: listResourceReads(rt.runtime.db).reads.length });
+    });
+    try {
+      const deps = {
+        db: rt.runtime.db,
+        manager: rt.runtime.manager,
+        log: logger("test-reads"),
+        descriptionMaxChars: 1024,
+        bus: rt.runtime.bus,
+      };
+      const ctx = { agent: "bot", listed: new ListedResources(0) };
+      await readResource(deps, ctx, wrapped(fileUri("notes.md")));
+      await refused(readResource(deps, ctx, wrapped(fileUri(".secret"))));
+    } finally {
+      unsubscribe();
+    }
+    expect(seen).toEqual([
+      { event: { type: "resources" }, listed: 1 },
+      { event: { type: "resources" }, listed: 2 },
+    ]);
+  }, 30_000);
+});
