@@ -12,10 +12,10 @@ import { queryKeys } from "@/lib/query-keys";
 const PAGE_SIZE = 50;
 
 /**
- * Agents' resource reads through `/mcp`, newest first, with "Load older reads" paging: each read
- * passed to its server and each refusal, as audited. Live: each read's event refreshes the
- * loaded pages (at most once a second). URIs are an agent's text: shown as text, hidden
- * characters marked.
+ * Agents' resource reads and prompt gets through `/mcp`, newest first, with "Load older reads"
+ * paging: each read or get passed to its server and each refusal, as audited. Live: each read's event refreshes the
+ * loaded pages (at most once a second). URIs and prompt names are an agent's text: shown as
+ * text, hidden characters marked.
  */
 export function ResourceReads() {
   const query = useInfiniteQuery({
@@ -30,7 +30,7 @@ export function ResourceReads() {
   return (
     <Section
       title="Resource reads"
-      description="Resources agents read through /mcp, newest first: each read passed to its server and each refusal. The filters above are for calls only."
+      description="Resources agents read and prompts they got through /mcp, newest first: each one passed to its server and each refusal. The filters above are for calls only."
     >
       {query.isPending ? (
         <Loading label="Loading resource reads…" />
@@ -38,7 +38,7 @@ export function ResourceReads() {
         <ErrorAlert>Could not load resource reads: {errorWithCode(query.error)}</ErrorAlert>
       ) : rows.length === 0 ? (
         <EmptyState title="No resource reads yet">
-          Agents read resources through /mcp; each read and refusal is listed here.
+          Agents read resources and get prompts through /mcp; each read, get and refusal is listed here.
         </EmptyState>
       ) : (
         <div className="space-y-3">
@@ -64,7 +64,7 @@ export function ResourceReads() {
                     Server
                   </th>
                   <th scope="col" className={thClass}>
-                    URI
+                    URI or prompt
                   </th>
                   <th scope="col" className={thClass}>
                     Result
@@ -114,12 +114,17 @@ function ReadRow({ read }: { read: ResourceReadView }) {
         )}
       </td>
       <td className="px-3 py-2 align-top">
+        {read.kind === "prompt" ? <Badge tone="grey">prompt</Badge> : null}
         <span className="block whitespace-pre-wrap break-all font-mono text-[0.8125rem] text-zinc-800">
           <VisibleText text={read.uri} />
         </span>
       </td>
       <td className="px-3 py-2 align-top">
-        {read.allowed ? <Badge tone="green">read</Badge> : <Badge tone="grey">refused</Badge>}
+        {read.allowed ? (
+          <Badge tone="green">{read.kind === "prompt" ? "got" : "read"}</Badge>
+        ) : (
+          <Badge tone="grey">refused</Badge>
+        )}
       </td>
       <td className="px-3 py-2 align-top text-zinc-700">
         <span className="block break-words">{read.detail ?? "—"}</span>

@@ -596,13 +596,21 @@ export interface ResourceReadView {
   at: string;
   /** The agent token's name. */
   agent: string;
-  /** The server the URI named; null when it was not a `gatehouse://<server>/<uri>` URI at all. */
+  /** A `resources/read`, or a `prompts/get`. */
+  kind: "resource" | "prompt";
+  /**
+   * The server the URI (or prompt name) named; null when it was not a `gatehouse://<server>/<uri>`
+   * URI (or `<server>_<prompt>` name) at all.
+   */
   server: string | null;
-  /** The server's own URI (the whole URI sent when it named no server). */
+  /** The server's own URI, or for a prompt its own name (the whole URI or name sent when it named no server). */
   uri: string;
   /** Passed to its server (even if the server then failed); false: refused by Gatehouse. */
   allowed: boolean;
-  /** Why it was allowed or refused, and for a read the bytes returned, any cut, or the server's failure. */
+  /**
+   * Why it was allowed or refused, and for a read the bytes returned, any cut, or the server's
+   * failure (for a get: the number of arguments, never their values, and the messages returned).
+   */
   detail: string | null;
   /** How long the server took; null for a refusal. */
   durationMs: number | null;

@@ -369,7 +369,11 @@ export class AgentMcpEndpoint {
       const failed = (err: unknown) =>
         this.deps.log.debug(`agent session ${s.id}: list_changed not sent: ${String(err)}`);
       if (toolsChanged) s.server.sendToolListChanged().catch(failed);
-      if (serversChanged) s.server.sendResourceListChanged().catch(failed);
+      if (serversChanged) {
+        // Resources and prompts both come from the servers with an enabled tool.
+        s.server.sendResourceListChanged().catch(failed);
+        s.server.sendPromptListChanged().catch(failed);
+      }
     }
   }
 

@@ -4,7 +4,11 @@
  * @modelcontextprotocol/server-everything over stdio.
  */
 import path from "node:path";
-import { McpError, ResourceListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  McpError,
+  PromptListChangedNotificationSchema,
+  ResourceListChangedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { connectMcp } from "@/test/support/mcp";
 import {
@@ -118,14 +122,17 @@ describe("resources", () => {
     expect((await client.listResourceTemplates()).resourceTemplates).toEqual([]);
   });
 
-  it("notifications/resources/list_changed when the set of servers with an enabled tool changes", async () => {
+  it("notifications/resources/list_changed and prompts/list_changed when the set of servers with an enabled tool changes", async () => {
     const client = await connect();
     const notified = new Promise<void>((resolve) => {
       client.setNotificationHandler(ResourceListChangedNotificationSchema, () => resolve());
     });
+    const prompts = new Promise<void>((resolve) => {
+      client.setNotificationHandler(PromptListChangedNotificationSchema, () => resolve());
+    });
     enableTool(rt.runtime, ECHO);
     rt.runtime.bus.publish({ type: "catalogue", server: "everything" });
-    await notified;
+    await Promise.all([notified, prompts]);
     expect((await client.listResources()).resources.length).toBeGreaterThan(0);
   }, 30_000);
 });

@@ -1,10 +1,5 @@
 import "server-only";
-import {
-  ErrorCode,
-  McpError,
-  type ReadResourceResult,
-  type Resource,
-} from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, type ReadResourceResult, type Resource } from "@modelcontextprotocol/sdk/types.js";
 import { GatehouseError } from "@/lib/errors";
 import { listEnabledTools } from "../catalogue/catalogue";
 import { cleanDescription } from "../catalogue/definition";
@@ -16,6 +11,7 @@ import { collectPages } from "../mcp/pages";
 import { anyGlobMatches } from "../rules/glob";
 import { writeAudit } from "../store/audit";
 import type { Db } from "../store/db";
+import { rpcFailure } from "./rpc";
 import { serverOf } from "./tools";
 
 /**
@@ -101,19 +97,19 @@ export function allowedByOwner(globs: readonly string[], uri: string): boolean {
 }
 
 interface Listing {
-  uris: Set<string>;
+  names: Set<string>;
   at: number;
 }
 
 /**
- * The URIs each server listed in the latest `resources/list` Gatehouse fetched of it, shared by
- * every `/mcp` session (a server lists the same for everyone: Gatehouse is one client to it):
- * replaced whenever an agent lists, and re-fetched when a read names a URI not in it — at most
- * once per `minIntervalMs` per server counted from the last try, failed ones included,
- * concurrent reads sharing one list — so agents probing for unlisted URIs, over however many
- * sessions, cost a server one list a second, not one per probe.
+ * What each server listed in the latest list Gatehouse fetched of it (URIs, or prompt names),
+ * shared by every `/mcp` session (a server lists the same for everyone: Gatehouse is one client
+ * to it): replaced whenever an agent lists, and re-fetched when a request names something not in
+ * it — at most once per `minIntervalMs` per server counted from the last try, failed ones
+ * included, concurrent requests sharing one list — so agents probing for unlisted names, over
+ * however many sessions, cost a server one list a second, not one per probe.
  */
-export class ListedResources {
+export class Listings {
   private readonly listings = new Map<string, Listing>();
   private readonly inFlight = new Map<string, Promise<void>>();
   /** When each server's last re-list started, whether or not it succeeded. */
@@ -125,14 +121,14 @@ export class ListedResources {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Whether `server`'s latest list held `uri`. */
-  has(server: string, uri: string): boolean {
-    return this.listings.get(server)?.uris.has(uri) ?? false;
+  /** Whether `server`'s latest list held `name`. */
+  has(server: string, name: string): boolean {
+    return this.listings.get(server)?.names.has(name) ?? false;
   }
 
-  /** `server` just listed these URIs: they replace what it listed before. */
-  record(server: string, uris: Iterable<string>): void {
-    this.listings.set(server, { uris: new Set(uris), at: this.now() });
+  /** `server` just listed these: they replace what it listed before. */
+  record(server: string, names: Iterable<string>): void {
+    this.listings.set(server, { names: new Set(names), at: this.now() });
   }
 
   /**
@@ -155,7 +151,20 @@ export class ListedResources {
   }
 }
 
-const clean = (v: unknown, max: number): string | undefined =>
+/**
+ * The resource URIs each server listed last ({@link Listings}), and beside them, under the same
+ * rules but kept apart, the names of the prompts each listed last (prompts.ts).
+ */
+export class ListedResources extends Listings {
+  readonly prompts: Listings;
+
+  constructor(minIntervalMs = RELIST_MIN_INTERVAL_MS, now: () => number = Date.now) {
+    super(minIntervalMs, now);
+    this.prompts = new Listings(minIntervalMs, now);
+  }
+}
+
+export const clean = (v: unknown, max: number): string | undefined =>
   typeof v === "string" ? cleanDescription(v, max) : undefined;
 
 /**
@@ -240,24 +249,26 @@ export async function listResources(deps: ResourceDeps, listed?: ListedResources
 }
 
 /**
- * Writes a read's audit row. A read nobody could record is not answered: the agent gets an
- * internal error (and may try again), never content that left no trace.
+ * Writes the audit row of a read (or of a prompt's get: `what`, default "read"). A request nobody
+ * could record is not answered: the agent gets an internal error (and may try again), never
+ * content that left no trace.
  */
-function audit(
+export function audit(
   deps: ResourceDeps,
   row: {
     actor: string;
-    action: "resource.read" | "resource.refused";
+    action: "resource.read" | "resource.refused" | "prompt.get" | "prompt.refused";
     subject: string;
     detail: string;
     durationMs?: number;
   },
+  what = "read",
 ): void {
   try {
     writeAudit(deps.db, { ...row, subject: auditText(row.subject), detail: auditText(row.detail) });
   } catch (err) {
-    deps.log.error("a resource read could not be recorded", { error: String(err) });
-    throw new McpError(ErrorCode.InternalError, "Gatehouse could not record this read; try again");
+    deps.log.error(`a ${row.action} could not be recorded`, { error: String(err) });
+    throw rpcFailure(ErrorCode.InternalError, `Gatehouse could not record this ${what}; try again`);
   }
   deps.bus?.publish({ type: "resources" });
 }
@@ -265,7 +276,7 @@ function audit(
 /** Refuses a read: its audit row, then the one answer every refusal gets. */
 function refuse(deps: ResourceDeps, ctx: ReadContext, subject: string, why: string, uri: string): never {
   audit(deps, { actor: ctx.agent, action: "resource.refused", subject, detail: why });
-  throw new McpError(RESOURCE_NOT_FOUND, REFUSED_MESSAGE, { uri });
+  throw rpcFailure(RESOURCE_NOT_FOUND, REFUSED_MESSAGE, { uri });
 }
 
 /**
@@ -338,12 +349,12 @@ export async function readResource(
     const cause = err.cause as { code?: unknown } | undefined;
     read(`failed: ${err.message}`);
     if (cause?.code === RESOURCE_NOT_FOUND)
-      throw new McpError(RESOURCE_NOT_FOUND, "Resource not found", { uri });
-    throw new McpError(ErrorCode.InternalError, err.message);
+      throw rpcFailure(RESOURCE_NOT_FOUND, "Resource not found", { uri });
+    throw rpcFailure(ErrorCode.InternalError, err.message);
   }
   if (!res) {
     read("failed: the server offers no resources");
-    throw new McpError(RESOURCE_NOT_FOUND, "Resource not found", { uri });
+    throw rpcFailure(RESOURCE_NOT_FOUND, "Resource not found", { uri });
   }
   const bounded = boundContents(target.server, res.contents, RESOURCE_READ_MAX_BYTES);
   read(
@@ -359,7 +370,7 @@ export async function readResource(
 type Contents = ReadResourceResult["contents"];
 
 /** The first `maxBytes` bytes of `text` as UTF-8, never cutting a character in two. */
-function utf8Prefix(text: string, maxBytes: number): string {
+export function utf8Prefix(text: string, maxBytes: number): string {
   const bytes = Buffer.from(text, "utf8");
   let end = Math.min(maxBytes, bytes.length);
   // Step back over continuation bytes (10xxxxxx) to the start of the character cut in two.

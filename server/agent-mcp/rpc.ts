@@ -1,4 +1,5 @@
 import "server-only";
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { MAX_REQUEST_BODY_BYTES, readJsonBody } from "../request";
 
 /** JSON-RPC on `/mcp` outside a session's transport: refusals, and reading a POST's message. */
@@ -35,4 +36,50 @@ export function expectsOnlyItsResponse(body: unknown): boolean {
   if (typeof body !== "object" || body === null || Array.isArray(body)) return false;
   const m = body as { id?: unknown; method?: unknown; params?: { _meta?: { progressToken?: unknown } } };
   return m.id !== undefined && typeof m.method === "string" && m.params?._meta?.progressToken === undefined;
+}
+
+/**
+ * An error a request handler of `/mcp` throws for the SDK's `Server` to answer with: `code`,
+ * `message` and `data` go on the wire as they are. An `McpError` (so code that tells them by
+ * class still does) whose message is set back to the words alone: `McpError`'s constructor
+ * starts it with `MCP error <code>: `, the `Server` sends `error.message` as the wire message,
+ * and the client's `McpError` adds the prefix again (`MCP error -32002: MCP error -32002: …`).
+ */
+export class RpcFailure extends McpError {
+  constructor(code: number, message: string, data?: unknown) {
+    super(code, message, data);
+    this.message = message;
+    this.name = "RpcFailure";
+  }
+}
+
+/** A JSON-RPC error for a request handler to throw; see {@link RpcFailure}. */
+export function rpcFailure(code: number, message: string, data?: unknown): RpcFailure {
+  return new RpcFailure(code, message, data);
+}
+
+/**
+ * `err` with every leading `MCP error <code>: ` taken off its message (an `McpError` thrown
+ * under a handler, by the SDK or by a caught upstream error, carries one or more), as an
+ * {@link RpcFailure} with the same code and data; anything else is returned as it is.
+ */
+export function withoutPrefix(err: unknown): unknown {
+  if (!(err instanceof Error) || err instanceof RpcFailure) return err;
+  const { code, data } = err as { code?: unknown; data?: unknown };
+  if (typeof code !== "number" || !Number.isSafeInteger(code)) return err;
+  const message = err.message.replace(/^(?:MCP error -?\d+:\s*)+/, "");
+  return message === err.message ? err : new RpcFailure(code, message, data);
+}
+
+/** `handler`, with whatever it throws passed through {@link withoutPrefix}. */
+export function answersOnce<A extends unknown[], R>(
+  handler: (...args: A) => R | Promise<R>,
+): (...args: A) => Promise<R> {
+  return async (...args) => {
+    try {
+      return await handler(...args);
+    } catch (err) {
+      throw withoutPrefix(err);
+    }
+  };
 }

@@ -2,13 +2,17 @@ import "server-only";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import {
   CallToolRequestSchema,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   ReadResourceRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { listEnabledTools } from "../catalogue/catalogue";
+import { getPrompt, listPrompts } from "./prompts";
 import { type ListedResources, listResources, type ResourceDeps, readResource } from "./resources";
+import { answersOnce } from "./rpc";
 import { type CallContext, callTool, holdSeconds, toMcpTool } from "./tools";
 
 export const SERVER_INFO = { name: "gatehouse", version: "0.1.0" } as const;
@@ -22,34 +26,58 @@ function instructions(waitSeconds: number): string {
     "If nobody has decided in time, the error result names the call id; the call stays pending and can be checked with GET /api/calls/<id>?wait=60 using the same bearer token.",
     "Cancelling the request withdraws a pending call.",
     "Resources of the servers behind the enabled tools are listed by resources/list under gatehouse://<server>/<uri>; only those (and any an owner allowed) can be read, and every read is recorded.",
+    "Prompts of the same servers are listed by prompts/list, named <server>_<prompt>; only those can be got with prompts/get (arguments are strings), and every get is recorded.",
   ].join(" ");
 }
 
 /**
  * One session's MCP server: `tools/list` is the enabled catalogue, `tools/call` goes through
  * the call broker (refusals as `isError` results, destructive calls held for a decision), and
- * resources of servers with an enabled tool pass through read-only: only those their server
- * listed in its latest list, or an owner allowed (resources.ts), each read audited
- * under the agent's token name.
+ * resources and prompts of servers with an enabled tool pass through read-only: only those their
+ * server listed in its latest list, or (resources) an owner allowed (resources.ts, prompts.ts),
+ * each read or get audited under the agent's token name. Every handler answers its errors with
+ * their message as it is ({@link answersOnce}), so a client shows one `MCP error <code>:`.
  */
 export function createAgentServer(
   deps: ResourceDeps & { call: CallContext; listed: ListedResources },
 ): Server {
   const server = new Server(SERVER_INFO, {
-    capabilities: { tools: { listChanged: true }, resources: { listChanged: true } },
+    capabilities: {
+      tools: { listChanged: true },
+      resources: { listChanged: true },
+      // No prompts list_changed is sent (yet): clients list again when they need to.
+      prompts: { listChanged: true },
+    },
     instructions: instructions(holdSeconds(deps.call.waitSeconds)),
   });
-  server.setRequestHandler(ListToolsRequestSchema, () => ({
-    tools: listEnabledTools(deps.db).map(toMcpTool),
-  }));
-  server.setRequestHandler(CallToolRequestSchema, (req, extra) => callTool(deps.call, req.params, extra));
+  server.setRequestHandler(
+    ListToolsRequestSchema,
+    answersOnce(() => ({ tools: listEnabledTools(deps.db).map(toMcpTool) })),
+  );
+  server.setRequestHandler(
+    CallToolRequestSchema,
+    answersOnce((req, extra) => callTool(deps.call, req.params, extra)),
+  );
   // What the servers listed (shared by every session): the URIs an agent may read without an owner's glob.
   const reader = { agent: deps.call.requester.name, listed: deps.listed };
-  server.setRequestHandler(ListResourcesRequestSchema, async () => ({
-    resources: await listResources(deps, reader.listed),
-  }));
+  server.setRequestHandler(
+    ListResourcesRequestSchema,
+    answersOnce(async () => ({ resources: await listResources(deps, reader.listed) })),
+  );
   // Templates are not passed through: a template admits URIs no server listed (see resources.ts).
   server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: [] }));
-  server.setRequestHandler(ReadResourceRequestSchema, (req) => readResource(deps, reader, req.params.uri));
+  server.setRequestHandler(
+    ReadResourceRequestSchema,
+    answersOnce((req) => readResource(deps, reader, req.params.uri)),
+  );
+  const prompter = { agent: deps.call.requester.name, listed: deps.listed.prompts };
+  server.setRequestHandler(
+    ListPromptsRequestSchema,
+    answersOnce(async () => ({ prompts: await listPrompts(deps, prompter.listed) })),
+  );
+  server.setRequestHandler(
+    GetPromptRequestSchema,
+    answersOnce((req) => getPrompt(deps, prompter, req.params)),
+  );
   return server;
 }
