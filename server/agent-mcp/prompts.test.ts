@@ -6,7 +6,7 @@
  * and every get, passed or refused, is an audit row under the agent's token name.
  */
 import path from "node:path";
-import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, GetPromptResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { connectMcp } from "@/test/support/mcp";
 import {
@@ -27,6 +27,7 @@ import {
   PROMPT_ARGUMENT_MAX_BYTES,
   PROMPT_GET_MAX_BYTES,
   PROMPT_MAX_ARGUMENTS,
+  PROMPT_MAX_MESSAGES,
   PROMPT_REFUSED_MESSAGE,
   unwrapPromptName,
 } from "./prompts";
@@ -188,6 +189,40 @@ describe("prompts through /mcp, against a careless prompt server", () => {
     expect(gets()[0]?.detail).toMatch(/^0 arguments; failed: /);
   }, 30_000);
 
+  it("a non-string argument is refused with -32602 by Gatehouse, and audited", async () => {
+    const client = await connect();
+    await client.listPrompts();
+    const err = await refusal(
+      client.request(
+        { method: "prompts/get", params: { name: "prompter_greet", arguments: { who: 1 } } },
+        GetPromptResultSchema,
+      ),
+    );
+    expect(err.code).toBe(ErrorCode.InvalidParams);
+    expect(err.message).toContain("Invalid arguments");
+    expect(gets()[0]).toMatchObject({ action: "prompt.refused", detail: "an argument that is not a string" });
+  }, 30_000);
+
+  it("a refusal of a name that is not ours is shown whole, whatever else is wrong with it", async () => {
+    const client = await connect();
+    const many = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`a${i}`, "x"]));
+    await refusal(client.getPrompt({ name: "prompter /etc/passwd", arguments: many }));
+    expect(gets()[0]).toMatchObject({
+      subject: "prompter /etc/passwd",
+      detail: "not a <server>_<prompt> name",
+    });
+  }, 30_000);
+
+  it("a failed get's audit row holds no argument value, even when the server's error repeats it", async () => {
+    const client = await connect();
+    await client.listPrompts();
+    await refusal(client.getPrompt({ name: "prompter_greet", arguments: { who: "refuse-sk-live-XYZ" } }));
+    const [row] = gets();
+    expect(row?.action).toBe("prompt.get");
+    expect(row?.detail).not.toContain("XYZ");
+    expect(row?.detail).toMatch(/failed: .*JSON-RPC code -32602/);
+  }, 30_000);
+
   it("messages over the bound come back cut and marked; resource URIs in them come back wrapped", async () => {
     const client = await connect();
     await client.listPrompts();
@@ -199,7 +234,8 @@ describe("prompts through /mcp, against a careless prompt server", () => {
     const text = content?.type === "text" ? content.text : "";
     expect(Buffer.byteLength(text, "utf8")).toBeLessThanOrEqual(PROMPT_GET_MAX_BYTES);
     expect(text).toBe("é".repeat(text.length));
-    expect(text.length).toBe(PROMPT_GET_MAX_BYTES / 2);
+    // The budget is the message's text plus its framing (64 bytes a message).
+    expect(text.length).toBe((PROMPT_GET_MAX_BYTES - 64) / 2);
     expect(content?._meta?.[TRUNCATED_META_KEY]).toBe(true);
     expect(gets()[0]?.detail).toMatch(/cut to 1048576/);
 
@@ -292,19 +328,42 @@ describe("prompt names and messages", () => {
       expect(unwrapPromptName(name)).toBeNull();
   });
 
-  it("binary data that does not fit is left out whole; later text is cut to what is left", () => {
+  it("the conversation ends at the first message that does not fit: no turn is left out in the middle", () => {
     const bounded = boundMessages(
       "s",
       [
-        { role: "user", content: { type: "image", data: "A".repeat(8), mimeType: "image/png" } },
+        { role: "user", content: { type: "text", text: "hi" } },
+        { role: "user", content: { type: "image", data: "A".repeat(800), mimeType: "image/png" } },
         { role: "assistant", content: { type: "text", text: "0123456789" } },
       ],
-      6,
+      200,
     );
     expect(bounded.cut).toBe(true);
-    expect(bounded.messages).toEqual([
-      { role: "assistant", content: { type: "text", text: "012345", _meta: { [TRUNCATED_META_KEY]: true } } },
-    ]);
-    expect(bounded).toMatchObject({ bytes: 6, given: 18 });
+    expect(bounded.messages).toEqual([{ role: "user", content: { type: "text", text: "hi" } }]);
+  });
+
+  it("empty messages are not free: a flood of them is cut at the message bound", () => {
+    const empty = { role: "user" as const, content: { type: "text" as const, text: "" } };
+    const bounded = boundMessages(
+      "s",
+      Array.from({ length: 80_000 }, () => empty),
+      PROMPT_GET_MAX_BYTES,
+    );
+    expect(bounded.cut).toBe(true);
+    expect(bounded.messages.length).toBeLessThanOrEqual(PROMPT_MAX_MESSAGES);
+  });
+
+  it("a resource link's description counts against the bound", () => {
+    const link = {
+      role: "user" as const,
+      content: { type: "resource_link" as const, uri: "file:///x", name: "x", description: "d".repeat(1000) },
+    };
+    const bounded = boundMessages(
+      "s",
+      Array.from({ length: 10 }, () => link),
+      3000,
+    );
+    expect(bounded.cut).toBe(true);
+    expect(bounded.messages.length).toBeLessThan(3);
   });
 });

@@ -167,10 +167,14 @@ function refuse(deps: ResourceDeps, ctx: PromptContext, subject: string, why: st
 export async function getPrompt(
   deps: ResourceDeps,
   ctx: PromptContext,
-  params: { name: string; arguments?: Record<string, string> | undefined },
+  params: { name: unknown; arguments?: unknown },
 ): Promise<GetPromptResult> {
-  const target = unwrapPromptName(params.name);
-  const subject = target ? `${target.server} ${target.prompt}` : params.name;
+  const name = typeof params.name === "string" ? params.name : (JSON.stringify(params.name) ?? "");
+  const target = typeof params.name === "string" ? unwrapPromptName(name) : null;
+  const subject = target ? `${target.server} ${target.prompt}` : name;
+  // The name first: a refusal of a name that is not ours must say so whatever else is wrong, or
+  // its subject ("files /etc/passwd") would read as a prompt of that server.
+  if (!target) return refuse(deps, ctx, subject, "not a <server>_<prompt> name");
   const problem = argumentsProblem(params.arguments);
   if (problem) {
     audit(deps, { actor: ctx.agent, action: "prompt.refused", subject, detail: problem }, "prompt request");
@@ -179,7 +183,8 @@ export async function getPrompt(
       `Invalid arguments: at most ${PROMPT_MAX_ARGUMENTS} arguments, each a string of at most ${PROMPT_ARGUMENT_MAX_BYTES} bytes`,
     );
   }
-  if (!target) return refuse(deps, ctx, subject, "not a <server>_<prompt> name");
+  // Checked by argumentsProblem: absent, or an object of strings.
+  const args = params.arguments as Record<string, string> | undefined;
   if (!resourceServers(deps.db).includes(target.server))
     return refuse(deps, ctx, subject, "the server has no enabled tool");
   if (!ctx.listed.has(target.server, target.prompt)) {
@@ -195,7 +200,7 @@ export async function getPrompt(
   }
 
   const started = Date.now();
-  const count = Object.keys(params.arguments ?? {}).length;
+  const count = Object.keys(args ?? {}).length;
   const got = (detail: string) =>
     audit(
       deps,
@@ -212,7 +217,6 @@ export async function getPrompt(
   try {
     res = await deps.manager.get(target.server).read(async (client, options) => {
       if (!client.getServerCapabilities()?.prompts) return null;
-      const args = params.arguments;
       return client.getPrompt({ name: target.prompt, ...(args ? { arguments: args } : {}) }, options);
     });
   } catch (err) {
@@ -220,7 +224,9 @@ export async function getPrompt(
       got("failed unexpectedly");
       throw err;
     }
-    got(`failed: ${err.message}`);
+    // Only the kind: the server's words may repeat an argument's value, which the audit never holds.
+    const rpcCode = (err.cause as { code?: unknown } | undefined)?.code;
+    got(`failed: ${err.code}${typeof rpcCode === "number" ? ` (JSON-RPC code ${rpcCode})` : ""}`);
     // The server's own invalid params (a required argument missing, say) is the agent's to fix.
     const code = (err.cause as { code?: unknown } | undefined)?.code;
     throw rpcFailure(
@@ -228,10 +234,7 @@ export async function getPrompt(
       err.message,
     );
   }
-  if (!res) {
-    got("failed: the server offers no prompts");
-    throw rpcFailure(ErrorCode.InvalidParams, PROMPT_REFUSED_MESSAGE);
-  }
+  if (!res) return refuse(deps, ctx, subject, "the server offers no prompts now");
   const bounded = boundMessages(target.server, res.messages, PROMPT_GET_MAX_BYTES);
   const n = bounded.messages.length;
   got(
@@ -258,11 +261,12 @@ function passed(server: string, c: ContentBlock): { block: ContentBlock; size: n
       return { block: { type: c.type, data: c.data, mimeType: mimeType(c.mimeType) }, size: c.data.length };
     case "resource_link": {
       const uri = wrapUri(server, c.uri);
-      const block: ContentBlock = { type: "resource_link", uri, name: clean(c.name, 200) || c.uri };
+      const block: ContentBlock = { type: "resource_link", uri, name: clean(c.name, 200) || uri };
       const description = clean(c.description, 1024);
       if (description) block.description = description;
       if (c.mimeType) block.mimeType = mimeType(c.mimeType);
-      return { block, size: uri.length + block.name.length };
+      // Every field counts: a description is as many bytes to the agent as a text.
+      return { block, size: Buffer.byteLength(JSON.stringify(block), "utf8") };
     }
     case "resource": {
       const r = c.resource;
@@ -303,11 +307,18 @@ function cutText(block: ContentBlock, room: number): { block: ContentBlock; size
   return null;
 }
 
+/** Most messages a get returns; each also costs {@link MESSAGE_OVERHEAD_BYTES} of the budget. */
+export const PROMPT_MAX_MESSAGES = 1000;
+/** What a message costs beyond its content (its role and framing), so empty ones are not free. */
+const MESSAGE_OVERHEAD_BYTES = 64;
+
 /**
  * A get's messages as the agent gets them: only known roles and content types, URIs wrapped,
- * and at most `maxBytes` in all: a text is cut there (and marked), binary data that does not
- * fit is left out, and so is every message after the bound. `bytes`: what is returned;
- * `given`: what the server sent; `cut`: whether anything was cut or left out.
+ * at most {@link PROMPT_MAX_MESSAGES}, and at most `maxBytes` in all (each message costing its
+ * content plus {@link MESSAGE_OVERHEAD_BYTES}): a text at the bound is cut there (and marked),
+ * and the conversation ends at the first message that does not fit, so what is returned is a
+ * whole beginning of it, never one with a turn missing. `bytes`: what is returned; `given`:
+ * what the server sent; `cut`: whether anything was cut or left out.
  */
 export function boundMessages(
   server: string,
@@ -322,17 +333,20 @@ export function boundMessages(
     if (m.role !== "user" && m.role !== "assistant") continue;
     const p = passed(server, m.content);
     if (!p) continue;
-    given += p.size;
-    if (p.size <= budget) {
+    const size = p.size + MESSAGE_OVERHEAD_BYTES;
+    given += size;
+    if (cut) continue;
+    if (out.length < PROMPT_MAX_MESSAGES && size <= budget) {
       out.push({ role: m.role, content: p.block });
-      budget -= p.size;
+      budget -= size;
       continue;
     }
     cut = true;
-    const part = budget > 0 ? cutText(p.block, budget) : null;
+    const room = budget - MESSAGE_OVERHEAD_BYTES;
+    const part = out.length < PROMPT_MAX_MESSAGES && room > 0 ? cutText(p.block, room) : null;
     if (!part || part.size <= 0) continue;
     out.push({ role: m.role, content: part.block });
-    budget -= part.size;
+    budget -= part.size + MESSAGE_OVERHEAD_BYTES;
   }
   return { messages: out, bytes: maxBytes - budget, given, cut };
 }

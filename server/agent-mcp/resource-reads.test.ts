@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, McpError, ReadResourceResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { sql } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { connectMcp } from "@/test/support/mcp";
@@ -181,6 +181,15 @@ describe("resources/read through /mcp", () => {
       expect(err.code).toBe(RESOURCE_NOT_FOUND);
     }
     expect(reads().filter((r) => r.action === "resource.refused")).toHaveLength(4);
+  }, 30_000);
+
+  it("a URI that is not a string is refused as not found by Gatehouse, and audited", async () => {
+    const client = await connect();
+    const err = await refusal(
+      client.request({ method: "resources/read", params: { uri: 5 } }, ReadResourceResultSchema),
+    );
+    expect(err.code).toBe(RESOURCE_NOT_FOUND);
+    expect(reads()[0]).toMatchObject({ action: "resource.refused", subject: "5" });
   }, 30_000);
 
   it("an audit subject is one line without hidden characters, cut to a sane length", async () => {

@@ -2,13 +2,12 @@ import "server-only";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import {
   CallToolRequestSchema,
-  GetPromptRequestSchema,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
-  ReadResourceRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
 import { listEnabledTools } from "../catalogue/catalogue";
 import { getPrompt, listPrompts } from "./prompts";
 import { type ListedResources, listResources, type ResourceDeps, readResource } from "./resources";
@@ -31,6 +30,21 @@ function instructions(waitSeconds: number): string {
 }
 
 /**
+ * `prompts/get` and `resources/read` as they arrive, their parameters unchecked: the SDK's own
+ * schemas would refuse a non-string argument or URI before Gatehouse sees it (as -32603 with the
+ * validator's issue list, and unaudited); Gatehouse checks them itself, refuses with -32602 and
+ * writes the refusal's audit row like any other.
+ */
+const LooseGetPromptRequest = z.object({
+  method: z.literal("prompts/get"),
+  params: z.object({ name: z.unknown(), arguments: z.unknown().optional() }),
+});
+const LooseReadResourceRequest = z.object({
+  method: z.literal("resources/read"),
+  params: z.object({ uri: z.unknown() }),
+});
+
+/**
  * One session's MCP server: `tools/list` is the enabled catalogue, `tools/call` goes through
  * the call broker (refusals as `isError` results, destructive calls held for a decision), and
  * resources and prompts of servers with an enabled tool pass through read-only: only those their
@@ -45,7 +59,7 @@ export function createAgentServer(
     capabilities: {
       tools: { listChanged: true },
       resources: { listChanged: true },
-      // No prompts list_changed is sent (yet): clients list again when they need to.
+      // Prompts change with the servers behind enabled tools, as resources do: both are told then.
       prompts: { listChanged: true },
     },
     instructions: instructions(holdSeconds(deps.call.waitSeconds)),
@@ -67,8 +81,14 @@ export function createAgentServer(
   // Templates are not passed through: a template admits URIs no server listed (see resources.ts).
   server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: [] }));
   server.setRequestHandler(
-    ReadResourceRequestSchema,
-    answersOnce((req) => readResource(deps, reader, req.params.uri)),
+    LooseReadResourceRequest,
+    answersOnce((req) =>
+      readResource(
+        deps,
+        reader,
+        typeof req.params.uri === "string" ? req.params.uri : (JSON.stringify(req.params.uri) ?? ""),
+      ),
+    ),
   );
   const prompter = { agent: deps.call.requester.name, listed: deps.listed.prompts };
   server.setRequestHandler(
@@ -76,7 +96,7 @@ export function createAgentServer(
     answersOnce(async () => ({ prompts: await listPrompts(deps, prompter.listed) })),
   );
   server.setRequestHandler(
-    GetPromptRequestSchema,
+    LooseGetPromptRequest,
     answersOnce((req) => getPrompt(deps, prompter, req.params)),
   );
   return server;
