@@ -3,7 +3,6 @@ import { ErrorCode, type ReadResourceResult, type Resource } from "@modelcontext
 import { GatehouseError } from "@/lib/errors";
 import { listEnabledTools } from "../catalogue/catalogue";
 import { cleanDescription } from "../catalogue/definition";
-import { SERVER_NAME_PATTERN } from "../config";
 import type { EventBus } from "../events";
 import type { Logger } from "../log";
 import type { McpManager } from "../mcp/manager";
@@ -11,16 +10,20 @@ import { collectPages } from "../mcp/pages";
 import { anyGlobMatches } from "../rules/glob";
 import { writeAudit } from "../store/audit";
 import type { Db } from "../store/db";
+import { LinkedUris, MAX_URI_CHARS, unwrapUri, wrapUri } from "./links";
 import { rpcFailure } from "./rpc";
 import { serverOf } from "./tools";
+
+export { MAX_URI_CHARS, unwrapUri, wrapUri } from "./links";
 
 /**
  * Resources over `/mcp`: what agents may read of the resources of servers with an enabled tool.
  *
  * The rule (chosen over passing resource templates through): a `resources/read` reaches the
  * server only for a URI the server itself listed in the latest `resources/list` Gatehouse
- * fetched of it, or one matching a glob of the server's `resources.allow` in the config (an
- * owner's decision, made ahead, for resources a server serves without listing them). Templates
+ * fetched of it, or put in a tool result passed to an agent over `/mcp` (links.ts), or one
+ * matching a glob of the server's `resources.allow` in the config (an owner's decision, made
+ * ahead, for resources a server serves without listing them). Templates
  * are never passed through: `resources/templates/list` is empty. Every read, allowed or
  * refused, writes an audit row with the agent's token name; a refusal answers "resource not
  * found" (-32002) with the same words whatever the reason, so an agent cannot probe what exists.
@@ -32,8 +35,6 @@ export const RESOURCE_NOT_FOUND = -32002;
 const MAX_PAGES = 10;
 /** Most resources listed per server; a read of one past it is refused like any unlisted URI. */
 const MAX_PER_SERVER = 500;
-/** Longest resource URI listed or read; a resource with a longer one is left out of the list. */
-export const MAX_URI_CHARS = 2048;
 /**
  * Most bytes one read returns to the agent: texts (as UTF-8), blobs (as base64) and content URIs
  * together. A text is cut there; a blob that does not fit is left out (half a blob is no file).
@@ -47,26 +48,6 @@ export const TRUNCATED_META_KEY = "gatehouse/truncated";
 const AUDIT_TEXT_MAX_CHARS = 512;
 /** What every refused read answers: the same words, whether the URI exists or not. */
 const REFUSED_MESSAGE = "Resource not found: only the resources listed by resources/list can be read";
-
-/**
- * A server's resource URI under Gatehouse's prefix: `gatehouse://<server>/<original, encoded>`.
- * The server name is the URI's host, so an agent sees where each resource comes from, and two
- * servers' identical URIs never collide.
- */
-export function wrapUri(server: string, uri: string): string {
-  return `gatehouse://${server}/${encodeURIComponent(uri)}`;
-}
-
-/** The server and original URI of a wrapped URI, or null when it is not one of ours. */
-export function unwrapUri(uri: string): { server: string; uri: string } | null {
-  const m = /^gatehouse:\/\/([^/]+)\/(.+)$/s.exec(uri);
-  if (!m?.[1] || !m[2] || !SERVER_NAME_PATTERN.test(m[1])) return null;
-  try {
-    return { server: m[1], uri: decodeURIComponent(m[2]) };
-  } catch {
-    return null;
-  }
-}
 
 /** Servers whose resources agents may see: those with at least one enabled, callable tool. */
 export function resourceServers(db: Db): string[] {
@@ -152,15 +133,23 @@ export class Listings {
 }
 
 /**
- * The resource URIs each server listed last ({@link Listings}), and beside them, under the same
- * rules but kept apart, the names of the prompts each listed last (prompts.ts).
+ * The resource URIs each server listed last ({@link Listings}); beside them, kept apart, the URIs
+ * each linked in tool results ({@link LinkedUris}: bounded, not replaced by a new list), and,
+ * under the rules of listings, the names of the prompts each listed last (prompts.ts).
  */
 export class ListedResources extends Listings {
   readonly prompts: Listings;
+  readonly linked: LinkedUris;
 
-  constructor(minIntervalMs = RELIST_MIN_INTERVAL_MS, now: () => number = Date.now) {
+  /** `maxLinkedPerServer`: default `MAX_LINKED_PER_SERVER` (links.ts). */
+  constructor(
+    minIntervalMs = RELIST_MIN_INTERVAL_MS,
+    now: () => number = Date.now,
+    maxLinkedPerServer?: number,
+  ) {
     super(minIntervalMs, now);
     this.prompts = new Listings(minIntervalMs, now);
+    this.linked = new LinkedUris(maxLinkedPerServer);
   }
 }
 
@@ -280,8 +269,9 @@ function refuse(deps: ResourceDeps, ctx: ReadContext, subject: string, why: stri
 }
 
 /**
- * Why `target` may be read — "listed" or "allowed by resources.allow" — or null. A URI missing
- * from the session's last list of its server gets that server listed again ({@link
+ * Why `target` may be read — "listed", "linked by a tool result" or "allowed by resources.allow"
+ * — or null. A URI missing from the last list of its server, and not linked, gets that server
+ * listed again ({@link
  * ListedResources.refresh}: bounded), once, and is then judged on that list.
  */
 async function permission(
@@ -291,6 +281,7 @@ async function permission(
 ): Promise<string | null> {
   const { server, uri } = target;
   if (ctx.listed.has(server, uri)) return "listed";
+  if (ctx.listed.linked.has(server, uri)) return "linked by a tool result";
   const allow = deps.manager.servers.find((s) => s.name === server)?.resources?.allow ?? [];
   if (allowedByOwner(allow, uri)) return "allowed by resources.allow";
   if (uri.length > MAX_URI_CHARS) return null;
@@ -306,8 +297,8 @@ async function permission(
 
 /**
  * `resources/read` of a wrapped URI, passed to its server while that server still has an
- * enabled tool and the URI is one the server listed or an owner allowed (see the top of this
- * file); refused with -32002 otherwise. Content URIs come back wrapped too; what comes back is
+ * enabled tool and the URI is one the server listed or linked, or an owner allowed (see the top
+ * of this file); refused with -32002 otherwise. Content URIs come back wrapped too; what comes back is
  * bounded by {@link RESOURCE_READ_MAX_BYTES}. Every read writes one audit row, `resource.read`
  * (allowed: why, size, any cut, or the server's error) or `resource.refused` (why), with the
  * agent as actor and `<server> <original URI>` as subject.

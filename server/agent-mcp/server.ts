@@ -24,7 +24,7 @@ function instructions(waitSeconds: number): string {
     "A denial comes back as an error result with the reviewer's reason.",
     "If nobody has decided in time, the error result names the call id; the call stays pending and can be checked with GET /api/calls/<id>?wait=60 using the same bearer token.",
     "Cancelling the request withdraws a pending call.",
-    "Resources of the servers behind the enabled tools are listed by resources/list under gatehouse://<server>/<uri>; only those (and any an owner allowed) can be read, and every read is recorded.",
+    "Resources of the servers behind the enabled tools are listed by resources/list under gatehouse://<server>/<uri>; only those, those a tool result links to, and any an owner allowed can be read, and every read is recorded.",
     "Prompts of the same servers are listed by prompts/list, named <server>_<prompt>; only those can be got with prompts/get (arguments are strings), and every get is recorded.",
   ].join(" ");
 }
@@ -70,7 +70,7 @@ export function createAgentServer(
   );
   server.setRequestHandler(
     CallToolRequestSchema,
-    answersOnce((req, extra) => callTool(deps.call, req.params, extra)),
+    answersOnce((req, extra) => callTool(deps.call, req.params, extra, deps)),
   );
   // What the servers listed (shared by every session): the URIs an agent may read without an owner's glob.
   const reader = { agent: deps.call.requester.name, listed: deps.listed };

@@ -14,6 +14,8 @@ import type { CallBroker, Requester } from "../calls/broker";
 import { cleanDescription } from "../catalogue/definition";
 import type { EventBus } from "../events";
 import type { Logger } from "../log";
+import { linkResult } from "./links";
+import type { ListedResources, ResourceDeps } from "./resources";
 
 /** `_meta` key on every `tools/call` result that went through the broker: the call's id and status. */
 export const CALL_META_KEY = "gatehouse/call";
@@ -108,14 +110,28 @@ function isToolResult(value: unknown): value is CallToolResult {
   );
 }
 
-/** The answer for a call in a final status. */
-export function finalResult(call: CallView, checkUrl: string): CallToolResult {
+/**
+ * Where the resource links of tool results are recorded, and how long their descriptions may be:
+ * the endpoint's shared listings (so a linked URI can be read, resources.ts) and the catalogue's
+ * description bound.
+ */
+export type LinkContext = Pick<ResourceDeps, "descriptionMaxChars"> & { listed: ListedResources };
+
+/**
+ * The answer for a call in a final status. The tool's own result comes with its resource links
+ * rewritten to `gatehouse://` URIs and recorded in `links` ({@link linkResult}); REST answers
+ * keep the server's URIs (see there why).
+ */
+export function finalResult(call: CallView, checkUrl: string, links: LinkContext): CallToolResult {
   const meta = { [CALL_META_KEY]: { id: call.id, status: call.status } };
   switch (call.status) {
     case "succeeded":
     case "failed":
       // The tool's own answer, including a result it marked isError.
-      if (isToolResult(call.result)) return { ...call.result, _meta: { ...call.result._meta, ...meta } };
+      if (isToolResult(call.result)) {
+        const linked = linkResult(call.server, call.result, links.listed.linked, links.descriptionMaxChars);
+        return { ...linked, _meta: { ...call.result._meta, ...meta } };
+      }
       if (call.status === "succeeded") {
         return text(
           `Call ${call.id} succeeded, but its result is too large to return in full; see ${checkUrl}.`,
@@ -171,12 +187,14 @@ export function stillWaitingResult(call: CallView, waitSeconds: number, checkUrl
  * `tools/call`: refusals become an `isError` result saying why; a read-only tool answers with its
  * result; a destructive one becomes the same pending call as `POST /api/calls` and the request
  * is held until a decision (or `waitSeconds`), with progress notifications when the client gave a
- * progress token. The client's cancellation withdraws the pending call.
+ * progress token. The client's cancellation withdraws the pending call. Resource links in the
+ * tool's result reach the agent as `gatehouse://` URIs it may read (`links`, {@link finalResult}).
  */
 export async function callTool(
   ctx: CallContext,
   params: { name: string; arguments?: Record<string, unknown> },
   extra: Extra,
+  links: LinkContext,
 ): Promise<CallToolResult> {
   let outcome: Awaited<ReturnType<CallBroker["request"]>>;
   try {
@@ -190,8 +208,8 @@ export async function callTool(
   }
   const checkUrl = `${ctx.baseUrl}/api/calls/${outcome.call.id}`;
   if (outcome.httpStatus === 200 || isFinalCallStatus(outcome.call.status))
-    return finalResult(outcome.call, checkUrl);
-  return hold(ctx, outcome.call, extra, checkUrl);
+    return finalResult(outcome.call, checkUrl, links);
+  return hold(ctx, outcome.call, extra, checkUrl, links);
 }
 
 async function hold(
@@ -199,6 +217,7 @@ async function hold(
   call: CallView,
   extra: Extra,
   checkUrl: string,
+  links: LinkContext,
 ): Promise<CallToolResult> {
   const { id } = call;
   const seconds = holdSeconds(ctx.waitSeconds);
@@ -239,7 +258,7 @@ async function hold(
     }
     // After a cancellation or teardown the SDK sends nothing; the call stays in the store.
     return isFinalCallStatus(view.status)
-      ? finalResult(view, checkUrl)
+      ? finalResult(view, checkUrl, links)
       : stillWaitingResult(view, seconds, checkUrl);
   } finally {
     clearInterval(timer);

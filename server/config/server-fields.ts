@@ -9,7 +9,7 @@ import type { ServerResourcesConfig } from "./types";
 /**
  * The fields of one `mcpServers` entry that need more than a number or a boolean: what a stdio
  * server runs (command, args, env, cwd), what an HTTP server is sent (headers), `allowTools`,
- * `resources` and `maxArgumentBytes`.
+ * `resources` and `maxArgumentBytes` (`roots` has server-roots.ts).
  * Each reader gets the value as written and its JSON path, and reports every problem it finds.
  */
 

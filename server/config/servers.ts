@@ -22,6 +22,7 @@ import {
   readMaxArgumentBytes,
   readResources,
 } from "./server-fields";
+import { readRoots } from "./server-roots";
 import type { ServerConfig, Transport, ValidateOptions } from "./types";
 
 /**
@@ -47,6 +48,7 @@ const SERVER_KEYS = [
   "enabled",
   "resources",
   "maxArgumentBytes",
+  "roots",
 ] as const;
 
 /** Keys other MCP clients use, so a pasted entry gets a real fix rather than a bare "unknown". */
@@ -189,6 +191,7 @@ export function validateServer(
   const allowTools = readAllowTools(raw, path, maxTools, issues);
   const resources = readResources(raw, path, issues);
   const maxArgumentBytes = readMaxArgumentBytes(raw, path, issues);
+  const roots = readRoots(raw, path, expand, issues);
 
   return {
     name,
@@ -209,6 +212,7 @@ export function validateServer(
     // Absent rather than empty when the entry has none, like the file.
     ...(resources ? { resources } : {}),
     ...(maxArgumentBytes !== undefined ? { maxArgumentBytes } : {}),
+    ...(roots ? { roots } : {}),
   };
 }
 

@@ -50,6 +50,20 @@ export interface ServerConfig {
    * applies. It can only lower that bound (see `ARGUMENT_BYTES` in server-fields.ts).
    */
   maxArgumentBytes?: number;
+  /**
+   * `roots`: what Gatehouse answers when the server asks for its roots (`roots/list`), in the
+   * file's order; absent when the entry has none, and then the server is told none. At most 50,
+   * each an absolute `file://` URI, no URI twice (see `readRoots` in server-roots.ts).
+   */
+  roots?: ServerRoot[];
+}
+
+/** One entry of a server's `roots`: a folder (or file) the server is told it may work on. */
+export interface ServerRoot {
+  /** An absolute `file://` URI without host, query or fragment, `${VAR}`-expanded, as URL parsing gives it back. */
+  uri: string;
+  /** A name for the root, shown by servers that show one; absent when the entry has none. */
+  name?: string;
 }
 
 /**

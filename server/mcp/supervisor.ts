@@ -124,7 +124,7 @@ export class ServerSupervisor {
     this.setState("connecting", detail);
     const client = newClient(() => {
       if (gen === this.generation) this.scheduleRefresh();
-    });
+    }, this.config.roots);
     let transport: Transport;
     try {
       transport = this.makeTransport();
