@@ -5,7 +5,7 @@ import { LoginThrottle } from "./auth/access";
 import { issueSetupCode } from "./auth/users";
 import { CallBroker } from "./calls/broker";
 import { hasChanges, type SyncSummary, syncServerTools } from "./catalogue/catalogue";
-import { type GatehouseConfig, substitutedValues } from "./config";
+import { CREDENTIAL_NAME, type GatehouseConfig, substitutedValues } from "./config";
 import { EventBus } from "./events";
 import { endGrantsForChanges } from "./grants";
 import { logger, registerSecrets } from "./log";
@@ -59,9 +59,6 @@ export function createRuntime(opts: RuntimeOptions): Runtime {
   }
 }
 
-/** Names of variables that hold a credential, whatever their value looks like. */
-const SECRET_NAME = /key|token|secret|pass|auth|credential|cookie|session|private|signature/i;
-
 /**
  * Whether a value looks like a credential on its own: long and mixing letters with digits, or
  * carrying a URL's user-info. Plain words and flags (`warn`, `true`, `production`) do not: were
@@ -80,7 +77,7 @@ function looksLikeCredential(value: string): boolean {
  */
 export function envSecrets(vars: Record<string, string>): string[] {
   return Object.entries(vars)
-    .filter(([name, value]) => value.length > 0 && (SECRET_NAME.test(name) || looksLikeCredential(value)))
+    .filter(([name, value]) => value.length > 0 && (CREDENTIAL_NAME.test(name) || looksLikeCredential(value)))
     .map(([, value]) => value);
 }
 

@@ -6,7 +6,7 @@
  * and every get, passed or refused, is an audit row under the agent's token name.
  */
 import path from "node:path";
-import { ErrorCode, GetPromptResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, GetPromptResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { connectMcp } from "@/test/support/mcp";
 import {
@@ -21,6 +21,7 @@ import {
 import { logger } from "../log";
 import { serverViews } from "../servers/status";
 import { type AuditRow, listAuditByActions } from "../store/audit";
+import { rpcRefusal } from "./files-fixtures";
 import {
   boundMessages,
   getPrompt,
@@ -48,15 +49,7 @@ async function connect() {
 }
 
 /** The JSON-RPC error `p` fails with: a client's `McpError`, or a handler's (RpcFailure is one). */
-async function refusal(p: Promise<unknown>): Promise<{ code: number; message: string }> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof McpError) return err;
-    throw err;
-  }
-  throw new Error("expected a JSON-RPC error");
-}
+const refusal = rpcRefusal;
 
 const prefixes = (message: string) => message.match(/MCP error -?\d+:/g)?.length ?? 0;
 

@@ -4,58 +4,23 @@
  * through `GET /api/resource-reads` for reviewers and owners, newest first and paged, with the
  * agent's token name; and each read tells browsers to refresh.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { pathToFileURL } from "node:url";
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import type { LiveEvent, ResourceReadsPage } from "@/lib/api-types";
 import type { ErrorBody } from "@/lib/errors";
-import { connectMcp } from "@/test/support/mcp";
-import {
-  bodyOf,
-  createAgentToken,
-  createTestUser,
-  enableTool,
-  REPO_ROOT,
-  request,
-  startTestRuntime,
-  type TestRuntime,
-  waitForEvent,
-} from "@/test/support/runtime";
+import { bodyOf, createTestUser, request, waitForEvent } from "@/test/support/runtime";
 import { logger } from "../log";
 import { writeAudit } from "../store/audit";
+import { filesFixture, rpcRefusal } from "./files-fixtures";
 import { listResourceReads } from "./reads";
-import { ListedResources, RESOURCE_NOT_FOUND, readResource, wrapUri } from "./resources";
+import { ListedResources, RESOURCE_NOT_FOUND, readResource } from "./resources";
 
-const FILES = path.join(REPO_ROOT, "test/fixtures/servers/files.mjs");
-
-let root: string;
-/** `file://` URI of a path under the served folder, as the fixture lists it. */
-const fileUri = (...parts: string[]) => pathToFileURL(path.join(root, ...parts)).href;
-const wrapped = (uri: string) => wrapUri("files", uri);
-
-let rt: TestRuntime;
-let token: string;
+const files = filesFixture("gatehouse-reads-");
+const { fileUri, wrapped, connect } = files;
 let reviewerCookie: string;
-const cleanups: (() => Promise<void>)[] = [];
-
-async function connect() {
-  const c = await connectMcp({ token });
-  cleanups.push(() => c.close());
-  return c.client;
-}
 
 /** A read Gatehouse refuses: the -32002 every refusal answers. */
 async function refused(p: Promise<unknown>): Promise<void> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof McpError && err.code === RESOURCE_NOT_FOUND) return;
-    throw err;
-  }
-  throw new Error("expected the read to be refused");
+  expect((await rpcRefusal(p)).code).toBe(RESOURCE_NOT_FOUND);
 }
 
 /** `GET /api/resource-reads` as the reviewer; `query` without the `?`. */
@@ -67,42 +32,9 @@ async function readsPage(query = ""): Promise<ResourceReadsPage> {
   return bodyOf<ResourceReadsPage>(res);
 }
 
-beforeAll(() => {
-  root = mkdtempSync(path.join(tmpdir(), "gatehouse-reads-"));
-  writeFileSync(path.join(root, "notes.md"), "# Notes\nlisted\n");
-  writeFileSync(path.join(root, ".secret"), "not listed\n");
-  mkdirSync(path.join(root, "drafts"));
-  writeFileSync(path.join(root, "drafts", "plan.md"), "allowed by the owner\n");
-});
-
-afterAll(() => rmSync(root, { recursive: true, force: true }));
-
 describe("GET /api/resource-reads", () => {
   beforeEach(async () => {
-    rt = await startTestRuntime({
-      servers: {
-        files: {
-          command: "node",
-          args: [FILES, root],
-          enabled: true,
-          resources: { allow: [`${pathToFileURL(path.join(root, "drafts")).href}/*`] },
-        },
-      },
-    });
-    const ready = () => rt.runtime.manager.get("files").snapshot().state === "ready";
-    await waitForEvent(rt.runtime.bus, (e) => e.type === "server" && ready(), {
-      already: ready,
-      timeoutMs: 20_000,
-      what: () => "the files fixture to be ready",
-    });
-    enableTool(rt.runtime, "files_list_count");
-    token = createAgentToken(rt.runtime, "bot");
-    reviewerCookie = (await createTestUser(rt.runtime, "rita", ["reviewer"])).cookie;
-  }, 30_000);
-
-  afterEach(async () => {
-    for (const c of cleanups.splice(0).reverse()) await c();
-    await rt.stop();
+    reviewerCookie = (await createTestUser(files.rt.runtime, "rita", ["reviewer"])).cookie;
   });
 
   it("a listed read and a refused read are listed with the agent's name, newest first", async () => {
@@ -135,7 +67,7 @@ describe("GET /api/resource-reads", () => {
   it("a read through /mcp tells open browsers to refresh their list of reads", async () => {
     const client = await connect();
     await client.listResources();
-    const told = waitForEvent(rt.runtime.bus, (e) => e.type === "resources", {
+    const told = waitForEvent(files.rt.runtime.bus, (e) => e.type === "resources", {
       what: () => "a resources event",
     });
     await client.readResource({ uri: wrapped(fileUri("notes.md")) });
@@ -163,13 +95,13 @@ describe("GET /api/resource-reads", () => {
 
   it("a page holds 50 reads unless asked, at most 200, and no other audit rows", async () => {
     for (let i = 0; i < 230; i++) {
-      writeAudit(rt.runtime.db, {
+      writeAudit(files.rt.runtime.db, {
         actor: "bot",
         action: i % 2 ? "resource.read" : "resource.refused",
         subject: `files file:///r/${i}`,
         detail: i % 2 ? "listed; 1 bytes" : "not listed by the server",
       });
-      writeAudit(rt.runtime.db, { actor: "bot", action: "call.refused", subject: "demo_add_note" });
+      writeAudit(files.rt.runtime.db, { actor: "bot", action: "call.refused", subject: "demo_add_note" });
     }
     const byDefault = await readsPage();
     expect(byDefault.reads).toHaveLength(50);
@@ -184,7 +116,7 @@ describe("GET /api/resource-reads", () => {
       expect((await bodyOf<ErrorBody>(res)).error.code).toBe("bad_request");
     }
     // The server function bounds what it is asked for itself.
-    expect(listResourceReads(rt.runtime.db, { limit: 10_000 }).reads).toHaveLength(200);
+    expect(listResourceReads(files.rt.runtime.db, { limit: 10_000 }).reads).toHaveLength(200);
   }, 30_000);
 
   it("only reviewers and owners see reads: an agent token gets 403, no one signed in 401", async () => {
@@ -192,14 +124,14 @@ describe("GET /api/resource-reads", () => {
     await client.listResources();
     await client.readResource({ uri: wrapped(fileUri("notes.md")) });
 
-    const asAgent = await request("GET", "/api/resource-reads", { bearer: token });
+    const asAgent = await request("GET", "/api/resource-reads", { bearer: files.token });
     expect(asAgent.status).toBe(403);
     expect((await bodyOf<ErrorBody>(asAgent)).error.code).toBe("forbidden");
     const anonymous = await request("GET", "/api/resource-reads");
     expect(anonymous.status).toBe(401);
     expect((await bodyOf<ErrorBody>(anonymous)).error.code).toBe("unauthenticated");
 
-    const owner = await createTestUser(rt.runtime, "olga", ["owner"]);
+    const owner = await createTestUser(files.rt.runtime, "olga", ["owner"]);
     for (const cookie of [reviewerCookie, owner.cookie]) {
       const res = await request("GET", "/api/resource-reads", { cookie });
       expect(res.status).toBe(200);
@@ -221,17 +153,17 @@ describe("GET /api/resource-reads", () => {
 
   it("each read and refusal tells browsers to refresh, once its row is in the list", async () => {
     const seen: { event: LiveEvent; listed: number }[] = [];
-    const unsubscribe = rt.runtime.bus.subscribe((event) => {
+    const unsubscribe = files.rt.runtime.bus.subscribe((event) => {
       if (event.type === "resources")
-        seen.push({ event, listed: listResourceReads(rt.runtime.db).reads.length });
+        seen.push({ event, listed: listResourceReads(files.rt.runtime.db).reads.length });
     });
     try {
       const deps = {
-        db: rt.runtime.db,
-        manager: rt.runtime.manager,
+        db: files.rt.runtime.db,
+        manager: files.rt.runtime.manager,
         log: logger("test-reads"),
         descriptionMaxChars: 1024,
-        bus: rt.runtime.bus,
+        bus: files.rt.runtime.bus,
       };
       const ctx = { agent: "bot", listed: new ListedResources(0) };
       await readResource(deps, ctx, wrapped(fileUri("notes.md")));

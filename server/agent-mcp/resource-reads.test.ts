@@ -4,24 +4,15 @@
  * what the server listed or an owner allowed in `resources.allow`, and every read, allowed or
  * refused, is an audit row under the agent's token name.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { ErrorCode, McpError, ReadResourceResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, ReadResourceResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { sql } from "drizzle-orm";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { connectMcp } from "@/test/support/mcp";
-import {
-  createAgentToken,
-  enableTool,
-  REPO_ROOT,
-  startTestRuntime,
-  type TestRuntime,
-  waitForEvent,
-} from "@/test/support/runtime";
+import { describe, expect, it } from "vitest";
 import { logger } from "../log";
 import { type AuditRow, listAuditByActions } from "../store/audit";
+import { filesFixture, rpcRefusal } from "./files-fixtures";
 import {
   ListedResources,
   RESOURCE_NOT_FOUND,
@@ -29,43 +20,23 @@ import {
   type ResourceDeps,
   readResource,
   TRUNCATED_META_KEY,
-  wrapUri,
 } from "./resources";
 
-const FILES = path.join(REPO_ROOT, "test/fixtures/servers/files.mjs");
+const files = filesFixture("gatehouse-files-");
+const { fileUri, wrapped, connect } = files;
 
-let root: string;
-/** `file://` URI of a path under the served folder, as the fixture lists it. */
-const fileUri = (...parts: string[]) => pathToFileURL(path.join(root, ...parts)).href;
-const wrapped = (uri: string) => wrapUri("files", uri);
-
-let rt: TestRuntime;
-let token: string;
-const cleanups: (() => Promise<void>)[] = [];
-
-async function connect() {
-  const c = await connectMcp({ token });
-  cleanups.push(() => c.close());
-  return c.client;
-}
-
-async function refusal(p: Promise<unknown>): Promise<McpError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof McpError) return err;
-    throw err;
-  }
-  throw new Error("expected a JSON-RPC error");
-}
+const refusal = rpcRefusal;
 
 function reads(): AuditRow[] {
-  return listAuditByActions(rt.runtime.db, { actions: ["resource.read", "resource.refused"], limit: 100 });
+  return listAuditByActions(files.rt.runtime.db, {
+    actions: ["resource.read", "resource.refused"],
+    limit: 100,
+  });
 }
 
 /** How many `resources/list` requests the fixture has answered (its `list_count` tool). */
 async function listsServed(): Promise<number> {
-  const res = await rt.runtime.manager
+  const res = await files.rt.runtime.manager
     .get("files")
     .read((client, options) => client.callTool({ name: "list_count", arguments: {} }, undefined, options));
   const first = (res.content as { type: string; text?: string }[])[0];
@@ -74,50 +45,14 @@ async function listsServed(): Promise<number> {
 
 function deps(): ResourceDeps {
   return {
-    db: rt.runtime.db,
-    manager: rt.runtime.manager,
+    db: files.rt.runtime.db,
+    manager: files.rt.runtime.manager,
     log: logger("test-resources"),
     descriptionMaxChars: 1024,
   };
 }
 
-beforeAll(() => {
-  root = mkdtempSync(path.join(tmpdir(), "gatehouse-files-"));
-  writeFileSync(path.join(root, "notes.md"), "# Notes\nlisted\n");
-  writeFileSync(path.join(root, ".secret"), "not listed\n");
-  mkdirSync(path.join(root, "drafts"));
-  writeFileSync(path.join(root, "drafts", "plan.md"), "allowed by the owner\n");
-});
-
-afterAll(() => rmSync(root, { recursive: true, force: true }));
-
 describe("resources/read through /mcp", () => {
-  beforeEach(async () => {
-    rt = await startTestRuntime({
-      servers: {
-        files: {
-          command: "node",
-          args: [FILES, root],
-          enabled: true,
-          resources: { allow: [`${pathToFileURL(path.join(root, "drafts")).href}/*`] },
-        },
-      },
-    });
-    const ready = () => rt.runtime.manager.get("files").snapshot().state === "ready";
-    await waitForEvent(rt.runtime.bus, (e) => e.type === "server" && ready(), {
-      already: ready,
-      timeoutMs: 20_000,
-      what: () => "the files fixture to be ready",
-    });
-    enableTool(rt.runtime, "files_list_count");
-    token = createAgentToken(rt.runtime, "bot");
-  }, 30_000);
-
-  afterEach(async () => {
-    for (const c of cleanups.splice(0).reverse()) await c();
-    await rt.stop();
-  });
-
   it("a resource the server listed is read, and the read is audited with the agent's name", async () => {
     const client = await connect();
     const { resources } = await client.listResources();
@@ -137,7 +72,7 @@ describe("resources/read through /mcp", () => {
 
   it("a URI the server never listed is refused with -32002 and audited, though the server would serve it", async () => {
     // The server itself hands out both: the refusal is Gatehouse's.
-    const server = rt.runtime.manager.get("files");
+    const server = files.rt.runtime.manager.get("files");
     for (const uri of ["file:///etc/passwd", fileUri(".secret")]) {
       const direct = await server.read((c, options) => c.readResource({ uri }, options));
       expect(direct.contents.length).toBe(1);
@@ -170,7 +105,7 @@ describe("resources/read through /mcp", () => {
     expect(allowedRow).toMatchObject({ actor: "bot", action: "resource.read" });
     expect(allowedRow?.detail).toMatch(/^allowed by resources\.allow; /);
 
-    const drafts = pathToFileURL(path.join(root, "drafts")).href;
+    const drafts = pathToFileURL(path.join(files.root, "drafts")).href;
     for (const wayOut of [
       `${drafts}/../.secret`,
       `${drafts}/%2e%2e/.secret`,
@@ -203,7 +138,7 @@ describe("resources/read through /mcp", () => {
   }, 30_000);
 
   it("a resource over the read bound comes back cut, marked and audited as cut", async () => {
-    const big = path.join(root, "big.txt");
+    const big = path.join(files.root, "big.txt");
     // Multi-byte characters, so the cut has to land between characters.
     writeFileSync(big, "é".repeat(RESOURCE_READ_MAX_BYTES));
     try {
@@ -227,7 +162,7 @@ describe("resources/read through /mcp", () => {
     const client = await connect();
     await client.listResources();
     // The store refuses the audit row, as a full disk would.
-    rt.runtime.db.run(
+    files.rt.runtime.db.run(
       sql.raw(
         "CREATE TEMP TRIGGER no_reads BEFORE INSERT ON audit_events WHEN NEW.action LIKE 'resource.%' BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END",
       ),
@@ -244,7 +179,7 @@ describe("resources/read through /mcp", () => {
     const ctx = { agent: "bot", listed };
     const first = await readResource(deps(), ctx, wrapped(fileUri("notes.md")));
     expect(first.contents).toHaveLength(1);
-    const later = path.join(root, "later.md");
+    const later = path.join(files.root, "later.md");
     writeFileSync(later, "new\n");
     try {
       const before = await listsServed();

@@ -54,6 +54,12 @@ export function writtenForm(value: string): string | undefined {
 }
 const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?$/s;
 
+/**
+ * Names of variables that hold a credential, whatever their value looks like: the one reading
+ * of "this name says secret", for the warning on `${VAR}` in args and for what is redacted.
+ */
+export const CREDENTIAL_NAME = /key|token|secret|pass|auth|credential|cookie|session|private|signature/i;
+
 /** Result of expanding `${VAR}` references in one string. */
 export interface Expansion {
   value: string;

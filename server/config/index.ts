@@ -5,7 +5,7 @@
  */
 export { ConfigError, childPath, describeTarget, formatIssues, safeSmtpUrl, safeUrl } from "./display";
 export type { Expansion } from "./expand";
-export { expandVars, substitutedValues } from "./expand";
+export { CREDENTIAL_NAME, expandVars, substitutedValues } from "./expand";
 export { configPathFromEnv, loadConfig, loadConfigFile, scanJson } from "./load";
 export { closestKey, LIMITS } from "./readers";
 export { SERVER_NAME_PATTERN } from "./servers";

@@ -1,7 +1,7 @@
 import "server-only";
 import { resolve as resolvePath } from "node:path";
 import { childPath } from "./display";
-import { writeRefs } from "./expand";
+import { CREDENTIAL_NAME, writeRefs } from "./expand";
 import type { Expander, Issues, Json } from "./readers";
 import { checkKeys, describeGiven, isObject, show, typeName } from "./readers";
 import type { ServerResourcesConfig } from "./types";
@@ -13,7 +13,6 @@ import type { ServerResourcesConfig } from "./types";
  * Each reader gets the value as written and its JSON path, and reports every problem it finds.
  */
 
-const SECRET_LOOKING_NAME = /TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH/i;
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 /** `command`: a non-empty program name; null when it is not one. `hasArgs`: whether the entry has "args". */
@@ -49,7 +48,7 @@ export function readArgs(value: unknown, where: string, expand: Expander, issues
       return;
     }
     const expanded = expand(arg, at);
-    const secretish = expanded.names.filter((n) => SECRET_LOOKING_NAME.test(n));
+    const secretish = expanded.names.filter((n) => CREDENTIAL_NAME.test(n));
     if (secretish.length > 0) {
       issues.warn(
         at,
