@@ -15,5 +15,10 @@ export default defineConfig({
   },
   test: {
     include: ["server/**/*.test.ts", "lib/**/*.test.ts", "test/**/*.test.ts"],
+    // Tests start real processes: the CLI through tsx (about a second each on an idle 2-core
+    // machine, several under CI's load; some tests start it twice), MCP servers, Gatehouse
+    // itself. Vitest's 5 s default then fails a test that is only slow. A test waiting for an
+    // event that never comes still fails, at this bound or at its own.
+    testTimeout: 30_000,
   },
 });

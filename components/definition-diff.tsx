@@ -6,7 +6,13 @@
 import type { ReactNode } from "react";
 import { Badge } from "@/components/ui";
 import { VisibleText } from "@/components/visible-text";
-import type { AnnotationFlip, SchemaChange, TextDiffPart, ToolChangeView } from "@/lib/api-types";
+import type {
+  AnnotationFlip,
+  SchemaChange,
+  TextDiffPart,
+  ToolChangeView,
+  ToolIconView,
+} from "@/lib/api-types";
 import { prettyJson } from "@/lib/format";
 
 /** Schema changes shown per schema before "and N more". */
@@ -64,6 +70,22 @@ export function DefinitionDiffView({ change }: { change: ToolChangeView }) {
         </Section>
       ) : null}
 
+      {diff.title ? (
+        <Section title="Title">
+          <p>
+            <Before text={diff.title.before} /> → <After text={diff.title.after} />
+          </p>
+        </Section>
+      ) : null}
+
+      {diff.icons ? (
+        <Section title="Icons">
+          <p className="flex flex-wrap items-center gap-2">
+            <ToolIcons icons={before.icons} /> → <ToolIcons icons={after.icons} />
+          </p>
+        </Section>
+      ) : null}
+
       {diff.description ? (
         <Section title="Description">
           <TextDiff parts={diff.description} />
@@ -81,6 +103,49 @@ export function DefinitionDiffView({ change }: { change: ToolChangeView }) {
         </Section>
       ) : null}
     </div>
+  );
+}
+
+function Before({ text }: { text: string | null }) {
+  if (text === null) return <Absent />;
+  return (
+    <del className="bg-rose-100 text-rose-900">
+      <VisibleText text={text} />
+    </del>
+  );
+}
+
+function After({ text }: { text: string | null }) {
+  if (text === null) return <Absent />;
+  return (
+    <ins className="bg-emerald-100 text-emerald-900 no-underline">
+      <VisibleText text={text} />
+    </ins>
+  );
+}
+
+/**
+ * A tool's icons at 24 px. Their `src` is always a `data:` URI of a raster image (the catalogue
+ * lets nothing else through), so showing them fetches nothing from a tool server; an `<img>`
+ * runs no script whatever the bytes are.
+ */
+export function ToolIcons({ icons }: { icons: ToolIconView[] | undefined }) {
+  if (!icons || icons.length === 0) return <span className="text-zinc-400">(no icons)</span>;
+  return (
+    <span className="inline-flex gap-1.5">
+      {icons.map((icon, i) => (
+        // biome-ignore lint/performance/noImgElement: a data: URI; next/image would only pass it through.
+        <img
+          // biome-ignore lint/suspicious/noArrayIndexKey: the server's order, which does not change here.
+          key={i}
+          src={icon.src}
+          alt={icon.sizes ? `icon ${icon.sizes.join(" ")}` : "icon"}
+          width={24}
+          height={24}
+          className="size-6 rounded border border-zinc-200 bg-white object-contain"
+        />
+      ))}
+    </span>
   );
 }
 

@@ -88,6 +88,15 @@ function ServerCard({ server }: { server: ServerView }) {
             </dd>
           </>
         ) : null}
+        {server.protocolVersion ? (
+          <>
+            <dt className="text-zinc-500">Protocol</dt>
+            <dd>
+              MCP {server.protocolVersion}
+              {server.protocolVersion >= "2026" ? " (stateless)" : ""}
+            </dd>
+          </>
+        ) : null}
         {server.state === "ready" && server.readySince ? (
           <>
             <dt className="text-zinc-500">Ready since</dt>

@@ -1,7 +1,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { useId, useMemo, useState } from "react";
 import { describeAction, describeChange } from "@/components/change-text";
-import { DefinitionDiffView, JsonBlock } from "@/components/definition-diff";
+import { DefinitionDiffView, JsonBlock, ToolIcons } from "@/components/definition-diff";
 import { Button, ErrorAlert, Loading } from "@/components/ui";
 import { type ToolUpdate, useUpdateTool } from "@/components/use-update-tool";
 import { VisibleText } from "@/components/visible-text";
@@ -102,16 +102,36 @@ export function ToolDetails({ tool }: { tool: CatalogueToolView }) {
         </summary>
         <div className="mt-2 grid gap-3 lg:grid-cols-2">
           <div className="space-y-1">
+            {tool.title ? (
+              <>
+                <p className="text-xs font-semibold uppercase tracking-wide text-zinc-500">Title</p>
+                <p className="break-words text-zinc-800">
+                  <VisibleText text={tool.title} />
+                </p>
+              </>
+            ) : null}
             <p className="text-xs font-semibold uppercase tracking-wide text-zinc-500">Description</p>
             <p className="max-h-72 overflow-auto whitespace-pre-wrap break-words rounded-md border border-zinc-200 bg-white p-2 text-zinc-800">
               <VisibleText text={tool.description || "(none)"} />
             </p>
             <p className="text-xs font-semibold uppercase tracking-wide text-zinc-500">Annotations</p>
             <JsonBlock value={tool.annotations} />
+            {tool.icons.length > 0 ? (
+              <>
+                <p className="text-xs font-semibold uppercase tracking-wide text-zinc-500">Icons</p>
+                <ToolIcons icons={tool.icons} />
+              </>
+            ) : null}
           </div>
           <div className="space-y-1">
             <p className="text-xs font-semibold uppercase tracking-wide text-zinc-500">Input schema</p>
             <JsonBlock value={tool.inputSchema} />
+            {tool.outputSchema !== null ? (
+              <>
+                <p className="text-xs font-semibold uppercase tracking-wide text-zinc-500">Output schema</p>
+                <JsonBlock value={tool.outputSchema} />
+              </>
+            ) : null}
           </div>
         </div>
       </details>

@@ -103,6 +103,13 @@ export const ToolRow = memo(function ToolRow({
           >
             {tool.localName}
           </span>
+          {tool.title ? (
+            <span
+              className={`mt-0.5 block break-words text-xs text-zinc-600 ${expanded ? "" : "line-clamp-2"}`}
+            >
+              {tool.title}
+            </span>
+          ) : null}
         </td>
         <td className="px-3 py-2 align-top">
           <span className="block break-all font-mono text-[0.8125rem] text-zinc-700">{tool.server}</span>

@@ -336,12 +336,15 @@ function syntheticCatalogue(n: number): CatalogueToolView[] {
       availability,
       unusableReason: null,
       definitionHash: i.toString(16).padStart(64, "0"),
+      title: null,
       description:
         i % 11 === 0
           ? `Tool ${i} does several things. ${"It has a long description that wraps over many lines. ".repeat(6)}`
           : `Tool ${i}: reads or writes something.`,
       inputSchema: { type: "object", properties: { q: { type: "string" } } },
+      outputSchema: null,
       annotations: readOnly ? { readOnlyHint: true } : null,
+      icons: [],
       destructive: !readOnly,
       updatedAt: "2026-01-01T00:00:00.000Z",
       approvalReason: readOnly ? null : "no readOnlyHint",

@@ -124,6 +124,8 @@ export interface ServerView {
   nextRetryAt: string | null;
   readySince: string | null;
   serverInfo: { name: string; version: string } | null;
+  /** The MCP revision the live connection speaks ("2026-07-28", or a 2025 one); null when not connected. */
+  protocolVersion: string | null;
   tools: { listed: number; proposed: number; enabled: number; disabled: number; overCap: number };
   stderrTail: string[];
   /** Set while re-lists of this server are held back because its tool list changes too fast; null otherwise. */
@@ -148,9 +150,15 @@ export interface CatalogueToolView {
    * vouching send it back as `expectedHash`, so that what gets pinned is what the owner saw.
    */
   definitionHash: string;
+  /** The tool's display name (MCP `title`), cleaned; null when its server gives none. */
+  title: string | null;
   description: string;
   inputSchema: unknown;
+  /** The schema of the tool's `structuredContent`, as listed; null when it has none. */
+  outputSchema: unknown;
   annotations: Record<string, unknown> | null;
+  /** The tool's icons that passed (see {@link ToolIconView}); empty when none did. */
+  icons: ToolIconView[];
   /**
    * Whether a call waits for a reviewer, as `approvalNeed` (server/catalogue/approval.ts) decides:
    * destructive unless `readOnlyHint: true` or vouched; "Always confirm" makes any tool wait.
@@ -171,12 +179,31 @@ export interface CatalogueToolView {
   change: ToolChangeView | null;
 }
 
+/** An enabled tool as `GET /api/tools` serves it; the optional fields are absent when the tool has none. */
 export interface AgentToolView {
   name: string;
+  /** The tool's display name (MCP `title`), cleaned and capped at 200 characters. */
+  title?: string;
   description: string;
   inputSchema: unknown;
+  /** The schema of the tool's `structuredContent`, as listed (cleaned like the input schema). */
+  outputSchema?: unknown;
   annotations: Record<string, unknown> | null;
+  /** The tool's icons that passed (see {@link ToolIconView}). */
+  icons?: ToolIconView[];
   destructive: boolean;
+}
+
+/**
+ * A tool's icon as Gatehouse passes it on: only a `data:` URI of a PNG, JPEG, GIF or WebP image
+ * whose bytes are of that type, at most 16 KiB, never a URL on a tool server (which a browser or
+ * agent would fetch); `mimeType` only when it names the URI's type, `sizes` only `WxH` or `any`.
+ */
+export interface ToolIconView {
+  src: string;
+  mimeType?: string;
+  sizes?: string[];
+  theme?: "light" | "dark";
 }
 
 /**
@@ -402,10 +429,14 @@ export const MarkChangesReadBody = z.object({ upTo: z.number().int().min(0) }).s
 /** A tool definition exactly as its server listed it: untrusted, always rendered as text. */
 export interface ToolDefinitionView {
   name: string;
+  /** Absent when the tool has no title (so such a definition hashes as before titles were kept). */
+  title?: string;
   description: string;
   inputSchema: unknown;
   outputSchema: unknown;
   annotations: Record<string, unknown> | null;
+  /** Absent when no icon passed (see {@link ToolIconView}). */
+  icons?: ToolIconView[];
 }
 
 /** One run of a text diff; concatenating the non-added runs gives the old text, the non-removed the new. */
@@ -436,11 +467,15 @@ export interface AnnotationFlip {
 
 export interface DefinitionDiff {
   name: { before: string; after: string } | null;
+  /** The title before and after (null: none); null when it did not change. */
+  title: { before: string | null; after: string | null } | null;
   /** Word-level diff of the description; null when it did not change. */
   description: TextDiffPart[] | null;
   inputSchema: SchemaChange[];
   outputSchema: SchemaChange[];
   annotations: AnnotationFlip[];
+  /** The icons differ (the before and after definitions hold them). */
+  icons: boolean;
   /** What changed, in a few words each: ["description", "input schema", "readOnlyHint: true → false"]. */
   summary: string[];
   /** Any annotation flip is riskier. */

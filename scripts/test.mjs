@@ -63,21 +63,44 @@ const e2eOk =
 let passed = 0;
 let failed = 0;
 let skipped = 0;
+/** Names of the tests that failed, printed again just above the closing line so that the tail
+ * of a long CI log says which ones they were. */
+const failures = [];
 try {
   const v = JSON.parse(readFileSync(vitestJson, "utf8"));
   passed += v.numPassedTests;
   failed += v.numFailedTests;
   skipped += v.numPendingTests + (v.numTodoTests ?? 0);
+  for (const file of v.testResults ?? []) {
+    const where = path.relative(root, file.name ?? "");
+    const bad = (file.assertionResults ?? []).filter((t) => t.status === "failed");
+    for (const t of bad) failures.push(`vitest ${where} › ${t.fullName ?? t.title}`);
+    if (bad.length === 0 && file.status === "failed") failures.push(`vitest ${where} (file failed)`);
+  }
 } catch {
   failed += 1;
+  failures.push("vitest: no results");
+}
+/** Every spec in a Playwright JSON report, depth first, with the titles leading to it. */
+function* specsOf(suite, titles = []) {
+  const here = suite.title ? [...titles, suite.title] : titles;
+  for (const spec of suite.specs ?? []) yield { spec, titles: here };
+  for (const child of suite.suites ?? []) yield* specsOf(child, here);
 }
 try {
   const p = JSON.parse(readFileSync(e2eJson, "utf8"));
   passed += p.stats.expected + p.stats.flaky;
   failed += p.stats.unexpected;
   skipped += p.stats.skipped;
+  for (const top of p.suites ?? []) {
+    for (const { spec, titles } of specsOf(top)) {
+      const unexpected = (spec.tests ?? []).some((t) => t.status === "unexpected");
+      if (unexpected) failures.push(`e2e ${[...titles, spec.title].join(" › ")}`);
+    }
+  }
 } catch {
   failed += 1;
+  failures.push("e2e: no results");
 }
 if (!buildOk) failed += 1;
 // The protocol's own conformance suite against /mcp: each scenario that ran counts,
@@ -97,5 +120,12 @@ try {
 const benchOk = buildOk && run("benchmark (smoke)", "npm", ["run", "bench", "--", "--smoke"]);
 if (!benchOk) failed += 1;
 const ok = unitOk && buildOk && e2eOk && conformanceOk && benchOk && failed === 0;
+if (!buildOk) failures.push("build");
+if (buildOk && !conformanceOk) failures.push("conformance (its lines above say which scenario)");
+if (!benchOk) failures.push("benchmark (smoke)");
+if (failures.length > 0) {
+  console.log("\nFailed:");
+  for (const f of failures) console.log(`  ${f}`);
+}
 console.log(`\nTests: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
 process.exit(ok ? 0 : 1);

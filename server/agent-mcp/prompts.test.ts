@@ -84,7 +84,7 @@ describe("prompts through /mcp, against a careless prompt server", () => {
   async function listsServed(): Promise<number> {
     const res = await rt.runtime.manager
       .get("prompter")
-      .read((client, options) => client.callTool({ name: "list_count", arguments: {} }, undefined, options));
+      .read((client, options) => client.callTool({ name: "list_count", arguments: {} }, options));
     return Number((res.content as { text?: string }[])[0]?.text);
   }
 

@@ -38,7 +38,7 @@ function reads(): AuditRow[] {
 async function listsServed(): Promise<number> {
   const res = await files.rt.runtime.manager
     .get("files")
-    .read((client, options) => client.callTool({ name: "list_count", arguments: {} }, undefined, options));
+    .read((client, options) => client.callTool({ name: "list_count", arguments: {} }, options));
   const first = (res.content as { type: string; text?: string }[])[0];
   return Number(first?.text);
 }

@@ -28,10 +28,18 @@ export function serverOf(localName: string): string {
 
 const PASSED_HINTS = ["destructiveHint", "idempotentHint", "openWorldHint"] as const;
 
+/** A JSON schema whose root is an object schema, as MCP requires of input and output schemas. */
+function isObjectSchema(schema: unknown): schema is Tool["inputSchema"] {
+  return schema !== null && typeof schema === "object" && (schema as { type?: unknown }).type === "object";
+}
+
 /**
  * An enabled tool as the agent sees it. The server's annotations are untrusted: only the known
  * keys with the right types pass, and `readOnlyHint` says what Gatehouse enforces — a tool whose
- * calls wait for a reviewer is not read-only, whatever its server claims.
+ * calls wait for a reviewer is not read-only, whatever its server claims. The title, the output
+ * schema (only an object schema, as the spec requires; a client validates `structuredContent`
+ * against it) and the icons (only those the catalogue let through: `data:` URIs) are passed when
+ * the tool has them.
  */
 export function toMcpTool(t: AgentToolView): Tool {
   const given = t.annotations ?? {};
@@ -42,22 +50,24 @@ export function toMcpTool(t: AgentToolView): Tool {
     if (typeof v === "boolean") annotations[key] = v;
   }
   annotations.readOnlyHint = !t.destructive;
-  const schema = t.inputSchema;
-  const inputSchema =
-    schema !== null && typeof schema === "object" && (schema as { type?: unknown }).type === "object"
-      ? (schema as Tool["inputSchema"])
-      : { type: "object" as const };
+  const inputSchema = isObjectSchema(t.inputSchema) ? t.inputSchema : { type: "object" as const };
   const server = serverOf(t.name);
   return {
     name: t.name,
+    ...(typeof t.title === "string" && t.title !== "" ? { title: t.title } : {}),
     // Clients and models need something to read; an empty description says where the tool is from.
     description: t.description || `${t.name.slice(server.length + 1)} from server ${server}`,
     inputSchema,
+    ...(isObjectSchema(t.outputSchema) ? { outputSchema: t.outputSchema } : {}),
     annotations,
+    ...(t.icons && t.icons.length > 0 ? { icons: t.icons } : {}),
   };
 }
 
-/** Everything an agent could see change in `tools/list`, to compare before and after an event. */
+/**
+ * Everything an agent could see change in `tools/list` (title, schemas, annotations and icons
+ * included), to compare before and after an event.
+ */
 export function toolsSignature(tools: AgentToolView[]): string {
   return JSON.stringify(tools.map(toMcpTool));
 }

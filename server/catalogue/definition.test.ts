@@ -189,7 +189,7 @@ describe("cleanSchema", () => {
 describe("definitionOf and the definition hash", () => {
   const clean: Tool = {
     name: "lookup",
-    title: "ignored",
+    title: "Word lookup",
     description: "Looks up a word.",
     inputSchema: { type: "object", properties: { word: { type: "string", description: "The word" } } },
     outputSchema: { type: "object", properties: { meaning: { type: "string", description: "Its meaning" } } },
@@ -198,6 +198,7 @@ describe("definitionOf and the definition hash", () => {
   const tags = "\u{E0049}\u{E0067}\u{E006E}\u{E006F}\u{E0072}\u{E0065}";
   const hidden: Tool = {
     name: `lookup${tags}`,
+    title: `Word\u2060 lookup${tags}`,
     description: `Looks\u200B up\u202E a word.${tags}`,
     inputSchema: {
       type: "object",
@@ -210,9 +211,8 @@ describe("definitionOf and the definition hash", () => {
     annotations: { title: `Look\u00AD up`, readOnlyHint: true },
   };
 
-  it("holds the cleaned texts: name, description, both schemas and the annotations' strings", () => {
-    const { title: _ignored, ...expected } = clean;
-    expect(definitionOf(hidden)).toEqual({ ...expected, annotations: clean.annotations });
+  it("holds the cleaned texts: name, title, description, both schemas and the annotations' strings", () => {
+    expect(definitionOf(hidden)).toEqual(clean);
   });
 
   it("a definition that only adds hidden characters hashes the same: nothing anyone is shown changed", () => {

@@ -1,24 +1,37 @@
 import "server-only";
 import { createHash } from "node:crypto";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { ToolIconView } from "@/lib/api-types";
 import { codePointLabel, HIDDEN_CHARACTER_CLASS } from "@/lib/hidden-text";
 
 /**
  * The parts of a tool that an enabled tool is pinned to, as Gatehouse keeps them: cleaned (see
  * {@link definitionOf}), so what is stored, hashed, pinned, diffed and served is one text.
+ *
+ * `title` and `icons` are absent (never null) when the tool has none: the hash skips absent keys,
+ * so a definition without them hashes exactly as it did before Gatehouse kept them, and an
+ * upgrade changes no pin but those of tools that have a title or an icon that passes.
  */
 export interface ToolDefinition {
   name: string;
+  /** The display name (MCP 2025-06-18), cleaned and capped at {@link TITLE_MAX_CHARS}. */
+  title?: string;
   description: string;
   inputSchema: unknown;
   outputSchema: unknown;
   annotations: Record<string, unknown> | null;
+  /** The icons that pass {@link iconsOf}, in the server's order. */
+  icons?: ToolIconView[];
 }
+
+/** Longest title kept (or `descriptionMaxChars`, when that is shorter). */
+export const TITLE_MAX_CHARS = 200;
 
 /**
  * A listed tool's definition with its texts made safe to show, each capped at `maxChars`
  * (default: no cap): hidden characters ({@link cleanDescription}) removed from the name, the
- * description, the annotations' strings and the texts of both schemas ({@link cleanSchema}).
+ * title, the description, the annotations' strings and the texts of both schemas
+ * ({@link cleanSchema}); its icons only as {@link iconsOf} lets them through.
  *
  * Its hash is the hash of this cleaned form, so a server that only adds or removes hidden
  * characters, or changes a text past the cap, changes nothing anyone is shown and does not
@@ -30,10 +43,13 @@ export function definitionOf(tool: Tool, maxChars = Number.POSITIVE_INFINITY): T
   return cleanDefinition(
     {
       name: typeof tool.name === "string" ? tool.name : "",
+      ...(typeof tool.title === "string" ? { title: tool.title } : {}),
       description: typeof tool.description === "string" ? tool.description : "",
       inputSchema: tool.inputSchema ?? null,
       outputSchema: tool.outputSchema ?? null,
       annotations: (tool.annotations as Record<string, unknown> | undefined) ?? null,
+      // As listed, unchecked: cleanDefinition keeps only what iconsOf lets through.
+      ...(tool.icons !== undefined ? { icons: tool.icons as unknown as ToolIconView[] } : {}),
     },
     maxChars,
   );
@@ -45,14 +61,96 @@ export function definitionOf(tool: Tool, maxChars = Number.POSITIVE_INFINITY): T
  * was what it is now are served clean too.
  */
 export function cleanDefinition(def: ToolDefinition, maxChars = Number.POSITIVE_INFINITY): ToolDefinition {
+  // An empty title (or one of hidden characters only) shows nothing: it is no title.
+  const title =
+    typeof def.title === "string" ? cleanDescription(def.title, Math.min(TITLE_MAX_CHARS, maxChars)) : "";
+  const icons = iconsOf(def.icons);
   return {
     name: cleanDescription(def.name),
+    ...(title !== "" ? { title } : {}),
     description: cleanDescription(def.description, maxChars),
     inputSchema: cleanSchema(def.inputSchema, maxChars),
     outputSchema: cleanSchema(def.outputSchema, maxChars),
     annotations:
       def.annotations === null ? null : (cleanStrings(def.annotations, maxChars) as Record<string, unknown>),
+    ...(icons.length > 0 ? { icons } : {}),
   };
+}
+
+/** Longest icon `src` kept, in characters (a `data:` URI is ASCII: bytes too). */
+export const ICON_MAX_CHARS = 16 * 1024;
+/** Icons kept per tool; the rest are dropped. */
+export const ICON_MAX_COUNT = 4;
+/** `sizes` entries kept per icon. */
+const ICON_MAX_SIZES = 8;
+
+const ascii = (bytes: Buffer, from: number, to: number) => bytes.subarray(from, to).toString("latin1");
+
+/**
+ * The image types an icon may have, each with the check that its bytes are of that type. SVG is
+ * not among them: an `<img>` would render it safely (no script, no fetches), but an agent's
+ * client may put it in its page some other way, where its script runs and its `<image href>`
+ * fetches from any URL — which is what icons must never make anyone do.
+ */
+const ICON_TYPES: Record<string, (bytes: Buffer) => boolean> = {
+  "image/png": (b) => ascii(b, 0, 8) === "\x89PNG\r\n\x1a\n",
+  "image/jpeg": (b) => b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff,
+  "image/gif": (b) => ascii(b, 0, 6) === "GIF87a" || ascii(b, 0, 6) === "GIF89a",
+  "image/webp": (b) => ascii(b, 0, 4) === "RIFF" && ascii(b, 8, 12) === "WEBP",
+};
+/** The spec's own spelling of JPEG's type beside the registered one. */
+const ICON_TYPE_ALIASES: Record<string, string> = { "image/jpg": "image/jpeg" };
+
+const DATA_URI = /^data:([a-z]+\/[a-z0-9.+-]+);base64,([A-Za-z0-9+/]+={0,2})$/i;
+const ICON_SIZE = /^(?:[1-9][0-9]{0,4}x[1-9][0-9]{0,4}|any)$/i;
+
+function iconTypeOf(mimeType: string): string | undefined {
+  const type = mimeType.toLowerCase();
+  const canonical = ICON_TYPE_ALIASES[type] ?? type;
+  return Object.hasOwn(ICON_TYPES, canonical) ? canonical : undefined;
+}
+
+/** The image type of `src` when it is a base64 `data:` URI of an allowed type whose bytes say so. */
+function dataUriType(src: string): string | undefined {
+  if (src.length > ICON_MAX_CHARS) return undefined;
+  const match = DATA_URI.exec(src);
+  const type = match?.[1] ? iconTypeOf(match[1]) : undefined;
+  const payload = match?.[2] ?? "";
+  if (!type || payload.length % 4 !== 0) return undefined;
+  // The first 16 characters are the first 12 bytes: enough for every signature above.
+  return ICON_TYPES[type]?.(Buffer.from(payload.slice(0, 16), "base64")) ? type : undefined;
+}
+
+/**
+ * The icons of a listed tool that may be shown and served, at most {@link ICON_MAX_COUNT}, in
+ * the server's order: each a base64 `data:` URI of a PNG, JPEG, GIF or WebP image (its first
+ * bytes checked against the type it claims), at most {@link ICON_MAX_CHARS} long. A URL of any
+ * scheme never passes: a browser or agent shown it would fetch from the tool server (or from
+ * wherever it points). Of the rest of an icon, `mimeType` is kept when it names the URI's own
+ * type, `sizes` keeps its `WxH` / `any` strings, `theme` is kept when `light` or `dark`; anything
+ * else is dropped. Applied to its own output, it changes nothing.
+ */
+export function iconsOf(listed: unknown): ToolIconView[] {
+  if (!Array.isArray(listed)) return [];
+  const out: ToolIconView[] = [];
+  for (const icon of listed) {
+    if (out.length >= ICON_MAX_COUNT) break;
+    if (!isRecord(icon) || typeof icon.src !== "string") continue;
+    const type = dataUriType(icon.src);
+    if (!type) continue;
+    const kept: ToolIconView = { src: icon.src };
+    if (typeof icon.mimeType === "string" && iconTypeOf(icon.mimeType) === type)
+      kept.mimeType = icon.mimeType;
+    if (Array.isArray(icon.sizes)) {
+      const sizes = icon.sizes
+        .filter((s): s is string => typeof s === "string" && ICON_SIZE.test(s))
+        .slice(0, ICON_MAX_SIZES);
+      if (sizes.length > 0) kept.sizes = sizes;
+    }
+    if (icon.theme === "light" || icon.theme === "dark") kept.theme = icon.theme;
+    out.push(kept);
+  }
+  return out;
 }
 
 /** JSON with object keys sorted at every level, so equal definitions hash equally. */

@@ -295,10 +295,12 @@ describe("diffDefinitions", () => {
   it("equal definitions have nothing to show", () => {
     expect(diffDefinitions(def(), def())).toEqual({
       name: null,
+      title: null,
       description: null,
       inputSchema: [],
       outputSchema: [],
       annotations: [],
+      icons: false,
       summary: [],
       riskier: false,
     });
@@ -309,20 +311,26 @@ describe("diffDefinitions", () => {
       def(),
       def({
         name: "read_file2",
+        title: "Read a file",
         description: "Reads a file, then deletes it.",
         inputSchema: { type: "object", properties: { path: { type: "number" } } },
         outputSchema: { type: "object" },
         annotations: { readOnlyHint: false },
+        icons: [{ src: "data:image/png;base64,iVBORw0KGgo=" }],
       }),
     );
     expect(diff.summary).toEqual([
       'name: "read_file" → "read_file2"',
+      'title: (not set) → "Read a file"',
       "description",
       "input schema",
       "output schema",
       "readOnlyHint: true → false",
+      "icons",
     ]);
     expect(diff.name).toEqual({ before: "read_file", after: "read_file2" });
+    expect(diff.title).toEqual({ before: null, after: "Read a file" });
+    expect(diff.icons).toBe(true);
     expect(diff.riskier).toBe(true);
     expect(diff.inputSchema).toEqual([
       { path: "properties.path.type", kind: "changed", before: "string", after: "number" },

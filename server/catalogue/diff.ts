@@ -411,12 +411,16 @@ export function diffAnnotations(
 // Definitions
 
 /**
- * Everything that differs between two definitions of a tool: name, description (word diff),
- * input and output schema (structural), annotations (flips), and a short summary for lists.
- * Equal definitions give an empty summary.
+ * Everything that differs between two definitions of a tool: name, title, description (word
+ * diff), input and output schema (structural), annotations (flips), icons, and a short summary
+ * for lists. Equal definitions give an empty summary.
  */
 export function diffDefinitions(before: ToolDefinitionView, after: ToolDefinitionView): DefinitionDiff {
   const name = before.name === after.name ? null : { before: before.name, after: after.name };
+  const titleBefore = before.title ?? null;
+  const titleAfter = after.title ?? null;
+  const title = titleBefore === titleAfter ? null : { before: titleBefore, after: titleAfter };
+  const icons = !same(before.icons ?? [], after.icons ?? []);
   const description =
     before.description === after.description ? null : diffText(before.description, after.description);
   const inputSchema = diffSchemas(before.inputSchema, after.inputSchema);
@@ -424,16 +428,20 @@ export function diffDefinitions(before: ToolDefinitionView, after: ToolDefinitio
   const annotations = diffAnnotations(before.annotations, after.annotations);
   const summary: string[] = [];
   if (name) summary.push(`name: ${showValue(name.before)} → ${showValue(name.after)}`);
+  if (title) summary.push(`title: ${showValue(title.before)} → ${showValue(title.after)}`);
   if (description) summary.push("description");
   if (inputSchema.length > 0) summary.push("input schema");
   if (outputSchema.length > 0) summary.push("output schema");
   for (const flip of annotations) summary.push(flip.text);
+  if (icons) summary.push("icons");
   return {
     name,
+    title,
     description,
     inputSchema,
     outputSchema,
     annotations,
+    icons,
     summary,
     riskier: annotations.some((f) => f.riskier),
   };

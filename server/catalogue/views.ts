@@ -42,9 +42,12 @@ export function toCatalogueView(row: ToolRow): CatalogueToolView {
     availability,
     unusableReason: row.unusableReason,
     definitionHash: row.definitionHash,
+    title: def.title ?? null,
     description: cleanDescription(row.description),
     inputSchema: def.inputSchema,
+    outputSchema: def.outputSchema,
     annotations: def.annotations,
+    icons: def.icons ?? [],
     destructive: need.destructive,
     updatedAt: row.updatedAt,
     approvalReason: need.reason,
@@ -65,7 +68,8 @@ export function listCatalogue(db: Db): CatalogueToolView[] {
 
 /**
  * The tools an agent may call, by local name: those {@link callProblem} lets through (enabled,
- * present, usable and unchanged since enabled).
+ * present, usable and unchanged since enabled). A title, an output schema and icons are there
+ * only when the tool has them.
  */
 export function listEnabledTools(db: Db): AgentToolView[] {
   return db
@@ -79,9 +83,14 @@ export function listEnabledTools(db: Db): AgentToolView[] {
       const def = cleanDefinition(parseDefinition(r));
       return {
         name: r.localName,
+        ...(def.title !== undefined ? { title: def.title } : {}),
         description: cleanDescription(r.description),
         inputSchema: def.inputSchema,
+        ...(def.outputSchema !== null && def.outputSchema !== undefined
+          ? { outputSchema: def.outputSchema }
+          : {}),
         annotations: def.annotations,
+        ...(def.icons !== undefined ? { icons: def.icons } : {}),
         destructive: approvalNeed(r, def.annotations).destructive,
       };
     });

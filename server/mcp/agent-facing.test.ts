@@ -6,9 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { Client, ProtocolError, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
 import type { ServerState } from "@/lib/api-types";
 import { freePort } from "@/test/support/http-servers";
@@ -63,7 +61,7 @@ describe("messages agents get from a server that cannot serve them", () => {
     );
     try {
       const err = await rejection(client.callTool({ name: "leak", arguments: {} }));
-      expect(err).toBeInstanceOf(McpError);
+      expect(err).toBeInstanceOf(ProtocolError);
       expect(messageOf(err)).toContain(secret);
       const told = upstreamErrorForAgents("files", err, { connectionFailed: false });
       expect(told).toMatch(/^server files answered with an error \(JSON-RPC code -32603\): (?!MCP error)/);
@@ -107,7 +105,7 @@ describe("a server echoing a secret in its error", () => {
     const secret = `sk-${randomUUID()}`;
     registerSecrets([secret]);
     const split = `${secret.slice(0, 5)}\u200B${secret.slice(5)}`;
-    const told = upstreamErrorForAgents("files", new McpError(-32603, `you sent ${split}`), {
+    const told = upstreamErrorForAgents("files", new ProtocolError(-32603, `you sent ${split}`), {
       connectionFailed: false,
     });
     expect(told).not.toContain(secret);

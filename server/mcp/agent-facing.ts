@@ -1,9 +1,10 @@
 import "server-only";
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolError, SdkError, SdkErrorCode } from "@modelcontextprotocol/client";
 import type { ServerState } from "@/lib/api-types";
+import { GatehouseError } from "@/lib/errors";
 import { HIDDEN_CHARACTERS } from "@/lib/hidden-text";
 import { escapeControls, redact } from "../log";
-import { unreached } from "./failures";
+import { notRetried, requestTimedOut, SessionLostError, unreached } from "./failures";
 
 /**
  * What agents (REST `/api/calls` answers, `/mcp` tool results, and the stored outcome of a call
@@ -40,12 +41,16 @@ export const ERROR_TEXT_MAX_CHARS = 1000;
 /** Characters past the cap still redacted, so a secret that straddles the cut is found whole. */
 const REDACT_SLACK = 1024;
 
-/** MCP error codes the SDK raises on this side (closed connection, timeout): not the server's answer. */
+/**
+ * JSON-RPC codes that stand for this side's own failures (a closed connection, a timeout, as
+ * MCP SDKs have long coded them, and Gatehouse's synthesised broken-stream answer): not the
+ * server's answer.
+ */
 const LOCAL_CODES = new Set([-32000, -32001]);
 
 /**
- * A server's JSON-RPC error message as agents get it: the SDK's `MCP error <code>:` prefixes
- * removed (it adds one per wrapping), hidden characters dropped, then Gatehouse's secrets
+ * A server's JSON-RPC error message as agents get it: `MCP error <code>:` prefixes removed (a
+ * server on the v1 SDK sends its message with one, one per wrapping), hidden characters dropped, then Gatehouse's secrets
  * redacted (a server may echo the credential it was sent), control characters escaped so the
  * text stays one line, cut to {@link ERROR_TEXT_MAX_CHARS}.
  */
@@ -81,8 +86,34 @@ export function upstreamErrorForAgents(
   if (opts.connectionFailed) return `server ${name}: the connection failed during the request; ${WHERE}`;
   if (unreached(err))
     return `server ${name} could not be reached, or its answer did not arrive whole; ${WHERE}`;
-  if (err instanceof McpError && !LOCAL_CODES.has(err.code)) {
+  // The SDK refused what the server sent as the answer (a result without its content, say).
+  if (err instanceof SdkError && err.code === SdkErrorCode.InvalidResult) {
+    return `server ${name} returned a malformed result (not a valid MCP result); ${WHERE}`;
+  }
+  if (err instanceof ProtocolError && !LOCAL_CODES.has(err.code)) {
     return `server ${name} answered with an error (JSON-RPC code ${err.code}): ${serverWords(err.message)}`;
   }
   return `server ${name}: the request failed; ${WHERE}`;
+}
+
+/**
+ * The error a request that failed with `err` ends in: a request that met a lost session was not
+ * retried (whether a call ran is unknown), a deadline that fired is `upstream_timeout`, anything
+ * else `upstream_error` said by {@link upstreamErrorForAgents}. `failure`: the reason the
+ * connection failed since the request was sent, if it did.
+ */
+export function requestErrorForAgents(
+  err: unknown,
+  ctx: { name: string; timeoutMs: number; failure: string | null },
+): GatehouseError {
+  const { name } = ctx;
+  if (err instanceof SessionLostError) {
+    return new GatehouseError("upstream_error", `server ${name} ${notRetried(err)}`, { cause: err });
+  }
+  if (requestTimedOut(err)) {
+    const late = `server ${name} did not answer within ${ctx.timeoutMs} ms`;
+    return new GatehouseError("upstream_timeout", late, { cause: err });
+  }
+  const told = upstreamErrorForAgents(name, err, { connectionFailed: ctx.failure !== null });
+  return new GatehouseError("upstream_error", told, { cause: err });
 }

@@ -1,43 +1,66 @@
 import "server-only";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import {
-  type CallToolResult,
-  ListRootsRequestSchema,
-  type Root,
-  ToolListChangedNotificationSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+import { type CallToolResult, Client, type Root } from "@modelcontextprotocol/client";
 import { GatehouseError } from "@/lib/errors";
+import { MAX_TOOL_PAGES } from "./supervision";
 
 /**
- * The SDK client Gatehouse dials a tool server with. Roots: `roots/list` answers `roots` (the
- * server's configured `roots`, default none) and nothing else; each answer is a fresh copy, so
- * nothing a server does with one reaches the next. `listChanged: true` is kept without ever
- * sending `notifications/roots/list_changed`: the roots come from the config, which changes only
- * with a restart, so within one connection the list never changes, and a new connection (a new
- * process or session) asks afresh. Sampling and elicitation are not declared, so the SDK refuses
- * them with a JSON-RPC error. Each `notifications/tools/list_changed` calls `onToolsChanged`
- * (which must not throw).
+ * How long a stdio server gets to answer the `server/discover` probe before it is taken for a
+ * 2025 server that ignores requests sent before `initialize` (the SDK's stdio rule: silence on
+ * stdio means legacy). Short, because such a server would otherwise hold every dial this long;
+ * over HTTP silence is an outage and the probe fails with the server's `timeoutMs` as any request.
  */
-export function newClient(onToolsChanged: () => void, roots: readonly Root[] = []): Client {
+export const STDIO_PROBE_TIMEOUT_MS = 3000;
+
+export interface ClientSetup {
+  /** Each `notifications/tools/list_changed`, of either era (must not throw). */
+  onToolsChanged(): void;
+  /** The server's configured roots (default none). */
+  roots?: readonly Root[];
+  /** Whether the transport is a stdio child (decides what a silent probe means). */
+  stdio: boolean;
+}
+
+/**
+ * The SDK client Gatehouse dials a tool server with. It negotiates the era itself
+ * (`versionNegotiation: auto`): `server/discover` first, and a server that does not answer it as a
+ * 2026-07-28 server gets the plain 2025 `initialize` on the same connection.
+ *
+ * Roots: `roots/list` answers `roots` and nothing else, on either era (a 2026 server asks through
+ * an `input_required` result, which the SDK fulfils through the same handler); each answer is a
+ * fresh copy, so nothing a server does with one reaches the next. `listChanged: true` is kept
+ * without ever sending `notifications/roots/list_changed`: the roots come from the config, which
+ * changes only with a restart, and a new connection asks afresh. Sampling and elicitation are not
+ * declared, so the SDK refuses them.
+ */
+export function newClient(setup: ClientSetup): Client {
   // Copied now: only the uri and name of each root, whatever else the objects passed in hold.
-  const listed = roots.map(({ uri, name }) => (name === undefined ? { uri } : { uri, name }));
+  const listed = (setup.roots ?? []).map(({ uri, name }) => (name === undefined ? { uri } : { uri, name }));
   const client = new Client(
     { name: "gatehouse", version: "0.1.0" },
-    { capabilities: { roots: { listChanged: true } } },
+    {
+      capabilities: { roots: { listChanged: true } },
+      versionNegotiation: {
+        mode: "auto",
+        ...(setup.stdio ? { probe: { timeoutMs: STDIO_PROBE_TIMEOUT_MS } } : {}),
+      },
+      listMaxPages: MAX_TOOL_PAGES,
+    },
   );
-  client.setRequestHandler(ListRootsRequestSchema, async () => ({
+  client.setRequestHandler("roots/list", async () => ({
     roots: listed.map((root) => ({ ...root })),
   }));
-  client.setNotificationHandler(ToolListChangedNotificationSchema, async () => onToolsChanged());
+  client.setNotificationHandler("notifications/tools/list_changed", async () => setup.onToolsChanged());
   return client;
 }
 
 /**
- * `result`, unless it holds no answer: the SDK fills in `content: []` when a result has none, and
- * that is no answer, not an empty success (`upstream_error`).
+ * `result`, unless it holds no answer: a result with no content and no structured content is no
+ * answer, not an empty success (`upstream_error`). (The SDK fills in `content: []` when a result
+ * has none.)
  */
 export function answerOf(server: string, result: CallToolResult): CallToolResult {
-  if (result.content.length === 0 && result.structuredContent === undefined) {
+  const content = Array.isArray(result.content) ? result.content : [];
+  if (content.length === 0 && result.structuredContent === undefined) {
     throw new GatehouseError("upstream_error", `server ${server}: the server returned an empty result`);
   }
   return result;

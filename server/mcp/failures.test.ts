@@ -1,6 +1,4 @@
-import { SseError } from "@modelcontextprotocol/sdk/client/sse.js";
-import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError, SseError } from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
 import { RefusedAddressError } from "../net/guarded-fetch";
 import { classifyFailure, type FailureKind, SessionLostError, unreached } from "./failures";
@@ -10,8 +8,12 @@ function fetchFailed(cause: Error): TypeError {
   return new TypeError("fetch failed", { cause });
 }
 
+/** The SDK's error for a POST answered with an HTTP error status. */
 const posted = (status: number, body: string) =>
-  new StreamableHTTPError(status, `Error POSTing to endpoint: ${body}`);
+  new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, `Error POSTing to endpoint: ${body}`, {
+    status,
+    text: body,
+  });
 
 describe("classifyFailure: the one place that decides whether a failure is worth retrying", () => {
   const rows: [string, unknown, FailureKind, string | RegExp][] = [
@@ -44,7 +46,7 @@ describe("classifyFailure: the one place that decides whether a failure is worth
     ],
     [
       "-32022 over stdio, with the versions it speaks",
-      new McpError(-32022, "Unsupported protocol version: 2025-11-25", {
+      new ProtocolError(-32022, "Unsupported protocol version: 2025-11-25", {
         supported: ["2026-07-28", "<b>x</b>"],
       }),
       "permanent",
@@ -73,7 +75,7 @@ describe("classifyFailure: the one place that decides whether a failure is worth
     ],
     ["HTTP 503", posted(503, "try later"), "transient", "the server answered HTTP 503: try later"],
     ["another 400", posted(400, '{"error":{"message":"bad"}}'), "transient", /^the server answered HTTP 400/],
-    ["a timeout", new McpError(ErrorCode.RequestTimeout, "Request timed out"), "transient", /timed out/],
+    ["a timeout", new SdkError(SdkErrorCode.RequestTimeout, "Request timed out"), "transient", /timed out/],
     [
       "a process exit",
       new Error("server process exited (code 7)"),
@@ -119,8 +121,8 @@ describe("unreached", () => {
   it("is true for transport failures and false for the server's own JSON-RPC errors", () => {
     expect(unreached(fetchFailed(new Error("connect ECONNREFUSED")))).toBe(true);
     expect(unreached(posted(500, "oops"))).toBe(true);
-    expect(unreached(new McpError(ErrorCode.ConnectionClosed, "Connection closed"))).toBe(true);
-    expect(unreached(new McpError(ErrorCode.InvalidParams, "bad arguments"))).toBe(false);
+    expect(unreached(new SdkError(SdkErrorCode.ConnectionClosed, "Connection closed"))).toBe(true);
+    expect(unreached(new ProtocolError(-32602, "bad arguments"))).toBe(false);
     expect(unreached(new DOMException("aborted", "AbortError"))).toBe(false);
   });
 });

@@ -1,8 +1,13 @@
 import { isIP } from "node:net";
 import "server-only";
-import { SseError } from "@modelcontextprotocol/sdk/client/sse.js";
-import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ErrorCode, McpError, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
+import {
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+  SseError,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from "@modelcontextprotocol/client";
 
 /**
  * What a connection failure means for the next try:
@@ -27,6 +32,27 @@ export interface Failure {
  * with (the v2 SDK's `UnsupportedProtocolVersion`, e.g. under `legacy: "reject"`).
  */
 export const UNSUPPORTED_PROTOCOL_VERSION_CODE = -32022;
+
+/** The stateless revision Gatehouse speaks besides the 2025 ones (`SUPPORTED_PROTOCOL_VERSIONS`). */
+export const MODERN_PROTOCOL_VERSION = "2026-07-28";
+
+/**
+ * JSON-RPC error code of the answers Gatehouse synthesises when a server's stream breaks: -32000,
+ * the code MCP SDKs have long used for "connection closed" (the v2 SDK says it with a string code
+ * of its own, which a JSON-RPC error cannot carry). Not -32001, a timeout, which would report a
+ * broken stream as one.
+ */
+export const STREAM_ENDED_CODE = -32000;
+
+/** Whether `err` is the SDK's own "the connection closed" (the request under way failed with it). */
+export function connectionClosed(err: unknown): boolean {
+  return err instanceof SdkError && err.code === SdkErrorCode.ConnectionClosed;
+}
+
+/** Whether `err` is the SDK's request timeout (its deadline fired, or the request was aborted). */
+export function requestTimedOut(err: unknown): boolean {
+  return err instanceof SdkError && err.code === SdkErrorCode.RequestTimeout;
+}
 
 /**
  * Requests that may be sent again on a new session after the old one was lost: they only read.
@@ -93,29 +119,34 @@ function chain(err: unknown): unknown[] {
 export function unreached(err: unknown): boolean {
   return chain(err).some(
     (e) =>
-      e instanceof StreamableHTTPError ||
+      e instanceof SdkHttpError ||
       e instanceof SseError ||
-      (e instanceof McpError && e.code === ErrorCode.ConnectionClosed) ||
+      connectionClosed(e) ||
+      (e instanceof ProtocolError && e.code === STREAM_ENDED_CODE) ||
       (e instanceof TypeError && e.message === "fetch failed"),
   );
 }
 
-/** A readable message for any thrown value, with undici's hidden reason. */
+/**
+ * A readable message for any thrown value, with the reason at the end of its cause chain: undici
+ * reports every network failure as "fetch failed" with the reason (the outbound guard's refusal,
+ * ECONNREFUSED, ...) only in `cause`, and the SDK wraps that again (its era probe says "Version
+ * negotiation probe failed: fetch failed"); without it lastError would not say what happened.
+ */
 export function messageOf(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
-  // undici reports every network failure as "fetch failed" with the reason (the outbound guard's
-  // refusal, ECONNREFUSED, ...) only in `cause`; without it lastError would not say what happened.
-  const cause = err.cause instanceof Error ? err.cause.message : "";
+  const causes = chain(err).filter((e): e is Error => e instanceof Error);
+  const innermost = causes.length > 1 ? (causes.at(-1)?.message ?? "") : "";
   // The guard's own refusals say everything the owner needs ("refused: localhost resolves to …").
-  if (cause.startsWith("refused: ")) return cause;
-  return cause && !err.message.includes(cause) ? `${err.message}: ${cause}` : err.message;
+  const refusal = causes.find((e) => e.message.startsWith("refused: "));
+  if (refusal) return refusal.message;
+  return innermost && !err.message.includes(innermost) ? `${err.message}: ${innermost}` : err.message;
 }
 
 /** HTTP status of an SDK transport error (streamable HTTP or legacy SSE), if it carries one. */
 function httpStatus(err: unknown): number | null {
-  if ((err instanceof StreamableHTTPError || err instanceof SseError) && typeof err.code === "number") {
-    return err.code;
-  }
+  if (err instanceof SdkHttpError && typeof err.status === "number") return err.status;
+  if (err instanceof SseError && typeof err.code === "number") return err.code;
   return null;
 }
 
@@ -146,7 +177,7 @@ function embeddedRpcError(message: string): { code?: unknown; message?: unknown;
   }
 }
 
-const OURS = SUPPORTED_PROTOCOL_VERSIONS.join(", ");
+const OURS = [MODERN_PROTOCOL_VERSION, ...SUPPORTED_PROTOCOL_VERSIONS].join(", ");
 
 function unsupportedVersion(err: unknown): string | null {
   const message = err instanceof Error ? err.message : "";
@@ -157,7 +188,7 @@ function unsupportedVersion(err: unknown): string | null {
     return `the server answered with MCP protocol version ${v ?? "(unreadable)"}, which Gatehouse does not speak (it speaks ${OURS})`;
   }
   let rpc: { code?: unknown; message?: unknown; data?: unknown } | null = null;
-  if (err instanceof McpError) rpc = { code: err.code, message: err.message, data: err.data };
+  if (err instanceof ProtocolError) rpc = { code: err.code, message: err.message, data: err.data };
   else if (httpStatus(err) === 400) rpc = embeddedRpcError(message);
   if (!rpc) return null;
   const text = typeof rpc.message === "string" ? rpc.message : "";
@@ -166,6 +197,11 @@ function unsupportedVersion(err: unknown): string | null {
   const theirs = supportedBy(rpc.data);
   const they = theirs.length > 0 ? ` (it speaks ${theirs.join(", ")})` : "";
   return `the server does not support the MCP protocol versions Gatehouse speaks (${OURS})${they}`;
+}
+
+/** Whether `err` (or a cause) is a server refusing the protocol versions Gatehouse offered. */
+export function refusedVersion(err: unknown): boolean {
+  return chain(err).some((e) => unsupportedVersion(e) !== null);
 }
 
 /**

@@ -9,7 +9,7 @@
  * listing the supervisor started reaching it, then the server's next notifications arriving.
  */
 import { join } from "node:path";
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool } from "@modelcontextprotocol/client";
 import { asc, eq } from "drizzle-orm";
 import { describe, expect, it, vi } from "vitest";
 import { FIXTURES, gatehouse, quiet, tempDir, text } from "@/test/support/mcp-harness";

@@ -1,10 +1,8 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { setTimeout as delay } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import { freePort } from "@/test/support/http-servers";
 import {
-  cleanUp,
   DEMO,
   EVERYTHING,
   expectGatehouseError,
@@ -18,7 +16,7 @@ import {
   tempDir,
   text,
 } from "@/test/support/mcp-harness";
-import type { ServerConfig } from "../config";
+import { Fixture, httpServer, killFixtures, mib, poll, SLOW } from "./hostile-fixtures";
 
 /**
  * The MCP manager against hostile servers (PRODUCT.md §3): each test starts a real fixture
@@ -27,107 +25,7 @@ import type { ServerConfig } from "../config";
  * polls with a deadline where no event exists (a stdio server's stderr lines).
  */
 
-/** Per-test timeout: the machine has 2 cores and every test starts real processes. */
-const SLOW = 30_000;
-
-function httpServer(
-  name: string,
-  url: string,
-  over: Partial<ServerConfig> & Pick<ServerConfig, "transport">,
-): ServerConfig {
-  return {
-    ...stdioServer(name, ""),
-    command: null,
-    args: [],
-    cwd: null,
-    url,
-    allowPrivate: true,
-    ...over,
-  };
-}
-
-/** A fixture program started by a test (not by Gatehouse), with its output kept. */
-class Fixture {
-  stdout = "";
-  stderr = "";
-  private readonly listeners = new Set<() => void>();
-
-  constructor(readonly child: ChildProcess) {
-    child.stdout?.setEncoding("utf8");
-    child.stderr?.setEncoding("utf8");
-    child.stdout?.on("data", (chunk: string) => {
-      this.stdout += chunk;
-      this.notify();
-    });
-    child.stderr?.on("data", (chunk: string) => {
-      this.stderr += chunk;
-      this.notify();
-    });
-    child.once("exit", () => this.notify());
-    fixtures.push(this);
-  }
-
-  private notify(): void {
-    for (const listener of [...this.listeners]) listener();
-  }
-
-  get exited(): boolean {
-    return this.child.exitCode !== null || this.child.signalCode !== null;
-  }
-
-  /** Resolves with the first match of `pattern` in the process's `stream` output. */
-  waitForOutput(stream: "stdout" | "stderr", pattern: RegExp, timeoutMs = 15_000): Promise<RegExpExecArray> {
-    return new Promise((resolve, reject) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.listeners.delete(check);
-      };
-      const check = () => {
-        const match = pattern.exec(this[stream]);
-        if (match) {
-          done();
-          resolve(match);
-        } else if (this.exited) {
-          done();
-          reject(new Error(`fixture exited before ${pattern} on ${stream}; stderr: ${this.stderr}`));
-        }
-      };
-      const timer = setTimeout(() => {
-        done();
-        reject(new Error(`no ${pattern} on ${stream} within ${timeoutMs} ms; stderr: ${this.stderr}`));
-      }, timeoutMs);
-      this.listeners.add(check);
-      check();
-    });
-  }
-
-  async kill(): Promise<void> {
-    if (this.exited) return;
-    const exited = new Promise((resolve) => this.child.once("exit", resolve));
-    this.child.kill("SIGKILL");
-    await exited;
-  }
-}
-
-const fixtures: Fixture[] = [];
-
-afterEach(async () => {
-  await Promise.all(fixtures.splice(0).map((f) => f.kill()));
-  await cleanUp();
-});
-
-/** Polls `probe` every 10 ms until it yields a value; for conditions that emit no event. */
-async function poll<T>(what: string, probe: () => T | undefined, timeoutMs = 5_000): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (performance.now() > deadline) throw new Error(`no ${what} within ${timeoutMs} ms`);
-    await delay(10);
-  }
-}
-
-const mib = (bytes: number) => (bytes / MiB).toFixed(1);
+afterEach(killFixtures);
 
 describe("impostor answers", () => {
   it(

@@ -1,20 +1,15 @@
 import "server-only";
-import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type {
-  FetchLike,
-  Transport,
-  TransportSendOptions,
-} from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ErrorCode, type JSONRPCMessage, type RequestId } from "@modelcontextprotocol/sdk/types.js";
-import { SessionLostError } from "./failures";
+import {
+  type FetchLike,
+  type JSONRPCMessage,
+  type RequestId,
+  SSEClientTransport,
+  StreamableHTTPClientTransport,
+  type Transport,
+  type TransportSendOptions,
+} from "@modelcontextprotocol/client";
+import { SessionLostError, STREAM_ENDED_CODE } from "./failures";
 
-/**
- * JSON-RPC error code of the answers Gatehouse synthesises when a server's stream breaks: the
- * SDK's "connection closed". (Not -32001, the SDK's RequestTimeout, which would report a broken
- * stream as a timeout.)
- */
-export const STREAM_ENDED_CODE: number = ErrorCode.ConnectionClosed;
 /**
  * How long after a response body ends the SDK gets to deliver what it already read, before a
  * request still unanswered is failed. The SDK parses the body through a stream pipeline, so its
@@ -301,6 +296,15 @@ export class GuardedHttpTransport implements Transport {
 
   get sessionId(): string | undefined {
     return this.inner.sessionId;
+  }
+
+  /**
+   * The SDK's streamable-HTTP transport gives each request its own response stream: on a
+   * 2026-07-28 connection the SDK then cancels a request by aborting that stream (which this
+   * transport's caps still cover), where it would otherwise send `notifications/cancelled`.
+   */
+  get hasPerRequestStream(): boolean {
+    return this.inner.hasPerRequestStream === true;
   }
 
   setProtocolVersion(version: string): void {

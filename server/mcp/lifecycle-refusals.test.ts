@@ -57,42 +57,48 @@ describe("a permanent refusal goes to failed at once, with a plain reason", () =
       "401",
       {},
       "the server requires authorization (HTTP 401): set the credentials it expects in its headers in gatehouse.json",
+      ["POST server/discover"],
     ],
     [
       "401 with credentials",
       "401",
       { Authorization: "Bearer wrong-token" },
       "the server did not accept the credentials in its headers (HTTP 401): check them in gatehouse.json",
+      ["POST server/discover"],
     ],
     [
       "403",
       "403",
       { Authorization: "Bearer wrong-token" },
       "the server refused access (HTTP 403): check the credentials in its headers in gatehouse.json and what they allow",
+      ["POST server/discover"],
     ],
     [
       "an initialize result with an unsupported protocol version",
       "version",
       {},
-      "the server answered with MCP protocol version 2099-01-01, which Gatehouse does not speak (it speaks 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05, 2024-10-07)",
+      "the server answered with MCP protocol version 2099-01-01, which Gatehouse does not speak (it speaks 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05, 2024-10-07)",
+      ["POST server/discover", "POST initialize"],
     ],
     [
       "an initialize refused for its protocol version (-32022)",
       "version-rejected",
       {},
-      "the server does not support the MCP protocol versions Gatehouse speaks (2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05, 2024-10-07) (it speaks 2026-07-28)",
+      "the server does not support the MCP protocol versions Gatehouse speaks (2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05, 2024-10-07) (it speaks 2099-01-01)",
+      ["POST server/discover", "POST initialize"],
     ],
   ] as const)(
     "an HTTP server answering %s",
-    async (_what, mode, headers, reason) => {
+    async (_what, mode, headers, reason, requests) => {
       const { server, attempts } = await refusing(mode);
       const { harness, failure } = await firstFailure(httpServerConfig("locked", server.url, { headers }));
 
       expect(failure).toMatchObject({ state: "failed", lastError: reason, nextRetryAt: null });
       expect(failure.history.at(-1)).toMatchObject({ state: "failed", detail: reason });
       expect(harness.statesOf("locked")).toEqual(["connecting", "failed"]);
-      // One try, one initialize: nothing is retried behind the owner's back.
-      expect(attempts()).toEqual(["POST initialize"]);
+      // One try (the era probe, then initialize where the probe said 2025): nothing is retried
+      // behind the owner's back.
+      expect(attempts()).toEqual(requests);
       // The credentials never reach the reason.
       expect(reason).not.toContain("wrong-token");
       expect(String(await rejection(harness.manager.callTool("locked", "anything", {})))).toContain(

@@ -1,4 +1,6 @@
 import "server-only";
+// The rest of Gatehouse (catalogue, broker, the /mcp server) still speaks the v1 SDK's types: the
+// same JSON, typed by the other package, handed over here.
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { GatehouseError } from "@/lib/errors";
 import type { GatehouseConfig, ServerConfig } from "../config";
@@ -29,7 +31,7 @@ export class McpManager {
           log: deps.log,
           refreshSeconds: config.catalogue.refreshSeconds,
           onState: deps.onState,
-          onTools: deps.onTools,
+          onTools: (server, tools) => deps.onTools(server, tools as Tool[]),
           backoff: deps.backoff,
         }),
       );
@@ -57,7 +59,7 @@ export class McpManager {
     args: Record<string, unknown>,
     signal?: AbortSignal,
   ): Promise<CallToolResult> {
-    return this.get(server).callTool(tool, args, signal);
+    return this.get(server).callTool(tool, args, signal) as Promise<CallToolResult>;
   }
 
   async stop(): Promise<void> {

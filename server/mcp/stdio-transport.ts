@@ -1,7 +1,6 @@
 import "server-only";
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
+import { type JSONRPCMessage, parseJSONRPCMessage, type Transport } from "@modelcontextprotocol/client";
 import { escapeControls, redact } from "../log";
 
 /**
@@ -75,6 +74,9 @@ export class LineRing {
   }
 }
 
+/** How long a failed write waits for the child's exit, to report that instead of the broken pipe. */
+const EXIT_AFTER_BROKEN_PIPE_MS = 500;
+
 /** Children still alive, killed synchronously if Gatehouse exits without stopping them. */
 const liveChildren = new Set<ChildProcessWithoutNullStreams>();
 let exitHookInstalled = false;
@@ -123,11 +125,22 @@ export class BoundedStdioTransport implements Transport {
   private pendingBytes = 0;
   private closed = false;
   private exited: Promise<void> = Promise.resolve();
+  /** "server process exited (…)", once it has. */
+  private exitReason: string | null = null;
 
   constructor(private readonly opts: StdioTransportOptions) {}
 
   get pid(): number | undefined {
     return this.child?.pid;
+  }
+
+  /**
+   * Always null: the child's stderr goes to the ring, never to the SDK. Present because the SDK
+   * takes a transport with `pid` and `stderr` for a stdio one, and on stdio a server that does
+   * not answer the `server/discover` probe is a 2025 server to fall back for (on HTTP, an outage).
+   */
+  get stderr(): null {
+    return null;
   }
 
   async start(): Promise<void> {
@@ -151,7 +164,8 @@ export class BoundedStdioTransport implements Transport {
     child.on("error", (err) => this.fail(err));
     child.once("exit", (code, signal) => {
       liveChildren.delete(child);
-      if (!this.closed) this.fail(new Error(`server process exited (${signal ?? `code ${code}`})`));
+      this.exitReason = `server process exited (${signal ?? `code ${code}`})`;
+      if (!this.closed) this.fail(new Error(this.exitReason));
     });
     child.stdout.on("data", (chunk: Buffer) => this.read(chunk));
     child.stderr.setEncoding("utf8");
@@ -203,7 +217,7 @@ export class BoundedStdioTransport implements Transport {
     if (line.trim() === "") return;
     let message: JSONRPCMessage;
     try {
-      message = JSONRPCMessageSchema.parse(JSON.parse(line));
+      message = parseJSONRPCMessage(JSON.parse(line));
     } catch {
       this.onerror?.(new Error("server wrote a line that is not a JSON-RPC message"));
       return;
@@ -218,15 +232,29 @@ export class BoundedStdioTransport implements Transport {
     void this.close(true);
   }
 
+  /**
+   * Whether `initialize` was sent on this connection: on a dial that probed first, the SDK took
+   * the server for a 2025 one (it sends `initialize` only then), even if the dial failed later.
+   */
+  initializeSent = false;
+
   async send(message: JSONRPCMessage): Promise<void> {
+    if ("method" in message && message.method === "initialize") this.initializeSent = true;
     const child = this.child;
     if (!child || this.closed || child.exitCode !== null || child.signalCode !== null) {
       throw new Error("server process is not running");
     }
     const data = `${JSON.stringify(message)}\n`;
-    await new Promise<void>((resolve, reject) => {
-      child.stdin.write(data, (err) => (err ? reject(err) : resolve()));
-    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.stdin.write(data, (err) => (err ? reject(err) : resolve()));
+      });
+    } catch (err) {
+      // A write into a pipe the child closed (EPIPE) says only that it is gone; its exit says why.
+      if (await within(this.exited, EXIT_AFTER_BROKEN_PIPE_MS))
+        throw new Error(this.exitReason ?? String(err));
+      throw err;
+    }
   }
 
   /**

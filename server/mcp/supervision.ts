@@ -1,5 +1,5 @@
 import "server-only";
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool } from "@modelcontextprotocol/client";
 import type { ServerState } from "@/lib/api-types";
 import type { ServerConfig } from "../config";
 import type { Logger } from "../log";
@@ -31,6 +31,12 @@ export interface SupervisorSnapshot {
   nextRetryAt: string | null;
   readySince: string | null;
   serverInfo: { name: string; version: string } | null;
+  /**
+   * The protocol revision the live connection speaks (`"2026-07-28"` when the server answered
+   * `server/discover`, a 2025 revision such as `"2025-11-25"` after `initialize`); null while
+   * not connected.
+   */
+  protocolVersion: string | null;
   listedTools: number;
   stderrTail: string[];
   /**

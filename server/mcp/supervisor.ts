@@ -1,22 +1,29 @@
 import "server-only";
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { type CallToolResult, ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import type {
+  CallToolResult,
+  Client,
+  ListToolsResult,
+  RequestOptions,
+  Tool,
+  Transport,
+} from "@modelcontextprotocol/client";
 import type { ServerState } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import type { ServerConfig } from "../config";
-import { unavailableForAgents, upstreamErrorForAgents } from "./agent-facing";
+import { requestErrorForAgents, unavailableForAgents } from "./agent-facing";
 import { answerOf, newClient } from "./client";
+import { EraVerdict } from "./era";
 import {
   classifyFailure,
+  connectionClosed,
   type Failure,
   failureContext,
+  MODERN_PROTOCOL_VERSION,
   messageOf,
-  notRetried,
   SessionLostError,
   unreached,
 } from "./failures";
+import { ListenLoop } from "./listen";
 import { collectPages } from "./pages";
 import { RefreshPacing } from "./refresh-pacing";
 import { LineRing } from "./stdio-transport";
@@ -46,6 +53,9 @@ export class ServerSupervisor {
   private nextRetryAt: number | null = null;
   private readySince: number | null = null;
   private serverInfo: { name: string; version: string } | null = null;
+  private protocolVersion: string | null = null;
+  private readonly era: EraVerdict;
+  private listenLoop: ListenLoop | null = null;
   private listedTools = 0;
   private client: Client | null = null;
   private transport: Transport | null = null;
@@ -64,6 +74,7 @@ export class ServerSupervisor {
   ) {
     this.state = config.enabled ? "connecting" : "dark";
     this.agent = new ServerAgent(config);
+    this.era = new EraVerdict(config.transport);
     this.pacing = new RefreshPacing({
       run: () => this.refreshTools(),
       onNote: () => this.deps.onState(this.snapshot()),
@@ -89,6 +100,7 @@ export class ServerSupervisor {
       nextRetryAt: this.nextRetryAt ? new Date(this.nextRetryAt).toISOString() : null,
       readySince: this.readySince ? new Date(this.readySince).toISOString() : null,
       serverInfo: this.serverInfo,
+      protocolVersion: this.protocolVersion,
       listedTools: this.listedTools,
       stderrTail: this.stderr.snapshot(),
       refreshNote: this.pacing.note,
@@ -122,9 +134,13 @@ export class ServerSupervisor {
     this.clearTimer("retryTimer");
     this.nextRetryAt = null;
     this.setState("connecting", detail);
-    const client = newClient(() => {
-      if (gen === this.generation) this.scheduleRefresh();
-    }, this.config.roots);
+    const client = newClient({
+      onToolsChanged: () => {
+        if (gen === this.generation) this.scheduleRefresh();
+      },
+      roots: this.config.roots,
+      stdio: this.config.transport === "stdio",
+    });
     let transport: Transport;
     try {
       transport = this.makeTransport();
@@ -151,35 +167,69 @@ export class ServerSupervisor {
       this.pendingError = err;
       // While connecting, fail() reports the attempt's error: a second line each try is noise. So
       // are the SDK's tries to reopen a broken event stream: a real outage fails the next request.
+      // So is each request a 2026-07-28 server sends (the SDK drops them unanswered): a hostile
+      // server must not fill the log one line per request.
       const quiet =
-        this.state === "connecting" || /^(SSE stream disconnected|Failed to reconnect SSE)/.test(err.message);
+        this.state === "connecting" ||
+        /^(SSE stream disconnected|Failed to reconnect SSE|Dropped inbound)/.test(err.message);
       const level = quiet ? "debug" : "warn";
       this.deps.log[level](`server ${this.config.name}: ${messageOf(err)}`);
     };
     this.client = client;
     this.transport = transport;
     try {
-      await client.connect(transport, { timeout: this.config.timeoutMs });
+      await client.connect(transport, { timeout: this.config.timeoutMs, ...this.era.connectOptions() });
       if (gen !== this.generation) return;
+      this.era.connected(client);
       const info = client.getServerVersion();
       this.serverInfo = info ? { name: String(info.name), version: String(info.version) } : null;
+      this.protocolVersion = client.getNegotiatedProtocolVersion() ?? null;
       await this.listAndPublish(gen);
       if (gen !== this.generation) return;
       this.lastError = null;
       this.pendingError = null;
       this.readySince = Date.now();
       this.setState("ready");
-      this.deps.log.info(`server ${this.config.name} ready`, { tools: this.listedTools });
+      this.deps.log.info(`server ${this.config.name} ready`, {
+        tools: this.listedTools,
+        protocol: this.protocolVersion,
+      });
+      this.startListening(gen, client);
       this.stableTimer = setTimeout(() => {
         if (gen === this.generation && this.state === "ready") this.attempt = 0;
       }, STABLE_AFTER_MS);
       this.stableTimer.unref();
     } catch (err) {
+      if (gen !== this.generation) return;
+      if (this.era.failed(client, transport, err) === "probe-again") {
+        const why = "the server no longer speaks 2025; dialling it again with server/discover";
+        this.deps.log.info(`server ${this.config.name}: ${why}`);
+        this.generation++;
+        void this.teardown().then(() => this.connect(why));
+        return;
+      }
       // "Connection closed" says only that the transport went away; the transport's own error
       // (a process exit, a refused dial) says why.
-      const closed = err instanceof McpError && err.code === ErrorCode.ConnectionClosed;
-      this.failWith(gen, closed ? (this.pendingError ?? err) : err);
+      this.failWith(gen, connectionClosed(err) ? (this.pendingError ?? err) : err);
     }
+  }
+
+  /**
+   * On a 2026-07-28 connection whose server offers tool-list changes, keeps a listen stream open
+   * for them ({@link ListenLoop}); a 2025 server sends its notifications unasked.
+   */
+  private startListening(gen: number, client: Client): void {
+    if (this.protocolVersion !== MODERN_PROTOCOL_VERSION) return;
+    if (client.getServerCapabilities()?.tools?.listChanged !== true) return;
+    this.listenLoop = new ListenLoop({
+      client,
+      server: this.config.name,
+      log: this.deps.log,
+      timeoutMs: this.config.timeoutMs,
+      current: () => gen === this.generation && this.state === "ready",
+      onGap: () => this.scheduleRefresh(),
+    });
+    this.listenLoop.start();
   }
 
   /** The last error the current connection's transport reported (a later one's gen is ignored). */
@@ -209,6 +259,7 @@ export class ServerSupervisor {
     this.lastError = reason;
     this.pendingError = null;
     this.readySince = null;
+    this.protocolVersion = null;
     this.clearTimer("stableTimer");
     void this.teardown();
     const now = Date.now();
@@ -251,6 +302,8 @@ export class ServerSupervisor {
   private teardown(): Promise<void> {
     const client = this.client;
     const transport = this.transport;
+    this.listenLoop?.stop();
+    this.listenLoop = null;
     this.client = null;
     this.transport = null;
     if (client) client.onclose = undefined;
@@ -277,9 +330,14 @@ export class ServerSupervisor {
   private async listAndPublish(gen: number): Promise<void> {
     const client = this.client;
     if (!client) return;
+    // Page by page, not the SDK's listTools(), which reads every page or fails: a server that
+    // never stops paging is read for MAX_TOOL_PAGES pages, and what they held is its list.
     const tools: Tool[] = await collectPages(
       async (params) => {
-        const res = await client.listTools(params, { timeout: this.config.timeoutMs });
+        const res: ListToolsResult = await client.request(
+          { method: "tools/list", params: params ?? {} },
+          { timeout: this.config.timeoutMs },
+        );
         return { items: res.tools, nextCursor: res.nextCursor };
       },
       { maxPages: MAX_TOOL_PAGES },
@@ -320,7 +378,7 @@ export class ServerSupervisor {
    */
   async callTool(name: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<CallToolResult> {
     const result = await this.read((client, options) =>
-      client.callTool({ name, arguments: args }, undefined, { ...options, signal }),
+      client.callTool({ name, arguments: args }, { ...options, signal }),
     );
     return answerOf(this.config.name, result as CallToolResult);
   }
@@ -365,27 +423,24 @@ export class ServerSupervisor {
   /** What the caller of {@link read} gets for a request of generation `gen` that failed. */
   private requestError(err: unknown, gen: number): GatehouseError {
     if (err instanceof GatehouseError) return err;
-    const name = this.config.name;
-    if (err instanceof SessionLostError) {
-      this.failWith(gen, err);
-      return new GatehouseError("upstream_error", `server ${name} ${notRetried(err)}`, { cause: err });
-    }
-    if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
-      const late = `server ${name} did not answer within ${this.config.timeoutMs} ms`;
-      return new GatehouseError("upstream_timeout", late, { cause: err });
-    }
+    if (err instanceof SessionLostError) this.failWith(gen, err);
     // The server did not answer at all (refused, reset, an HTTP error, a broken stream): check at
     // once whether the connection still works, so the status does not say `ready` while it is not.
-    if (unreached(err)) this.scheduleRefresh();
+    else if (unreached(err)) this.scheduleRefresh();
     // When the connection failed under the request (oversized frame, process exit), the SDK
     // only says "Connection closed"; the reason is the failure the supervisor recorded.
     const failure = this.failureSince(gen);
-    const why = failure ? ` (${failure})` : "";
-    const reason = this.classify(err).reason;
-    // Owners keep the detail; agents get what kind of failure it was (see agent-facing.ts).
-    this.deps.log.warn(`server ${name}: a request failed: ${reason}${why}`);
-    const told = upstreamErrorForAgents(name, err, { connectionFailed: failure !== null });
-    return new GatehouseError("upstream_error", told, { cause: err });
+    const told = requestErrorForAgents(err, {
+      name: this.config.name,
+      timeoutMs: this.config.timeoutMs,
+      failure,
+    });
+    if (told.code === "upstream_error" && !(err instanceof SessionLostError)) {
+      // Owners keep the detail; agents get what kind of failure it was (see agent-facing.ts).
+      const why = failure ? ` (${failure})` : "";
+      this.deps.log.warn(`server ${this.config.name}: a request failed: ${this.classify(err).reason}${why}`);
+    }
+    return told;
   }
 
   /** Checks run on every state change: the waits of {@link nextReady}. */
@@ -412,6 +467,7 @@ export class ServerSupervisor {
     if (!this.config.enabled || this.state === "closed") return;
     this.generation++;
     this.attempt = 0;
+    this.era.reset();
     this.crashTimes = [];
     this.clearTimer("retryTimer");
     this.clearTimer("stableTimer");

@@ -1,5 +1,5 @@
 import "server-only";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { Transport } from "@modelcontextprotocol/client";
 import type { Agent } from "undici";
 import type { ServerConfig } from "../config";
 import { createGuardedAgent, guardedFetch } from "../net/guarded-fetch";

@@ -1,7 +1,7 @@
 import "server-only";
 import dns from "node:dns";
 import { isIP } from "node:net";
-import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { FetchLike } from "@modelcontextprotocol/client";
 import { Agent, buildConnector, fetch as undiciFetch } from "undici";
 import { refusedAddressKind } from "./address-policy";
 

@@ -49,6 +49,16 @@ describe("reconnecting a server", () => {
     expect(rows).toEqual([expect.objectContaining({ actor: "olga", callId: null, detail: null })]);
   });
 
+  it("the server's view says which protocol revision its connection speaks", async () => {
+    const res = await request("GET", "/api/servers", { cookie });
+    const { servers } = (await res.json()) as { servers: ServerView[] };
+    // The bundled demo server is a 2025 one (SDK v1): Gatehouse probed, then fell back.
+    expect(servers.find((s) => s.name === "demo")).toMatchObject({
+      state: "ready",
+      protocolVersion: "2025-11-25",
+    });
+  });
+
   it("an unknown server answers 404 and writes nothing", async () => {
     const res = await request("POST", "/api/servers/nowhere/reconnect", { cookie });
     expect(res.status).toBe(404);

@@ -33,6 +33,7 @@ export function serverViews(manager: McpManager, db: Db): ServerView[] {
         name: redact(status.serverInfo.name),
         version: redact(status.serverInfo.version),
       },
+      protocolVersion: status.protocolVersion,
       tools: { listed: status.listedTools, ...n },
       // The ring redacts as it captures (before its lines are cut); once more here costs little
       // and holds for any snapshot that did not come from it.

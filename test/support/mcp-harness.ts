@@ -27,6 +27,17 @@ const realClearTimeout = globalThis.clearTimeout;
 
 export const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
+/** A logger that keeps every line as `<level> <message>`, for tests of what reaches the log. */
+export function recordingLogger(): { log: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const at =
+    (level: string) =>
+    (message: string): void => {
+      lines.push(`${level} ${message}`);
+    };
+  return { log: { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") }, lines };
+}
+
 const tempDirs: string[] = [];
 
 /** A temp dir removed by {@link cleanUp}. */
@@ -82,9 +93,9 @@ export class Harness {
   readonly manager: McpManager;
   private readonly listeners = new Set<() => void>();
 
-  constructor(config: GatehouseConfig, backoff?: SupervisorDeps["backoff"]) {
+  constructor(config: GatehouseConfig, backoff?: SupervisorDeps["backoff"], log: Logger = quiet) {
     this.manager = new McpManager(config, {
-      log: quiet,
+      log,
       backoff,
       onState: (snapshot) => {
         this.events.push(snapshot);
@@ -156,8 +167,10 @@ export async function cleanUp(): Promise<void> {
   for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
-export function text(result: CallToolResult): string {
-  const first = result.content[0];
+/** The text of a tool result's first content block (a result of either SDK's types). */
+export function text(result: { content?: unknown }): string {
+  const content = Array.isArray(result.content) ? (result.content as CallToolResult["content"]) : [];
+  const first = content[0];
   if (first?.type !== "text") throw new Error(`expected text content, got ${JSON.stringify(result.content)}`);
   return first.text;
 }

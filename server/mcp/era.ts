@@ -1,0 +1,72 @@
+import "server-only";
+import {
+  type Client,
+  type ConnectOptions,
+  SdkError,
+  SdkErrorCode,
+  type Transport,
+} from "@modelcontextprotocol/client";
+import type { ServerConfig } from "../config";
+import { connectionClosed, refusedVersion } from "./failures";
+import { BoundedStdioTransport } from "./stdio-transport";
+
+/**
+ * Which protocol era one server is dialled in, kept across its reconnects. By default a dial
+ * probes with `server/discover` (the SDK's `auto` negotiation: a 2026-07-28 server answers it, a
+ * 2025 one gets `initialize` on the same connection). Once the server is known to speak 2025 only,
+ * later dials skip the probe: a 2025 stdio server that ignores requests before `initialize` would
+ * otherwise cost the probe's whole timeout on every dial. Legacy HTTP+SSE is a 2025 transport and
+ * is never probed.
+ */
+export class EraVerdict {
+  private legacyOnly = false;
+
+  constructor(private readonly transport: ServerConfig["transport"]) {}
+
+  /** Whether the next dial skips the probe. */
+  get legacy(): boolean {
+    return this.legacyOnly || this.transport === "sse";
+  }
+
+  /** The `prior` of the next dial's `connect`, if any. */
+  connectOptions(): Pick<ConnectOptions, "prior"> {
+    return this.legacy ? { prior: { kind: "legacy" } } : {};
+  }
+
+  /** A dial completed its handshake on `client`. */
+  connected(client: Client): void {
+    if (client.getProtocolEra() === "legacy") this.legacyOnly = true;
+  }
+
+  /**
+   * A dial failed with `err` (on `client` over `transport`). Returns `"probe-again"` when the
+   * server, known as a 2025 one, now refuses 2025 (it was upgraded): the caller dials again at
+   * once, probing. Otherwise learns what the failure says of the era: a stdio dial that sent
+   * `initialize` (the probe said 2025) or whose child went away at the probe (some 2025 servers
+   * exit on a request before `initialize`) is dialled as 2025 from now on; the failure itself still
+   * counts as one (a server that dies at every start is a crash loop either way).
+   */
+  failed(client: Client, transport: Transport, err: unknown): "probe-again" | null {
+    if (this.legacyOnly && this.transport !== "sse" && refusedVersion(err)) {
+      this.legacyOnly = false;
+      return "probe-again";
+    }
+    if (!(transport instanceof BoundedStdioTransport)) return null;
+    if (transport.initializeSent || closedAtProbe(client, err)) this.legacyOnly = true;
+    return null;
+  }
+
+  /** The owner's Reconnect: probe again. */
+  reset(): void {
+    this.legacyOnly = false;
+  }
+}
+
+/**
+ * Whether a dial failed because the connection went away during the era probe, before any era
+ * was agreed: the SDK then says the negotiation failed, or that the connection closed.
+ */
+function closedAtProbe(client: Client, err: unknown): boolean {
+  if (client.getProtocolEra() !== undefined) return false;
+  return connectionClosed(err) || (err instanceof SdkError && err.code === SdkErrorCode.EraNegotiationFailed);
+}
