@@ -1,29 +1,37 @@
-import type { ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
-import { cleanUp, MiB, stdioServer } from "@/test/support/mcp-harness";
+import { cleanUp, FIXTURES, MiB, NODE, rejection, stdioServer } from "@/test/support/mcp-harness";
 import type { ServerConfig } from "../config";
 
-// What the hostile-server suites of both protocol eras (hostile.test.ts, hostile-modern.test.ts)
-// share: HTTP server configs, fixture programs the tests start themselves, and a bounded poll.
+// What the hostile-server suite (hostile.test.ts) needs besides its tests: the protocol era a
+// fixture program is started in, stdio server configs, fixture programs the tests start themselves,
+// an RSS sampler and a bounded poll.
+
+/**
+ * The protocol era a fixture program speaks: with `--modern` the fixtures in test/fixtures/servers
+ * are modern-only 2026-07-28 servers (modern-era.mjs: `server/discover`, `initialize` refused),
+ * without it 2025 servers.
+ */
+export interface FixtureEra {
+  /** The era as test titles name it. */
+  readonly name: "2025" | "2026-07-28";
+  /** Arguments after the script: `["--modern"]` or none. */
+  readonly args: readonly string[];
+}
+
+/** A stdio server running `node script ...era.args`, otherwise as {@link stdioServer}. */
+export function eraStdio(
+  era: FixtureEra,
+  name: string,
+  script: string,
+  over: Partial<ServerConfig> = {},
+): ServerConfig {
+  return stdioServer(name, script, { args: [script, ...era.args], ...over });
+}
 
 /** Per-test timeout: the machine has 2 cores and every test starts real processes. */
 export const SLOW = 30_000;
-
-export function httpServer(
-  name: string,
-  url: string,
-  over: Partial<ServerConfig> & Pick<ServerConfig, "transport">,
-): ServerConfig {
-  return {
-    ...stdioServer(name, ""),
-    command: null,
-    args: [],
-    cwd: null,
-    url,
-    allowPrivate: true,
-    ...over,
-  };
-}
 
 /** A fixture program started by a test (not by Gatehouse), with its output kept; killed by {@link killFixtures}. */
 export class Fixture {
@@ -108,3 +116,34 @@ export async function poll<T>(what: string, probe: () => T | undefined, timeoutM
 }
 
 export const mib = (bytes: number) => (bytes / MiB).toFixed(1);
+
+/** Runs `call`, which must reject, sampling this process's RSS every 5 ms meanwhile. */
+export async function sampled(call: () => Promise<unknown>) {
+  const before = process.memoryUsage().rss;
+  let peak = before;
+  const sample = () => {
+    peak = Math.max(peak, process.memoryUsage().rss);
+  };
+  const sampler = setInterval(sample, 5);
+  let outcome: { error: unknown; ms: number };
+  try {
+    const t0 = performance.now();
+    outcome = await rejection(call(), t0);
+  } finally {
+    clearInterval(sampler);
+    sample();
+  }
+  return { outcome, before, peak, growth: peak - before };
+}
+
+/** Starts test/fixtures/servers/http-flood.mjs in `mode` and `era`; resolves once it listens. */
+export async function httpFlood(mode: string, era: FixtureEra): Promise<{ fixture: Fixture; url: string }> {
+  const fixture = new Fixture(
+    spawn(NODE, [join(FIXTURES, "http-flood.mjs"), ...era.args], {
+      env: { ...process.env, PORT: "0", MODE: mode },
+      stdio: ["ignore", "pipe", "pipe"],
+    }),
+  );
+  const match = await fixture.waitForOutput("stdout", /listening (\d+)\n/);
+  return { fixture, url: `http://127.0.0.1:${match[1]}/mcp` };
+}
