@@ -3,8 +3,27 @@ import { EventEmitter } from "node:events";
 import type { LiveEvent } from "@/lib/api-types";
 
 /**
+ * A tool server's progress on a call while it runs, as Gatehouse passes it on: numbers finite,
+ * the message cleaned and capped, at most about ten a second per call (server/calls/run.ts).
+ * Only published between the call's start and its outcome.
+ */
+export interface CallProgressEvent {
+  type: "call.progress";
+  /** The call's id. */
+  id: string;
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
+/**
  * The in-process event bus: call decisions wake long-polls and held MCP requests, and every
  * event is forwarded to browsers over server-sent events. Listeners must not throw.
+ *
+ * A call's progress ({@link CallProgressEvent}) travels apart, on a channel of its own per call:
+ * it is for the requests waiting on that call alone. On the main channel every browser would
+ * receive a tool server's words about every call, and every long-poll, held request and the
+ * notifier would wake for each of them.
  */
 export class EventBus {
   private readonly emitter = new EventEmitter();
@@ -22,6 +41,22 @@ export class EventBus {
     this.emitter.on("event", listener);
     return () => this.emitter.off("event", listener);
   }
+
+  publishProgress(event: CallProgressEvent): void {
+    this.emitter.emit(progressChannel(event.id), event);
+  }
+
+  /** Hears the progress of call `id` (see {@link CallProgressEvent}) until the returned function is called. */
+  subscribeProgress(id: string, listener: (event: CallProgressEvent) => void): () => void {
+    const channel = progressChannel(id);
+    this.emitter.on(channel, listener);
+    return () => this.emitter.off(channel, listener);
+  }
+}
+
+/** A call's own progress channel; the prefix keeps it apart from the main one ("event"). */
+function progressChannel(id: string): string {
+  return `progress:${id}`;
 }
 
 /** How often one server's `catalogue` events reach a browser at most (see {@link gatherCatalogueEvents}). */

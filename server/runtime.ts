@@ -145,7 +145,7 @@ function wireRuntime(opts: RuntimeOptions, lock: StoreLock): Runtime {
     approvals: config.approvals,
     rules,
     argumentBytesFor: (server) => argumentBytes.get(server),
-    callTool: (server, tool, args) => manager.callTool(server, tool, args),
+    callTool: (server, tool, args, onProgress) => manager.callTool(server, tool, args, { onProgress }),
     notify: (txDb, event, call) => notifier.notify(txDb, event, call),
   });
 

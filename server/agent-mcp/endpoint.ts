@@ -2,6 +2,7 @@ import "server-only";
 import { randomUUID } from "node:crypto";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { isLegacyRequest } from "@modelcontextprotocol/server";
 import { eq } from "drizzle-orm";
 import type { Principal } from "../auth/access";
 import type { CallBroker } from "../calls/broker";
@@ -14,6 +15,7 @@ import type { Db } from "../store/db";
 import { agentTokens } from "../store/schema";
 import { type AllowedPeers, agentOf, allowedPeersFor, bearerAgent, peerProblem } from "./guard";
 import { asJsonIfQuick, tracked } from "./json-answer";
+import { ModernLeg } from "./modern";
 import { ListedResources, resourceServers } from "./resources";
 import { expectsOnlyItsResponse, readMessage, rpcError } from "./rpc";
 import { createAgentServer } from "./server";
@@ -62,10 +64,16 @@ export interface AgentMcpOptions {
 
 /**
  * The `/mcp` endpoint: Gatehouse as an MCP server over streamable HTTP for agents with a bearer
- * token. Each `initialize` opens a stateful session (an SDK `Server` and its
+ * token, in both protocol eras behind one front door (Host/Origin, then the bearer).
+ *
+ * 2025: each `initialize` opens a stateful session (an SDK `Server` and its
  * `WebStandardStreamableHTTPServerTransport`) kept in memory; sessions belong to the token that
  * opened them, end on DELETE, after {@link SESSION_IDLE_MS} idle, when their token is revoked,
  * or on shutdown. A restart drops them; pending calls live in the store and stay pending.
+ *
+ * 2026-07-28: a request with no session id that is not a 2025 one (the SDK's `isLegacyRequest`:
+ * it carries the per-request envelope) goes to the stateless {@link ModernLeg}, which a restart
+ * between two requests does not disturb.
  */
 export class AgentMcpEndpoint {
   private readonly sessions = new SessionTable();
@@ -77,6 +85,7 @@ export class AgentMcpEndpoint {
   private readonly progressIntervalMs: number;
   private readonly debounceMs: number;
   private readonly jsonWindowMs: number;
+  private readonly modern: ModernLeg;
   private readonly unsubscribe: () => void;
   private readonly sweepTimer: NodeJS.Timeout;
   private debounceTimer: NodeJS.Timeout | null = null;
@@ -95,6 +104,19 @@ export class AgentMcpEndpoint {
     this.progressIntervalMs = options.progressIntervalMs ?? PROGRESS_INTERVAL_MS;
     this.debounceMs = options.listChangedDebounceMs ?? LIST_CHANGED_DEBOUNCE_MS;
     this.jsonWindowMs = options.jsonAnswerWindowMs ?? JSON_ANSWER_WINDOW_MS;
+    this.modern = new ModernLeg({
+      db: deps.db,
+      bus: deps.bus,
+      broker: deps.broker,
+      manager: deps.manager,
+      log: deps.log,
+      listed: this.listedResources,
+      descriptionMaxChars: deps.config.catalogue.descriptionMaxChars,
+      waitSeconds: deps.config.approvals.waitSeconds,
+      progressIntervalMs: this.progressIntervalMs,
+      jsonWindowMs: this.jsonWindowMs,
+      publicOrigin: deps.publicOrigin,
+    });
     this.toolsSeen = this.toolsNow();
     this.serversSeen = this.serversNow();
     this.unsubscribe = deps.bus.subscribe((e) => {
@@ -145,6 +167,7 @@ export class AgentMcpEndpoint {
     const body = await readMessage(req);
     if (body instanceof Response) return body;
     const { parsed } = body;
+    if (!(await isLegacyRequest(req, parsed))) return this.modern.handle(req, agent, parsed);
     const messages: unknown[] = Array.isArray(parsed) ? parsed : [parsed];
     if (!messages.some((m) => isInitializeRequest(m))) {
       return rpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required");
@@ -304,31 +327,39 @@ export class AgentMcpEndpoint {
   }
 
   /**
-   * Ends now what the timer's sweep would end at its next run: sessions of revoked tokens (and
-   * idle ones). Called when a token is revoked, so its agent's open streams close at once.
+   * Ends now what the timer's sweep would end at its next run: sessions and 2026-07-28 exchanges
+   * of revoked tokens (and idle sessions). Called when a token is revoked, so its agent's open
+   * streams close at once.
    */
   endRevokedSessions(): void {
     this.sweep();
   }
 
-  /** Idle sessions and sessions of revoked tokens end; runs on a timer. */
+  /**
+   * Idle sessions and sessions of revoked tokens end, and so do the 2026-07-28 exchanges (listen
+   * streams, requests in flight) of revoked tokens; runs on a timer.
+   */
   private sweep(): void {
     const now = Date.now();
-    const active = new Map<number, boolean>();
-    for (const s of this.sessions.all()) {
-      let ok = active.get(s.tokenId);
+    const known = new Map<number, boolean>();
+    const active = (tokenId: number): boolean => {
+      let ok = known.get(tokenId);
       if (ok === undefined) {
         const row = this.deps.db
           .select({ revokedAt: agentTokens.revokedAt })
           .from(agentTokens)
-          .where(eq(agentTokens.id, s.tokenId))
+          .where(eq(agentTokens.id, tokenId))
           .get();
         ok = row !== undefined && row.revokedAt === null;
-        active.set(s.tokenId, ok);
+        known.set(tokenId, ok);
       }
-      if (!ok) void this.closeSession(s, "its token was revoked");
+      return ok;
+    };
+    for (const s of this.sessions.all()) {
+      if (!active(s.tokenId)) void this.closeSession(s, "its token was revoked");
       else if (!isBusy(s) && now - s.lastActive >= this.idleMs) void this.closeSession(s, "idle");
     }
+    this.modern.endRevoked(active);
   }
 
   private toolsNow(): string {
@@ -348,7 +379,10 @@ export class AgentMcpEndpoint {
     this.debounceTimer.unref();
   }
 
-  /** Tells every session when what `tools/list` or `resources/list` would show has changed. */
+  /**
+   * Tells every session, and every 2026-07-28 listen stream, when what `tools/list` or
+   * `resources/list` would show has changed.
+   */
   private checkLists(): void {
     let tools: string;
     let servers: string;
@@ -364,6 +398,7 @@ export class AgentMcpEndpoint {
     this.toolsSeen = tools;
     this.serversSeen = servers;
     if (!toolsChanged && !serversChanged) return;
+    this.modern.listsChanged({ tools: toolsChanged, servers: serversChanged });
     for (const s of this.sessions.all()) {
       if (s.closing) continue;
       const failed = (err: unknown) =>
@@ -377,12 +412,15 @@ export class AgentMcpEndpoint {
     }
   }
 
-  /** Ends every session (shutdown). Held calls stay pending in the store. */
+  /** Ends every session and every 2026-07-28 exchange (shutdown). Held calls stay pending in the store. */
   async close(): Promise<void> {
     this.closed = true;
     this.unsubscribe();
     clearInterval(this.sweepTimer);
     if (this.debounceTimer) clearTimeout(this.debounceTimer);
-    await Promise.all(this.sessions.all().map((s) => this.closeSession(s, "Gatehouse is stopping")));
+    await Promise.all([
+      ...this.sessions.all().map((s) => this.closeSession(s, "Gatehouse is stopping")),
+      this.modern.close(),
+    ]);
   }
 }

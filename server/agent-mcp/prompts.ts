@@ -87,7 +87,8 @@ async function listServer(deps: ResourceDeps, server: string, listed?: Listings)
     if (!client.getServerCapabilities()?.prompts) return null;
     return collectPages(
       async (params) => {
-        const res = await client.listPrompts(params, options);
+        // One request per page: the client's own listPrompts() walks every page itself, past these bounds.
+        const res = await client.request({ method: "prompts/list", ...(params && { params }) }, options);
         return { items: res.prompts, nextCursor: res.nextCursor };
       },
       { maxPages: MAX_PAGES, maxItems: MAX_PER_SERVER },

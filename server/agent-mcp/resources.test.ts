@@ -4,6 +4,7 @@
  * @modelcontextprotocol/server-everything over stdio.
  */
 import path from "node:path";
+import { UriTemplate } from "@modelcontextprotocol/sdk/shared/uriTemplate.js";
 import {
   McpError,
   PromptListChangedNotificationSchema,
@@ -21,6 +22,7 @@ import {
   waitForEvent,
 } from "@/test/support/runtime";
 import { serverViews } from "../servers/status";
+import { listAuditByActions } from "../store/audit";
 import {
   allowedByOwner,
   boundContents,
@@ -80,8 +82,11 @@ describe("resources", () => {
     const client = await connect();
     expect(client.getServerCapabilities()?.resources).toBeDefined();
     expect((await client.listResources()).resources).toEqual([]);
+    expect((await client.listResourceTemplates()).resourceTemplates).toEqual([]);
     const uri = wrapUri("everything", "demo://resource/static/document/architecture.md");
     expect(await rpcCode(client.readResource({ uri }))).toBe(RESOURCE_NOT_FOUND);
+    const templated = "gatehouse://everything/-/demo://resource/dynamic/text/7";
+    expect(await rpcCode(client.readResource({ uri: templated }))).toBe(RESOURCE_NOT_FOUND);
   });
 
   it("once a tool of the server is enabled its resources are listed under gatehouse://<server>/ and read through", async () => {
@@ -116,11 +121,33 @@ describe("resources", () => {
     );
   });
 
-  it("resource templates are not passed through: the list is empty", async () => {
+  it("its resource templates are listed under gatehouse://<server>/-/, and a URI an agent expands from one is read through and audited", async () => {
     enableTool(rt.runtime, ECHO);
     const client = await connect();
-    expect((await client.listResourceTemplates()).resourceTemplates).toEqual([]);
-  });
+    const { resourceTemplates } = await client.listResourceTemplates();
+    const text = resourceTemplates.find(
+      (t) => t.uriTemplate === "gatehouse://everything/-/demo://resource/dynamic/text/{resourceId}",
+    );
+    expect(text).toMatchObject({ name: "Dynamic Text Resource", mimeType: "text/plain" });
+    for (const t of resourceTemplates)
+      expect(t.uriTemplate.startsWith("gatehouse://everything/-/")).toBe(true);
+    // Expanded as an agent's client would, with the SDK's own expander.
+    const uri = new UriTemplate(text?.uriTemplate ?? "").expand({ resourceId: "7" });
+    expect(uri).toBe("gatehouse://everything/-/demo://resource/dynamic/text/7");
+    const read = await client.readResource({ uri });
+    expect(read.contents).toMatchObject([{ uri, mimeType: "text/plain" }]);
+    expect(read.contents[0] && "text" in read.contents[0] ? read.contents[0].text : "").toMatch(
+      /^Resource 7: /,
+    );
+    const [row] = listAuditByActions(rt.runtime.db, { actions: ["resource.read"], limit: 1 });
+    expect(row).toMatchObject({ actor: "bot", subject: "everything demo://resource/dynamic/text/7" });
+    expect(row?.detail).toMatch(
+      /^through template demo:\/\/resource\/dynamic\/text\/\{resourceId\}; \d+ bytes$/,
+    );
+    // A URI beside the template is not read through it.
+    const beside = "gatehouse://everything/-/demo://resource/dynamic/text/7/../../static/document/x";
+    expect(await rpcCode(client.readResource({ uri: beside }))).toBe(RESOURCE_NOT_FOUND);
+  }, 30_000);
 
   it("notifications/resources/list_changed and prompts/list_changed when the set of servers with an enabled tool changes", async () => {
     const client = await connect();

@@ -1,30 +1,33 @@
 import "server-only";
 import { ErrorCode, type ReadResourceResult, type Resource } from "@modelcontextprotocol/sdk/types.js";
 import { GatehouseError } from "@/lib/errors";
-import { listEnabledTools } from "../catalogue/catalogue";
 import { cleanDescription } from "../catalogue/definition";
-import type { EventBus } from "../events";
-import type { Logger } from "../log";
-import type { McpManager } from "../mcp/manager";
 import { collectPages } from "../mcp/pages";
 import { anyGlobMatches } from "../rules/glob";
 import { writeAudit } from "../store/audit";
-import type { Db } from "../store/db";
 import { LinkedUris, MAX_URI_CHARS, unwrapUri, wrapUri } from "./links";
+import { clean, Listings, RELIST_MIN_INTERVAL_MS, type ResourceDeps, resourceServers } from "./listings";
 import { rpcFailure } from "./rpc";
-import { serverOf } from "./tools";
+import {
+  holdsDotSegment,
+  ListedTemplates,
+  relistTemplates,
+  unwrapVerbatimUri,
+  wrapVerbatim,
+} from "./templates";
 
 export { MAX_URI_CHARS, unwrapUri, wrapUri } from "./links";
+export { clean, Listings, RELIST_MIN_INTERVAL_MS, type ResourceDeps, resourceServers } from "./listings";
+export { ListedTemplates, listResourceTemplates, wrapTemplate } from "./templates";
 
 /**
  * Resources over `/mcp`: what agents may read of the resources of servers with an enabled tool.
  *
- * The rule (chosen over passing resource templates through): a `resources/read` reaches the
- * server only for a URI the server itself listed in the latest `resources/list` Gatehouse
- * fetched of it, or put in a tool result passed to an agent over `/mcp` (links.ts), or one
- * matching a glob of the server's `resources.allow` in the config (an owner's decision, made
- * ahead, for resources a server serves without listing them). Templates
- * are never passed through: `resources/templates/list` is empty. Every read, allowed or
+ * The rule: a `resources/read` reaches the server only for a URI the server itself listed in
+ * the latest `resources/list` Gatehouse fetched of it, or put in a tool result passed to an
+ * agent over `/mcp` (links.ts), or one matching a glob of the server's `resources.allow` in the
+ * config (an owner's decision, made ahead, for resources a server serves without listing them),
+ * or an expansion of one of the templates it listed last (templates.ts). Every read, allowed or
  * refused, writes an audit row with the agent's token name; a refusal answers "resource not
  * found" (-32002) with the same words whatever the reason, so an agent cannot probe what exists.
  */
@@ -40,19 +43,13 @@ const MAX_PER_SERVER = 500;
  * together. A text is cut there; a blob that does not fit is left out (half a blob is no file).
  */
 export const RESOURCE_READ_MAX_BYTES = 1024 * 1024;
-/** A read of a URI not in a server's latest list re-lists that server at most this often. */
-export const RELIST_MIN_INTERVAL_MS = 1000;
 /** `_meta` key set on a read's result, and on a cut text, when the read was cut to its bound. */
 export const TRUNCATED_META_KEY = "gatehouse/truncated";
 /** Audit subjects and details are cut to this many characters. */
 const AUDIT_TEXT_MAX_CHARS = 512;
 /** What every refused read answers: the same words, whether the URI exists or not. */
-const REFUSED_MESSAGE = "Resource not found: only the resources listed by resources/list can be read";
-
-/** Servers whose resources agents may see: those with at least one enabled, callable tool. */
-export function resourceServers(db: Db): string[] {
-  return [...new Set(listEnabledTools(db).map((t) => serverOf(t.name)))].sort();
-}
+const REFUSED_MESSAGE =
+  "Resource not found: only the resources listed by resources/list, and expansions of the templates listed by resources/templates/list, can be read";
 
 /**
  * Whether an owner's `resources.allow` globs admit `uri`. Only a URI in canonical form can match:
@@ -77,68 +74,15 @@ export function allowedByOwner(globs: readonly string[], uri: string): boolean {
   return anyGlobMatches(globs, uri);
 }
 
-interface Listing {
-  names: Set<string>;
-  at: number;
-}
-
-/**
- * What each server listed in the latest list Gatehouse fetched of it (URIs, or prompt names),
- * shared by every `/mcp` session (a server lists the same for everyone: Gatehouse is one client
- * to it): replaced whenever an agent lists, and re-fetched when a request names something not in
- * it — at most once per `minIntervalMs` per server counted from the last try, failed ones
- * included, concurrent requests sharing one list — so agents probing for unlisted names, over
- * however many sessions, cost a server one list a second, not one per probe.
- */
-export class Listings {
-  private readonly listings = new Map<string, Listing>();
-  private readonly inFlight = new Map<string, Promise<void>>();
-  /** When each server's last re-list started, whether or not it succeeded. */
-  private readonly triedAt = new Map<string, number>();
-
-  /** `minIntervalMs`: default {@link RELIST_MIN_INTERVAL_MS}; `now`: the clock (tests). */
-  constructor(
-    private readonly minIntervalMs = RELIST_MIN_INTERVAL_MS,
-    private readonly now: () => number = Date.now,
-  ) {}
-
-  /** Whether `server`'s latest list held `name`. */
-  has(server: string, name: string): boolean {
-    return this.listings.get(server)?.names.has(name) ?? false;
-  }
-
-  /** `server` just listed these: they replace what it listed before. */
-  record(server: string, names: Iterable<string>): void {
-    this.listings.set(server, { names: new Set(names), at: this.now() });
-  }
-
-  /**
-   * Lists `server` again with `list` (which records what it finds), unless a list of it finished
-   * within `minIntervalMs` (that one is fresh enough) or one is under way (that one is awaited).
-   * A list that fails leaves the last one in place; the failure is `list`'s to report.
-   */
-  async refresh(server: string, list: () => Promise<void>): Promise<void> {
-    const running = this.inFlight.get(server);
-    if (running) return running;
-    const last = Math.max(
-      this.listings.get(server)?.at ?? Number.NEGATIVE_INFINITY,
-      this.triedAt.get(server) ?? Number.NEGATIVE_INFINITY,
-    );
-    if (this.now() - last < this.minIntervalMs) return;
-    this.triedAt.set(server, this.now());
-    const done = list().finally(() => this.inFlight.delete(server));
-    this.inFlight.set(server, done);
-    return done;
-  }
-}
-
 /**
  * The resource URIs each server listed last ({@link Listings}); beside them, kept apart, the URIs
  * each linked in tool results ({@link LinkedUris}: bounded, not replaced by a new list), and,
- * under the rules of listings, the names of the prompts each listed last (prompts.ts).
+ * under the rules of listings, the templates (templates.ts) and the names of the prompts
+ * (prompts.ts) each listed last.
  */
 export class ListedResources extends Listings {
   readonly prompts: Listings;
+  readonly templates: ListedTemplates;
   readonly linked: LinkedUris;
 
   /** `maxLinkedPerServer`: default `MAX_LINKED_PER_SERVER` (links.ts). */
@@ -149,12 +93,10 @@ export class ListedResources extends Listings {
   ) {
     super(minIntervalMs, now);
     this.prompts = new Listings(minIntervalMs, now);
+    this.templates = new ListedTemplates(minIntervalMs, now);
     this.linked = new LinkedUris(maxLinkedPerServer);
   }
 }
-
-export const clean = (v: unknown, max: number): string | undefined =>
-  typeof v === "string" ? cleanDescription(v, max) : undefined;
 
 /**
  * A text for an audit row: hidden characters stripped, cut to a sane length, then one line
@@ -162,15 +104,6 @@ export const clean = (v: unknown, max: number): string | undefined =>
  */
 const auditText = (text: string): string =>
   cleanDescription(text, AUDIT_TEXT_MAX_CHARS).replace(/[\t\n\r\u2028\u2029]/g, " ");
-
-export interface ResourceDeps {
-  db: Db;
-  manager: McpManager;
-  log: Logger;
-  descriptionMaxChars: number;
-  /** Told `{type: "resources"}` after each read's audit row is written, so browsers refresh the list. */
-  bus?: EventBus;
-}
 
 /** Who is reading, and what their session has seen listed. */
 export interface ReadContext {
@@ -193,7 +126,8 @@ async function listServer(
     if (!client.getServerCapabilities()?.resources) return null;
     return collectPages(
       async (params) => {
-        const res = await client.listResources(params, options);
+        // One request per page: the client's own listResources() walks every page itself, past these bounds.
+        const res = await client.request({ method: "resources/list", ...(params && { params }) }, options);
         return { items: res.resources, nextCursor: res.nextCursor };
       },
       { maxPages: MAX_PAGES, maxItems: MAX_PER_SERVER },
@@ -269,53 +203,82 @@ function refuse(deps: ResourceDeps, ctx: ReadContext, subject: string, why: stri
 }
 
 /**
- * Why `target` may be read — "listed", "linked by a tool result" or "allowed by resources.allow"
- * — or null. A URI missing from the last list of its server, and not linked, gets that server
- * listed again ({@link
- * ListedResources.refresh}: bounded), once, and is then judged on that list.
+ * Whether `uri` may be read through one of `server`'s latest templates: allowed, naming the
+ * template; refused, saying why; or null when it matches none.
+ */
+function throughTemplate(
+  deps: ResourceDeps,
+  ctx: ReadContext,
+  server: string,
+  uri: string,
+): { allowed: string } | { refused: string } | null {
+  const { template, exhausted } = ctx.listed.templates.matching(server, uri);
+  if (exhausted) deps.log.warn(`a read gave up matching the templates of ${server}: they are too costly`);
+  if (template === null) return null;
+  if (holdsDotSegment(uri))
+    return { refused: `matches template ${template} but holds a dot segment or an encoded NUL` };
+  return { allowed: `through template ${template}` };
+}
+
+/**
+ * Why `target` may be read — "listed", "linked by a tool result", "allowed by resources.allow"
+ * or "through template <template>" — or why not. A URI that is none of these gets its server's
+ * resources and templates listed again ({@link ListedResources.refresh}: bounded), once, and is
+ * then judged on those lists.
  */
 async function permission(
   deps: ResourceDeps,
   ctx: ReadContext,
   target: { server: string; uri: string },
-): Promise<string | null> {
+): Promise<{ allowed: string } | { refused: string }> {
   const { server, uri } = target;
-  if (ctx.listed.has(server, uri)) return "listed";
-  if (ctx.listed.linked.has(server, uri)) return "linked by a tool result";
+  const notListed = { refused: "not listed by the server" };
+  if (ctx.listed.has(server, uri)) return { allowed: "listed" };
+  if (ctx.listed.linked.has(server, uri)) return { allowed: "linked by a tool result" };
   const allow = deps.manager.servers.find((s) => s.name === server)?.resources?.allow ?? [];
-  if (allowedByOwner(allow, uri)) return "allowed by resources.allow";
-  if (uri.length > MAX_URI_CHARS) return null;
-  await ctx.listed.refresh(server, async () => {
-    try {
-      await listServer(deps, server, ctx.listed);
-    } catch (err) {
-      deps.log.warn(`resources of ${server} could not be listed again for a read: ${String(err)}`);
-    }
-  });
-  return ctx.listed.has(server, uri) ? "listed" : null;
+  if (allowedByOwner(allow, uri)) return { allowed: "allowed by resources.allow" };
+  if (uri.length > MAX_URI_CHARS) return notListed;
+  const templated = throughTemplate(deps, ctx, server, uri);
+  if (templated) return templated;
+  await Promise.all([
+    ctx.listed.refresh(server, async () => {
+      try {
+        await listServer(deps, server, ctx.listed);
+      } catch (err) {
+        deps.log.warn(`resources of ${server} could not be listed again for a read: ${String(err)}`);
+      }
+    }),
+    relistTemplates(deps, server, ctx.listed.templates),
+  ]);
+  if (ctx.listed.has(server, uri)) return { allowed: "listed" };
+  return throughTemplate(deps, ctx, server, uri) ?? notListed;
 }
 
 /**
- * `resources/read` of a wrapped URI, passed to its server while that server still has an
- * enabled tool and the URI is one the server listed or linked, or an owner allowed (see the top
- * of this file); refused with -32002 otherwise. Content URIs come back wrapped too; what comes back is
- * bounded by {@link RESOURCE_READ_MAX_BYTES}. Every read writes one audit row, `resource.read`
- * (allowed: why, size, any cut, or the server's error) or `resource.refused` (why), with the
- * agent as actor and `<server> <original URI>` as subject.
+ * `resources/read` of a wrapped URI (`gatehouse://<server>/<percent-encoded URI>`, or
+ * `gatehouse://<server>/-/<URI>` as templates expand), passed to its server while that server
+ * still has an enabled tool and the URI is one the server listed or linked, an owner allowed, or
+ * an expansion of a template the server listed (see the top of this file); refused with -32002
+ * otherwise. Content URIs come back wrapped too, in the form the read was asked in; what comes
+ * back is bounded by {@link RESOURCE_READ_MAX_BYTES}. Every read writes one audit row,
+ * `resource.read` (allowed: why, size, any cut, or the server's error) or `resource.refused`
+ * (why), with the agent as actor and `<server> <original URI>` as subject.
  */
 export async function readResource(
   deps: ResourceDeps,
   ctx: ReadContext,
   uri: string,
 ): Promise<ReadResourceResult> {
-  const target = unwrapUri(uri);
+  const verbatim = unwrapVerbatimUri(uri);
+  const target = verbatim ?? unwrapUri(uri);
   if (!target) return refuse(deps, ctx, uri, "not a gatehouse://<server>/<uri> URI", uri);
   const subject = `${target.server} ${target.uri}`;
   if (!resourceServers(deps.db).includes(target.server)) {
     return refuse(deps, ctx, subject, "the server has no enabled tool", uri);
   }
-  const why = await permission(deps, ctx, target);
-  if (!why) return refuse(deps, ctx, subject, "not listed by the server", uri);
+  const permitted = await permission(deps, ctx, target);
+  if ("refused" in permitted) return refuse(deps, ctx, subject, permitted.refused, uri);
+  const why = permitted.allowed;
 
   const started = Date.now();
   const read = (detail: string) =>
@@ -347,7 +310,12 @@ export async function readResource(
     read("failed: the server offers no resources");
     throw rpcFailure(RESOURCE_NOT_FOUND, "Resource not found", { uri });
   }
-  const bounded = boundContents(target.server, res.contents, RESOURCE_READ_MAX_BYTES);
+  const bounded = boundContents(
+    target.server,
+    res.contents,
+    RESOURCE_READ_MAX_BYTES,
+    verbatim ? (u) => wrapVerbatim(target.server, u) : undefined,
+  );
   read(
     bounded.cut
       ? `${bounded.bytes} of ${bounded.given} bytes returned (cut to ${RESOURCE_READ_MAX_BYTES})`
@@ -370,14 +338,16 @@ export function utf8Prefix(text: string, maxBytes: number): string {
 }
 
 /**
- * A read's contents as the agent gets them: URIs wrapped, MIME types cleaned, parts that are
- * neither text nor blob dropped, and at most `maxBytes` in all (see {@link RESOURCE_READ_MAX_BYTES}).
- * `bytes`: what is returned; `given`: what the server sent; `cut`: whether anything was cut or left out.
+ * A read's contents as the agent gets them: URIs wrapped (by `wrap`, default `wrapUri`), MIME
+ * types cleaned, parts that are neither text nor blob dropped, and at most `maxBytes` in all
+ * (see {@link RESOURCE_READ_MAX_BYTES}). `bytes`: what is returned; `given`: what the server
+ * sent; `cut`: whether anything was cut or left out.
  */
 export function boundContents(
   server: string,
   contents: Contents,
   maxBytes: number,
+  wrap: (uri: string) => string = (uri) => wrapUri(server, uri),
 ): { contents: Contents; bytes: number; given: number; cut: boolean } {
   const out: Contents = [];
   let budget = maxBytes;
@@ -385,7 +355,7 @@ export function boundContents(
   let cut = false;
   for (const c of contents) {
     const mimeType = clean(c.mimeType, 200);
-    const base = { uri: wrapUri(server, c.uri), ...(mimeType ? { mimeType } : {}) };
+    const base = { uri: wrap(c.uri), ...(mimeType ? { mimeType } : {}) };
     const text = "text" in c && typeof c.text === "string" ? c.text : null;
     const blob = "blob" in c && typeof c.blob === "string" ? c.blob : null;
     if (text === null && blob === null) continue;

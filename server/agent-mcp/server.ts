@@ -10,13 +10,20 @@ import {
 import { z } from "zod";
 import { listEnabledTools } from "../catalogue/catalogue";
 import { getPrompt, listPrompts } from "./prompts";
-import { type ListedResources, listResources, type ResourceDeps, readResource } from "./resources";
+import {
+  type ListedResources,
+  listResources,
+  listResourceTemplates,
+  type ResourceDeps,
+  readResource,
+} from "./resources";
 import { answersOnce } from "./rpc";
 import { type CallContext, callTool, holdSeconds, toMcpTool } from "./tools";
 
 export const SERVER_INFO = { name: "gatehouse", version: "0.1.0" } as const;
 
-function instructions(waitSeconds: number): string {
+/** The words agents of both eras are given: what Gatehouse offers and how held calls behave. */
+export function instructions(waitSeconds: number): string {
   return [
     "Gatehouse offers the tools an owner enabled, named <server>_<tool>.",
     "Tools marked readOnlyHint: true run at once.",
@@ -24,7 +31,7 @@ function instructions(waitSeconds: number): string {
     "A denial comes back as an error result with the reviewer's reason.",
     "If nobody has decided in time, the error result names the call id; the call stays pending and can be checked with GET /api/calls/<id>?wait=60 using the same bearer token.",
     "Cancelling the request withdraws a pending call.",
-    "Resources of the servers behind the enabled tools are listed by resources/list under gatehouse://<server>/<uri>; only those, those a tool result links to, and any an owner allowed can be read, and every read is recorded.",
+    "Resources of the servers behind the enabled tools are listed by resources/list under gatehouse://<server>/<uri>, and their templates by resources/templates/list under gatehouse://<server>/-/<template>; only those resources, expansions of those templates, those a tool result links to, and any an owner allowed can be read, and every read is recorded.",
     "Prompts of the same servers are listed by prompts/list, named <server>_<prompt>; only those can be got with prompts/get (arguments are strings), and every get is recorded.",
   ].join(" ");
 }
@@ -78,8 +85,13 @@ export function createAgentServer(
     ListResourcesRequestSchema,
     answersOnce(async () => ({ resources: await listResources(deps, reader.listed) })),
   );
-  // Templates are not passed through: a template admits URIs no server listed (see resources.ts).
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: [] }));
+  // Templates as gatehouse://<server>/-/<template>: a read of an expansion is allowed (templates.ts).
+  server.setRequestHandler(
+    ListResourceTemplatesRequestSchema,
+    answersOnce(async () => ({
+      resourceTemplates: await listResourceTemplates(deps, reader.listed.templates),
+    })),
+  );
   server.setRequestHandler(
     LooseReadResourceRequest,
     answersOnce((req) =>

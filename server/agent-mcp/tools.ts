@@ -11,8 +11,9 @@ import { type AgentToolView, type CallView, isFinalCallStatus } from "@/lib/api-
 import { approvalsNeededText } from "@/lib/decision-text";
 import { GatehouseError } from "@/lib/errors";
 import type { CallBroker, Requester } from "../calls/broker";
+import { watchingCallStarts } from "../calls/run";
 import { cleanDescription } from "../catalogue/definition";
-import type { EventBus } from "../events";
+import type { CallProgressEvent, EventBus } from "../events";
 import type { Logger } from "../log";
 import { linkResult } from "./links";
 import type { ListedResources, ResourceDeps } from "./resources";
@@ -193,12 +194,84 @@ export function stillWaitingResult(call: CallView, waitSeconds: number, checkUrl
   );
 }
 
+/** How far a progress value moves past the last one sent when nothing else moves it. */
+const PROGRESS_NUDGE = 1e-6;
+
+/**
+ * The progress notifications of one `tools/call` request, sent with the agent's progress token
+ * (nothing without one) and never after {@link AgentProgress.end}. Two sources share one scale,
+ * as every value must be above the one before: Gatehouse's own while it holds the call — the
+ * seconds waited, of the hold's seconds — and the tool server's once the call runs (its
+ * `call.progress` events), moved up by a `base` fixed at its first notification: 0 for a call
+ * that ran at once (the agent sees the server's own numbers), just above the last value sent
+ * for a held call (`base + progress` of `base + total`). A server value not above the last one
+ * sent (a server going back) is dropped. Once the server has reported, Gatehouse's own
+ * notifications move on by a nudge only, keeping the server's total. A total below the value it
+ * goes with is left out.
+ */
+class AgentProgress {
+  private last = Number.NEGATIVE_INFINITY;
+  private lastTotal: number | undefined;
+  private base: number | null = null;
+  private unfollow: (() => void) | null = null;
+  private ended = false;
+
+  constructor(
+    private readonly ctx: CallContext,
+    private readonly extra: Extra,
+  ) {}
+
+  /** Gatehouse's own notification: `seconds` waited of `total`. */
+  own(seconds: number, total: number, message: string): void {
+    if (this.base === null) this.send(Math.max(seconds, this.last + PROGRESS_NUDGE), total, message);
+    else this.send(this.last + PROGRESS_NUDGE, this.lastTotal, message);
+  }
+
+  /** Forwards the tool server's progress on call `id` from now until {@link end}. */
+  follow(id: string): void {
+    if (this.extra._meta?.progressToken === undefined || this.unfollow || this.ended) return;
+    this.unfollow = this.ctx.bus.subscribeProgress(id, (e) => this.upstream(e));
+  }
+
+  /** No notification after this: the result's turn. */
+  end(): void {
+    this.ended = true;
+    this.unfollow?.();
+    this.unfollow = null;
+  }
+
+  private upstream(e: CallProgressEvent): void {
+    this.base ??= this.last === Number.NEGATIVE_INFINITY ? 0 : this.last + PROGRESS_NUDGE;
+    const value = this.base + e.progress;
+    if (!(value > this.last)) return;
+    this.send(value, e.total === undefined ? undefined : this.base + e.total, e.message);
+  }
+
+  private send(progress: number, total: number | undefined, message: string | undefined): void {
+    const token = this.extra._meta?.progressToken;
+    if (token === undefined || this.ended || this.extra.signal.aborted || !Number.isFinite(progress)) return;
+    this.last = progress;
+    this.lastTotal = total;
+    const params = {
+      progressToken: token,
+      progress,
+      ...(total !== undefined && Number.isFinite(total) && total >= progress ? { total } : {}),
+      ...(message !== undefined ? { message } : {}),
+    };
+    this.extra
+      .sendNotification({ method: "notifications/progress", params })
+      .catch((err: unknown) => this.ctx.log.debug(`progress not sent: ${String(err)}`));
+  }
+}
+
 /**
  * `tools/call`: refusals become an `isError` result saying why; a read-only tool answers with its
  * result; a destructive one becomes the same pending call as `POST /api/calls` and the request
  * is held until a decision (or `waitSeconds`), with progress notifications when the client gave a
  * progress token. The client's cancellation withdraws the pending call. Resource links in the
  * tool's result reach the agent as `gatehouse://` URIs it may read (`links`, {@link finalResult}).
+ * With a progress token, the tool server's own progress on the call, while it runs, reaches the
+ * agent too (see {@link AgentProgress}), for a call that runs at once and a held one alike.
  */
 export async function callTool(
   ctx: CallContext,
@@ -206,20 +279,25 @@ export async function callTool(
   extra: Extra,
   links: LinkContext,
 ): Promise<CallToolResult> {
-  let outcome: Awaited<ReturnType<CallBroker["request"]>>;
+  const progress = new AgentProgress(ctx, extra);
   try {
-    outcome = await ctx.broker.request(ctx.requester, {
-      tool: params.name,
-      arguments: params.arguments ?? {},
-    });
-  } catch (err) {
-    if (err instanceof GatehouseError) return text(`Refused (${err.code}): ${err.message}`, null);
-    throw err;
+    let outcome: Awaited<ReturnType<CallBroker["request"]>>;
+    try {
+      outcome = await watchingCallStarts(
+        (id) => progress.follow(id),
+        () => ctx.broker.request(ctx.requester, { tool: params.name, arguments: params.arguments ?? {} }),
+      );
+    } catch (err) {
+      if (err instanceof GatehouseError) return text(`Refused (${err.code}): ${err.message}`, null);
+      throw err;
+    }
+    const checkUrl = `${ctx.baseUrl}/api/calls/${outcome.call.id}`;
+    if (outcome.httpStatus === 200 || isFinalCallStatus(outcome.call.status))
+      return finalResult(outcome.call, checkUrl, links);
+    return await hold(ctx, outcome.call, extra, checkUrl, links, progress);
+  } finally {
+    progress.end();
   }
-  const checkUrl = `${ctx.baseUrl}/api/calls/${outcome.call.id}`;
-  if (outcome.httpStatus === 200 || isFinalCallStatus(outcome.call.status))
-    return finalResult(outcome.call, checkUrl, links);
-  return hold(ctx, outcome.call, extra, checkUrl, links);
 }
 
 async function hold(
@@ -228,30 +306,29 @@ async function hold(
   extra: Extra,
   checkUrl: string,
   links: LinkContext,
+  progress: AgentProgress,
 ): Promise<CallToolResult> {
   const { id } = call;
   const seconds = holdSeconds(ctx.waitSeconds);
-  const token = extra._meta?.progressToken;
   const started = Date.now();
-  let last = -1;
-  const progress = (message: string) => {
-    if (token === undefined || extra.signal.aborted) return;
-    // Progress must increase with every notification, even two within one millisecond.
-    last = Math.max(last + 0.001, (Date.now() - started) / 1000);
-    extra
-      .sendNotification({
-        method: "notifications/progress",
-        params: { progressToken: token, progress: last, total: seconds, message },
-      })
-      .catch((err: unknown) => ctx.log.debug(`progress for call ${id} not sent: ${String(err)}`));
+  let running = false;
+  const waited = () => (Date.now() - started) / 1000;
+  const tick = () => {
+    const so = `${Math.round(waited())} of ${seconds} s`;
+    const message = running
+      ? `call ${id} approved; running (${so})`
+      : `waiting for a reviewer to approve call ${id} (${so})`;
+    progress.own(waited(), seconds, message);
   };
-  const waiting = () =>
-    `waiting for a reviewer to approve call ${id} (${Math.round((Date.now() - started) / 1000)} of ${seconds} s)`;
-  progress(waiting());
-  const timer = setInterval(() => progress(waiting()), ctx.progressIntervalMs);
+  // From now: the call runs only once approved, and its server's progress is published then.
+  progress.follow(id);
+  tick();
+  const timer = setInterval(tick, ctx.progressIntervalMs);
   timer.unref();
   const unsubscribe = ctx.bus.subscribe((e) => {
-    if (e.type === "call" && e.id === id && e.status === "running") progress(`call ${id} approved; running`);
+    if (e.type !== "call" || e.id !== id || e.status !== "running") return;
+    running = true;
+    progress.own(waited(), seconds, `call ${id} approved; running`);
   });
   ctx.holding(1);
   try {

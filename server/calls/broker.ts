@@ -1,5 +1,4 @@
 import "server-only";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import {
   type CallStoryView,
   type CallView,
@@ -31,7 +30,7 @@ import {
 import { decideCall } from "./decision";
 import { type CallListParams, callAudit, callView, findCall, getCall, listCalls } from "./queries";
 import { revokeAgent } from "./revoke-agent";
-import { runCall } from "./run";
+import { type RunDeps, runCall } from "./run";
 import { transition } from "./transition";
 
 export { callCursor, RESULT_STORE_MAX_BYTES, type Requester } from "./call-row";
@@ -48,7 +47,11 @@ export interface BrokerDeps {
   rules?: RuleSet;
   /** A server's `maxArgumentBytes`, if it has one (see decision.ts); absent: the global bound for all. */
   argumentBytesFor?: (server: string) => number | undefined;
-  callTool(server: string, tool: string, args: Record<string, unknown>): Promise<CallToolResult>;
+  /**
+   * Asks the tool server, with a way to hear its progress on the call until it answers; what it
+   * reports is published on the bus as `call.progress` while the call runs (see run.ts).
+   */
+  callTool: RunDeps["callTool"];
   /**
    * Called inside the transaction that makes `event` true of `call` (the new pending row, or the
    * move out of pending or running), so what it writes (the notification outbox) is committed

@@ -1,6 +1,9 @@
 import "server-only";
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { GatehouseError } from "@/lib/errors";
+import { cleanDescription } from "../catalogue/definition";
+import type { CallProgressEvent, EventBus } from "../events";
 import type { Logger } from "../log";
 import { writeAudit } from "../store/audit";
 import type { Db } from "../store/db";
@@ -9,12 +12,111 @@ import { type CallRow, capResult, nowIso, type OutcomeColumns, RESULT_STORE_MAX_
 import { finishCall } from "./queries";
 import { outcomeAction } from "./transition";
 
-/** What running a call needs: the store, the call path's group commit and the way to the tool. */
+/** A progress notification of a running call, as its tool server sent it (untrusted). */
+export interface ToolProgress {
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
+/** What running a call needs: the store, the call path's group commit, the bus and the way to the tool. */
 export interface RunDeps {
   db: Db;
   writes: WriteBatch;
   log: Logger;
-  callTool(server: string, tool: string, args: Record<string, unknown>): Promise<CallToolResult>;
+  /** Where the call's progress is published while it runs (`call.progress`). */
+  bus: EventBus;
+  /**
+   * Asks the tool server. `onProgress` is to hear the server's progress notifications for this
+   * call, from when it is asked until it answers.
+   */
+  callTool(
+    server: string,
+    tool: string,
+    args: Record<string, unknown>,
+    onProgress: (progress: ToolProgress) => void,
+  ): Promise<CallToolResult>;
+}
+
+/** The longest progress message passed on, after cleaning (as a description is capped). */
+export const PROGRESS_MESSAGE_MAX_CHARS = 200;
+
+/** The least gap between two progress events of one call: at most ten a second pass. */
+export const PROGRESS_GAP_MS = 100;
+
+const startsWatched = new AsyncLocalStorage<(id: string) => void>();
+
+/**
+ * Runs `fn`, telling `onStart` the id of each call {@link runCall} starts within it (in its
+ * asynchronous context): a call that runs at once for the request `fn` makes, so that this
+ * request can follow the call's progress events before the call's id reaches it with the
+ * outcome. A held call approved later runs in its reviewer's request, not here; its requester
+ * learnt its id when it was held.
+ */
+export function watchingCallStarts<T>(onStart: (id: string) => void, fn: () => Promise<T>): Promise<T> {
+  return startsWatched.run(onStart, fn);
+}
+
+/** Whether a progress notification can be passed on at all: its `progress` a finite number. */
+function hasProgress(raw: ToolProgress): boolean {
+  return typeof raw.progress === "number" && Number.isFinite(raw.progress);
+}
+
+/** A progress notification made fit to pass on (its `progress` checked by {@link hasProgress}). */
+function progressEvent(id: string, raw: ToolProgress): CallProgressEvent {
+  const { total, message } = raw as { total?: unknown; message?: unknown };
+  const event: CallProgressEvent = { type: "call.progress", id, progress: raw.progress };
+  if (typeof total === "number" && Number.isFinite(total)) event.total = total;
+  if (typeof message === "string") {
+    const clean = cleanDescription(message, PROGRESS_MESSAGE_MAX_CHARS).trim();
+    if (clean !== "") event.message = clean;
+  }
+  return event;
+}
+
+/**
+ * Publishes the progress a call's tool server reports as `call.progress` events: a notification
+ * whose `progress` is no finite number is dropped, a `total` that is none left out, the message
+ * cleaned and capped like a description (left out when nothing is left). At most one event per
+ * {@link PROGRESS_GAP_MS} passes: the first at once, then, of those that came within the gap,
+ * the last one when the gap ends (each says all the ones before it said). Only what passes is
+ * cleaned, so a flood costs ten cleanings a second. `end()` publishes the one still held and
+ * stops: nothing is published after it.
+ */
+function progressRelay(id: string, publish: (event: CallProgressEvent) => void) {
+  let held: ToolProgress | null = null;
+  let gap: NodeJS.Timeout | null = null;
+  let ended = false;
+  const pass = (raw: ToolProgress) => publish(progressEvent(id, raw));
+  const openGap = () => {
+    gap = setTimeout(() => {
+      gap = null;
+      const next = held;
+      held = null;
+      if (!next) return;
+      pass(next);
+      openGap();
+    }, PROGRESS_GAP_MS);
+    gap.unref();
+  };
+  return {
+    report(raw: ToolProgress): void {
+      if (ended || !hasProgress(raw)) return;
+      if (gap) {
+        held = raw;
+        return;
+      }
+      pass(raw);
+      openGap();
+    },
+    end(): void {
+      if (ended) return;
+      ended = true;
+      if (gap) clearTimeout(gap);
+      if (held) pass(held);
+      held = null;
+    },
+  };
 }
 
 /** A call that is already `running`, with its arguments parsed. */
@@ -45,8 +147,10 @@ export async function runCall(
     errorCode: null,
     errorMessage: null,
   };
+  const progress = progressRelay(call.id, (event) => deps.bus.publishProgress(event));
+  startsWatched.getStore()?.(call.id);
   try {
-    const result = await deps.callTool(call.server, call.remoteName, call.args);
+    const result = await deps.callTool(call.server, call.remoteName, call.args, progress.report);
     full = result;
     const capped = capResult(result);
     stored.status = result.isError === true ? "failed" : "succeeded";
@@ -61,6 +165,9 @@ export async function runCall(
     stored.errorCode = err instanceof GatehouseError ? err.code : "internal";
     stored.errorMessage = err instanceof GatehouseError ? err.message : "the call failed unexpectedly";
     if (!(err instanceof GatehouseError)) deps.log.error(`call ${call.id} failed`, { error: String(err) });
+  } finally {
+    // Before the outcome is written and announced: whoever waits hears no progress after it.
+    progress.end();
   }
   stored.finishedAt = nowIso();
   const durationMs = Date.now() - started;

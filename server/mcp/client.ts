@@ -1,5 +1,5 @@
 import "server-only";
-import { type CallToolResult, Client, type Root } from "@modelcontextprotocol/client";
+import { type CallToolResult, Client, type Progress, type Root } from "@modelcontextprotocol/client";
 import { GatehouseError } from "@/lib/errors";
 import { MAX_TOOL_PAGES } from "./supervision";
 
@@ -50,7 +50,33 @@ export function newClient(setup: ClientSetup): Client {
     roots: listed.map((root) => ({ ...root })),
   }));
   client.setNotificationHandler("notifications/tools/list_changed", async () => setup.onToolsChanged());
+  const routes = new Map<string, (progress: Progress) => void>();
+  progressRoutes.set(client, routes);
+  // Routed here, not by the SDK's `onprogress`: the SDK retires a request's progress handler as
+  // its response arrives, while a notification read just before it is dispatched a microtask
+  // later, so the last progress before the answer is lost and reported as an error (SDK issue
+  // modelcontextprotocol/typescript-sdk#2580). A token no call holds any more is ignored.
+  client.setNotificationHandler("notifications/progress", ({ params: { progressToken, ...progress } }) => {
+    routes.get(String(progressToken))?.(progress);
+  });
   return client;
+}
+
+const progressRoutes = new WeakMap<Client, Map<string, (progress: Progress) => void>>();
+let lastToken = 0;
+
+/**
+ * A progress token for one request on `client` (a client made by {@link newClient}) whose
+ * notifications go to `onProgress` until `done()`; call `done()` once the caller has the answer.
+ */
+export function progressRoute(
+  client: Client,
+  onProgress: (progress: Progress) => void,
+): { token: string; done(): void } {
+  const routes = progressRoutes.get(client);
+  const token = `gatehouse-${++lastToken}`;
+  routes?.set(token, onProgress);
+  return { token, done: () => routes?.delete(token) };
 }
 
 /**

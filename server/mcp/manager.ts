@@ -16,6 +16,13 @@ export interface ManagerDeps {
   backoff?: SupervisorDeps["backoff"];
 }
 
+/** A progress notification of a running tool call, as the tool server sent it. */
+export interface ToolProgress {
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
 /** One supervisor per configured server. Starting never waits on any server. */
 export class McpManager {
   private readonly supervisors = new Map<string, ServerSupervisor>();
@@ -53,13 +60,18 @@ export class McpManager {
     return s;
   }
 
+  /**
+   * Calls `tool` on `server` (see `ServerSupervisor.callTool`). `onProgress` hears the server's
+   * progress notifications for this call as it sent them (untrusted: unchecked, unpaced) until
+   * the answer; without it no progress is asked for.
+   */
   callTool(
     server: string,
     tool: string,
     args: Record<string, unknown>,
-    signal?: AbortSignal,
+    opts: { signal?: AbortSignal; onProgress?: (progress: ToolProgress) => void } = {},
   ): Promise<CallToolResult> {
-    return this.get(server).callTool(tool, args, signal) as Promise<CallToolResult>;
+    return this.get(server).callTool(tool, args, opts) as Promise<CallToolResult>;
   }
 
   async stop(): Promise<void> {

@@ -11,7 +11,7 @@ import type { ServerState } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import type { ServerConfig } from "../config";
 import { requestErrorForAgents, unavailableForAgents } from "./agent-facing";
-import { answerOf, newClient } from "./client";
+import { answerOf, newClient, progressRoute } from "./client";
 import { EraVerdict } from "./era";
 import {
   classifyFailure,
@@ -374,12 +374,26 @@ export class ServerSupervisor {
 
   /**
    * Calls a tool on this server with the server's `timeoutMs`. On timeout the SDK sends
-   * `notifications/cancelled` and the caller gets `upstream_timeout`.
+   * `notifications/cancelled` and the caller gets `upstream_timeout`. `onProgress` (default none)
+   * asks for the server's progress and hears each notification (untrusted) until the answer.
+   * Progress never extends the deadline (no `resetTimeoutOnProgress`): a server that kept
+   * reporting would never time out; a server whose calls run long needs a longer `timeoutMs`.
    */
-  async callTool(name: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<CallToolResult> {
-    const result = await this.read((client, options) =>
-      client.callTool({ name, arguments: args }, { ...options, signal }),
-    );
+  async callTool(
+    name: string,
+    args: Record<string, unknown>,
+    opts: { signal?: AbortSignal; onProgress?: RequestOptions["onprogress"] } = {},
+  ): Promise<CallToolResult> {
+    const { signal, onProgress } = opts;
+    const result = await this.read(async (client, options) => {
+      const route = onProgress ? progressRoute(client, onProgress) : null;
+      try {
+        const meta = route ? { _meta: { progressToken: route.token } } : {};
+        return await client.callTool({ name, arguments: args, ...meta }, { ...options, signal });
+      } finally {
+        route?.done();
+      }
+    });
     return answerOf(this.config.name, result as CallToolResult);
   }
 

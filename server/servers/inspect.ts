@@ -36,7 +36,8 @@ export async function listServerResources(
     if (!client.getServerCapabilities()?.resources) return { supported: false, resources: [] };
     const listed = await collectPages(
       async (params) => {
-        const res = await client.listResources(params, options);
+        // One request per page: the client's own listResources() walks every page itself, past these bounds.
+        const res = await client.request({ method: "resources/list", ...(params && { params }) }, options);
         return { items: res.resources, nextCursor: res.nextCursor };
       },
       { maxPages: MAX_PAGES },
@@ -89,7 +90,8 @@ export async function listServerPrompts(
     if (!client.getServerCapabilities()?.prompts) return { supported: false, prompts: [] };
     const listed = await collectPages(
       async (params) => {
-        const res = await client.listPrompts(params, options);
+        // One request per page: the client's own listPrompts() walks every page itself, past these bounds.
+        const res = await client.request({ method: "prompts/list", ...(params && { params }) }, options);
         return { items: res.prompts, nextCursor: res.nextCursor };
       },
       { maxPages: MAX_PAGES },
