@@ -5,7 +5,7 @@
  */
 import type { CallToolResult } from "@modelcontextprotocol/client";
 import { afterEach, describe, expect, it } from "vitest";
-import { connectModern, type ModernConnected } from "@/test/support/mcp-modern";
+import { connectModern, type ModernConnected, modernRequest } from "@/test/support/mcp-modern";
 import {
   ADD_NOTE,
   callStatus,
@@ -20,7 +20,7 @@ import {
 import { endpointFixtures } from "./endpoint-fixtures";
 import { CALL_META_KEY } from "./tools";
 
-const { start, forget } = endpointFixtures();
+const { start, forget, endpoint } = endpointFixtures();
 
 const clients: ModernConnected[] = [];
 afterEach(async () => {
@@ -124,5 +124,32 @@ describe("a restart between two requests of one 2026-07-28 client", () => {
     });
     expect(denied.status).toBe(200);
     expect((await c.client.listTools()).tools.map((x) => x.name)).toEqual([ADD_NOTE]);
+  });
+
+  it("a 2026-07-28 request under way as Gatehouse stops is refused with 503, and starts no call", async () => {
+    const t = await start({ approvals: { waitSeconds: 30 } });
+    enableTool(t.runtime, ADD_NOTE);
+    const e = endpoint(t, {});
+    const token = createAgentToken(t.runtime, "bot");
+    const call = (text: string) =>
+      modernRequest(
+        "tools/call",
+        { name: ADD_NOTE, arguments: { text } },
+        { authorization: `Bearer ${token}`, "mcp-name": ADD_NOTE },
+      );
+    // A call already held, so that stopping has an exchange to answer and takes a moment.
+    const held = nextPending(t);
+    const heldAnswer = e.handle(call("first"));
+    await held;
+    // Past the endpoint's own "stopping" check (it reads the body next), then Gatehouse stops.
+    const lateAnswer = e.handle(call("too late"));
+    const closing = e.close();
+    const late = await lateAnswer;
+    await closing;
+    expect(late.status).toBe(503);
+    expect(((await late.json()) as { error: { message: string } }).error.message).toMatch(/stopping/);
+    // Only the first call exists: the late one was never asked for.
+    expect(t.runtime.broker.list({ limit: 10 }).map((c) => c.arguments)).toEqual([{ text: "first" }]);
+    await (await heldAnswer).text();
   });
 });

@@ -14,7 +14,7 @@ import type { Db } from "../store/db";
 import { asJsonIfQuick, tracked } from "./json-answer";
 import { createModernAgentServer } from "./modern-server";
 import type { ListedResources } from "./resources";
-import { expectsOnlyItsResponse } from "./rpc";
+import { expectsOnlyItsResponse, rpcError } from "./rpc";
 
 /** An agent token the endpoint verified: the bearer's id and name. */
 export interface VerifiedAgent {
@@ -103,6 +103,9 @@ export class ModernLeg {
    * and bounded by the endpoint; the SDK reads the request's headers and signal only.
    */
   async handle(req: Request, agent: VerifiedAgent, parsed: unknown): Promise<Response> {
+    // A request that arrives while Gatehouse stops would start a call whose answer nobody could
+    // give (the entry is closing): refused before anything happens, to be sent again.
+    if (this.stopping) return rpcError(503, -32000, "Gatehouse is stopping; send the request again shortly");
     const listen = (parsed as { method?: unknown } | null)?.method === "subscriptions/listen";
     let finish: () => void = () => undefined;
     const exchange: Exchange = {

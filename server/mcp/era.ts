@@ -1,13 +1,7 @@
 import "server-only";
-import {
-  type Client,
-  type ConnectOptions,
-  SdkError,
-  SdkErrorCode,
-  type Transport,
-} from "@modelcontextprotocol/client";
+import type { Client, ConnectOptions, Transport } from "@modelcontextprotocol/client";
 import type { ServerConfig } from "../config";
-import { connectionClosed, refusedVersion } from "./failures";
+import { connectionClosed, negotiationFailed, refusedVersion } from "./failures";
 import { BoundedStdioTransport } from "./stdio-transport";
 
 /**
@@ -68,5 +62,5 @@ export class EraVerdict {
  */
 function closedAtProbe(client: Client, err: unknown): boolean {
   if (client.getProtocolEra() !== undefined) return false;
-  return connectionClosed(err) || (err instanceof SdkError && err.code === SdkErrorCode.EraNegotiationFailed);
+  return connectionClosed(err) || negotiationFailed(err);
 }

@@ -16,6 +16,7 @@ import {
   FIXTURES,
   gatehouse,
   Harness,
+  recordingLogger,
   tempDir,
   text,
 } from "@/test/support/mcp-harness";
@@ -97,7 +98,7 @@ const count = (lines: string[], line: string) => lines.filter((l) => l === line)
 async function connected(
   cell: { script: string; args: string[]; transport: Transport },
   over: Partial<ServerConfig> = {},
-): Promise<{ harness: Harness; log: string; server: RestartableServer | null }> {
+): Promise<{ harness: Harness; log: string; server: RestartableServer | null; gatehouseLog: string[] }> {
   const log = join(tempDir(), "requests.log");
   const args = [cell.script, ...cell.args, "--transport", cell.transport];
   let server: RestartableServer | null = null;
@@ -113,10 +114,11 @@ async function connected(
   } else {
     config = stdioServer("fx", cell.script, { args, env: { REQUEST_LOG: log }, ...over });
   }
-  const harness = new Harness(gatehouse([config]));
+  const recorded = recordingLogger();
+  const harness = new Harness(gatehouse([config]), undefined, recorded.log);
   harness.manager.start();
   await harness.waitForState("fx", "ready");
-  return { harness, log, server };
+  return { harness, log, server, gatehouseLog: recorded.lines };
 }
 
 describe.each(CELLS.map((cell) => [cell.label, cell] as const))("%s", (_label, cell) => {
@@ -217,7 +219,7 @@ describe("a modern-only HTTP server (SDK v2) restarts between two calls", () => 
     async () => {
       const cell = ERAS[0];
       if (!cell) throw new Error("no modern-only era");
-      const { harness, log, server } = await connected({ ...cell, transport: "http" });
+      const { harness, log, server, gatehouseLog } = await connected({ ...cell, transport: "http" });
       if (!server) throw new Error("no HTTP server");
       expect(text(await harness.manager.callTool("fx", "echo", { text: "before" }))).toBe("echo: before");
       expect(count(logged(log), "acknowledged subscriptions/listen")).toBe(1);
@@ -237,6 +239,11 @@ describe("a modern-only HTTP server (SDK v2) restarts between two calls", () => 
       );
       expect(harness.manager.get("fx").snapshot()).toMatchObject({ state: "ready", protocolVersion: MODERN });
       expect(logged(log)).not.toContain("request initialize");
+      // The end of the old listen stream is no news above debug: no answer was made up for it
+      // (the SDK had let its id go, and would warn of an answer to an unknown request).
+      expect(gatehouseLog.filter((l) => !l.startsWith("debug "))).toEqual([
+        expect.stringMatching(/^info server fx ready/),
+      ]);
     },
     SLOW,
   );

@@ -49,6 +49,11 @@ export function connectionClosed(err: unknown): boolean {
   return err instanceof SdkError && err.code === SdkErrorCode.ConnectionClosed;
 }
 
+/** Whether `err` is the SDK's "the era negotiation failed" (the server/discover probe got no usable answer). */
+export function negotiationFailed(err: unknown): boolean {
+  return err instanceof SdkError && err.code === SdkErrorCode.EraNegotiationFailed;
+}
+
 /** Whether `err` is the SDK's request timeout (its deadline fired, or the request was aborted). */
 export function requestTimedOut(err: unknown): boolean {
   return err instanceof SdkError && err.code === SdkErrorCode.RequestTimeout;

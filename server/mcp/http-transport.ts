@@ -35,7 +35,10 @@ export class FrameTooLargeError extends Error {
   readonly code = "GATEHOUSE_FRAME_TOO_LARGE";
 }
 
-/** The requests (not notifications or responses) of a JSON-RPC POST body: ids and methods. */
+/** The 2026-07-28 request that opens a stream of notifications rather than asking for one answer. */
+const LISTEN_METHOD = "subscriptions/listen";
+
+/** The requests (not notifications or responses) of a JSON-RPC POST body: ids and methods, in step. */
 function requestsOf(body: unknown): { ids: RequestId[]; methods: string[] } {
   const ids: RequestId[] = [];
   const methods: string[] = [];
@@ -50,8 +53,10 @@ function requestsOf(body: unknown): { ids: RequestId[]; methods: string[] } {
   for (const m of messages) {
     if (m && typeof m === "object" && "method" in m && "id" in m) {
       const { id, method } = m as { id: unknown; method: unknown };
-      if (typeof id === "string" || typeof id === "number") ids.push(id);
-      if (typeof method === "string") methods.push(method);
+      if ((typeof id === "string" || typeof id === "number") && typeof method === "string") {
+        ids.push(id);
+        methods.push(method);
+      }
     }
   }
   return { ids, methods };
@@ -212,13 +217,16 @@ export class GuardedHttpTransport implements Transport {
   constructor(opts: HttpTransportOptions) {
     const guardedFetch: FetchLike = async (url, init) => {
       const { ids, methods } = init?.method === "POST" ? requestsOf(init.body) : { ids: [], methods: [] };
+      // A listen stream's end is the SDK's to see (it closes the subscription on its own), so
+      // no answer is made up for it: one would arrive for an id the SDK has already let go.
+      const answerable = ids.filter((_, i) => methods[i] !== LISTEN_METHOD);
       let res = await opts.fetch(url, init);
       if (opts.kind === "http") res = await this.checkSession(init, res, methods);
       if (!res.body || res.status === 204 || res.status === 304) return res;
       const type = res.headers.get("content-type") ?? "";
       const body = limitBody(res.body, opts.maxFrameBytes, type.includes("text/event-stream"), (error) => {
         if (error instanceof FrameTooLargeError) opts.onFatal(error);
-        if (ids.length > 0) this.settle(ids, error);
+        if (answerable.length > 0) this.settle(answerable, error);
       });
       return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
     };

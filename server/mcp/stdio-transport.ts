@@ -125,10 +125,14 @@ export class BoundedStdioTransport implements Transport {
   private pendingBytes = 0;
   private closed = false;
   private exited: Promise<void> = Promise.resolve();
-  /** "server process exited (…)", once it has. */
-  private exitReason: string | null = null;
+  private exited_: string | null = null;
 
   constructor(private readonly opts: StdioTransportOptions) {}
+
+  /** "server process exited (…)" once the child has exited; null before. */
+  get exitReason(): string | null {
+    return this.exited_;
+  }
 
   get pid(): number | undefined {
     return this.child?.pid;
@@ -164,8 +168,8 @@ export class BoundedStdioTransport implements Transport {
     child.on("error", (err) => this.fail(err));
     child.once("exit", (code, signal) => {
       liveChildren.delete(child);
-      this.exitReason = `server process exited (${signal ?? `code ${code}`})`;
-      if (!this.closed) this.fail(new Error(this.exitReason));
+      this.exited_ = `server process exited (${signal ?? `code ${code}`})`;
+      if (!this.closed) this.fail(new Error(this.exited_));
     });
     child.stdout.on("data", (chunk: Buffer) => this.read(chunk));
     child.stderr.setEncoding("utf8");
@@ -252,7 +256,7 @@ export class BoundedStdioTransport implements Transport {
     } catch (err) {
       // A write into a pipe the child closed (EPIPE) says only that it is gone; its exit says why.
       if (await within(this.exited, EXIT_AFTER_BROKEN_PIPE_MS))
-        throw new Error(this.exitReason ?? String(err));
+        throw new Error(this.exited_ ?? String(err));
       throw err;
     }
   }

@@ -20,13 +20,14 @@ import {
   failureContext,
   MODERN_PROTOCOL_VERSION,
   messageOf,
+  negotiationFailed,
   SessionLostError,
   unreached,
 } from "./failures";
 import { ListenLoop } from "./listen";
 import { collectPages } from "./pages";
 import { RefreshPacing } from "./refresh-pacing";
-import { LineRing } from "./stdio-transport";
+import { BoundedStdioTransport, LineRing } from "./stdio-transport";
 import {
   backoffDelay,
   CRASH_LOOP,
@@ -208,9 +209,12 @@ export class ServerSupervisor {
         void this.teardown().then(() => this.connect(why));
         return;
       }
-      // "Connection closed" says only that the transport went away; the transport's own error
-      // (a process exit, a refused dial) says why.
-      this.failWith(gen, connectionClosed(err) ? (this.pendingError ?? err) : err);
+      // "Connection closed" (or, during the era probe, "the negotiation failed") says only that the
+      // transport went away; the transport's own error (a process exit, a refused dial) says why.
+      const vague = connectionClosed(err) || negotiationFailed(err);
+      // (The SDK keeps a probe's transport errors to itself: a child's exit is asked for.)
+      const exit = transport instanceof BoundedStdioTransport ? transport.exitReason : null;
+      this.failWith(gen, vague ? (this.pendingError ?? (exit ? new Error(exit) : err)) : err);
     }
   }
 
