@@ -42,6 +42,7 @@ export default defineConfig({
     { name: "governance", testMatch: /governance\.spec\.ts/, dependencies: ["journey"] },
     { name: "confirm", testMatch: /confirm\.spec\.ts/, dependencies: ["journey"] },
     { name: "agent-mcp", testMatch: /mcp\.spec\.ts/, dependencies: ["journey"] },
+    { name: "tasks", testMatch: /tasks\.spec\.ts/, dependencies: ["journey"] },
     { name: "reach", testMatch: /reach\.spec\.ts/, dependencies: ["journey"] },
     { name: "notify", testMatch: /notify\.spec\.ts/, dependencies: ["journey"] },
     // After looks: its "/grants without any grant" screenshot needs a store no grant was made in yet.

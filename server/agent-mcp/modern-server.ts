@@ -12,6 +12,7 @@ import {
 } from "./resources";
 import { answersOnce } from "./rpc";
 import { instructions, SERVER_INFO } from "./server";
+import { createdTask, declaresTasks, registerTaskHandlers, TASKS_CAPABILITY } from "./tasks";
 import { type CallContext, callTool, holdSeconds, toMcpTool } from "./tools";
 
 /**
@@ -51,7 +52,9 @@ export function callExtraOf(ctx: ServerContext, release: AbortSignal): CallExtra
  * catalogue, `tools/call` through the broker with destructive calls held ({@link callTool}),
  * resources and prompts passed through read-only and audited — built for the request and
  * dropped after it (`release`: see {@link callExtraOf}), so it holds nothing another request (or another Gatehouse process on the
- * same store) would need.
+ * same store) would need. Beyond the 2025 leg, the tasks extension (tasks.ts): a `tools/call`
+ * whose request declares it gets a task for a call held for a reviewer instead of a held
+ * request, and `tasks/get` / `tasks/cancel` / `tasks/update` answer for the token's own calls.
  */
 export function createModernAgentServer(
   release: AbortSignal,
@@ -62,6 +65,7 @@ export function createModernAgentServer(
       tools: { listChanged: true },
       resources: { listChanged: true },
       prompts: { listChanged: true },
+      extensions: TASKS_CAPABILITY,
     },
     instructions: instructions(holdSeconds(deps.call.waitSeconds)),
   });
@@ -72,11 +76,25 @@ export function createModernAgentServer(
   );
   server.setRequestHandler(
     "tools/call",
-    answersOnce(
-      async (req, ctx: ServerContext) =>
-        (await callTool(deps.call, req.params, callExtraOf(ctx, release), deps)) as CallToolResult,
-    ),
+    answersOnce(async (req, ctx: ServerContext) => {
+      // The extension's `CreateTaskResult` is no CallToolResult, and the SDK passes it as it is.
+      const asTask = declaresTasks(ctx) ? createdTask : undefined;
+      return (await callTool(
+        deps.call,
+        req.params,
+        callExtraOf(ctx, release),
+        deps,
+        asTask,
+      )) as CallToolResult;
+    }),
   );
+  registerTaskHandlers(server, {
+    broker: deps.call.broker,
+    log: deps.call.log,
+    requester: deps.call.requester,
+    baseUrl: deps.call.baseUrl,
+    links: deps,
+  });
   const reader = { agent: deps.call.requester.name, listed: deps.listed };
   server.setRequestHandler(
     "resources/list",

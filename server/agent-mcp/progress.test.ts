@@ -25,6 +25,7 @@ import {
   waitForEvent,
 } from "@/test/support/runtime";
 import { PROGRESS_GAP_MS, PROGRESS_MESSAGE_MAX_CHARS, watchingCallStarts } from "../calls/run";
+import { above, CALL_META_KEY } from "./tools";
 
 const FIXTURES = path.join(REPO_ROOT, "test/fixtures/servers");
 const V2 = path.join(FIXTURES, "v2-tools.mjs");
@@ -128,6 +129,11 @@ describe("a call that runs at once", () => {
         { progress: 2, total: 3 },
         { progress: 3, total: 3 },
       ]);
+      // The keys the protocol reserves speak of the hop from Gatehouse to the tool server (the
+      // SDK v2 server stamps its serverInfo on every 2026-07-28 result): not the agent's to read.
+      const keys = Object.keys(result._meta ?? {});
+      expect(keys).toContain(CALL_META_KEY);
+      expect(keys.filter((k) => k.startsWith("io.modelcontextprotocol/"))).toEqual([]);
     },
     30_000,
   );
@@ -273,4 +279,11 @@ describe("REST", () => {
     expect(live).not.toContain("call.progress");
     expect(live).toContain("call");
   }, 30_000);
+});
+
+describe("the scale progress values share", () => {
+  it("a value Gatehouse moves on is above the last one sent, however large a server made it", () => {
+    for (const last of [0, 1, 59.5, 1e10, 1e17, 1.7e308 / 8, -5]) expect(above(last)).toBeGreaterThan(last);
+    expect(above(0)).toBe(1e-6);
+  });
 });

@@ -31,6 +31,7 @@ export function instructions(waitSeconds: number): string {
     "A denial comes back as an error result with the reviewer's reason.",
     "If nobody has decided in time, the error result names the call id; the call stays pending and can be checked with GET /api/calls/<id>?wait=60 using the same bearer token.",
     "Cancelling the request withdraws a pending call.",
+    "A 2026-07-28 client that declares the tasks extension (io.modelcontextprotocol/tasks) gets a task for such a call at once instead: tasks/get says working until someone decides, then completed with the result, or failed with the reason; tasks/cancel withdraws it.",
     "Resources of the servers behind the enabled tools are listed by resources/list under gatehouse://<server>/<uri>, and their templates by resources/templates/list under gatehouse://<server>/-/<template>; only those resources, expansions of those templates, those a tool result links to, and any an owner allowed can be read, and every read is recorded.",
     "Prompts of the same servers are listed by prompts/list, named <server>_<prompt>; only those can be got with prompts/get (arguments are strings), and every get is recorded.",
   ].join(" ");

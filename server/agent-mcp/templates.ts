@@ -2,10 +2,17 @@ import "server-only";
 import type { ResourceTemplate } from "@modelcontextprotocol/sdk/types.js";
 import { GatehouseError } from "@/lib/errors";
 import { SERVER_NAME_PATTERN } from "../config";
+import type { Logger } from "../log";
 import { collectPages } from "../mcp/pages";
 import { wrapUri } from "./links";
 import { clean, Listings, type ResourceDeps, resourceServers } from "./listings";
-import { matchesUriTemplate, parseUriTemplate, type UriTemplate } from "./uri-template";
+import {
+  compileUriTemplate,
+  MAX_TEMPLATE_STATES,
+  type MatchBudget,
+  matchesUriTemplate,
+  type UriTemplate,
+} from "./uri-template";
 
 /**
  * Resource templates over `/mcp`, by the rules of resources (resources.ts): the templates of
@@ -38,8 +45,21 @@ const MAX_PAGES = 10;
 export const MAX_TEMPLATES_PER_SERVER = 100;
 /** Longest name or title listed. */
 const FIELD_MAX_CHARS = 200;
-/** States one read's matching may visit over all of its server's templates (uri-template.ts). */
-export const TEMPLATE_MATCH_BUDGET = 2_000_000;
+/**
+ * Most states of all of one server's templates taken together (uri-template.ts): the templates
+ * past the one that would go beyond it are left out. What a read matches against is this big.
+ */
+export const MAX_TEMPLATE_STATES_PER_SERVER = 20_000;
+/**
+ * Steps (states visited and empty moves followed, uri-template.ts) one read's matching may take
+ * over all of its server's templates: about 3 ms of the main thread (6 ns a step, measured on
+ * the worst templates the bounds admit), and far more than a read through the templates servers
+ * use needs (a template still matching costs a few steps a character: five for `{+path}`).
+ */
+export const TEMPLATE_MATCH_BUDGET = 500_000;
+/** Parsed templates kept for the next list ({@link ParsedTemplates}), and their states in all. */
+const MAX_CACHED_TEMPLATES = 1000;
+const MAX_CACHED_STATES = 200_000;
 /** JSON-RPC "method not found": what a server with resources but no templates answers. */
 const METHOD_NOT_FOUND = -32601;
 /** What follows a server's name when the rest of the URI is the server's own, not percent-encoded. */
@@ -89,6 +109,103 @@ export function holdsDotSegment(uri: string): boolean {
   return decoded.split(/[/\\?#&=;,:]/).some((seg) => seg === "." || seg === "..");
 }
 
+/** At most this much of a template goes into a log line. */
+const LOGGED_TEMPLATE_CHARS = 120;
+
+/**
+ * Templates parsed before, by their text, with the verdict on those that are none: a list that
+ * repeats them (every `resources/templates/list`, every re-list after a read that matched
+ * nothing) parses none of them again, and a template that is none is logged once, when first
+ * seen. Bounded by {@link MAX_CACHED_TEMPLATES} and {@link MAX_CACHED_STATES}, the least recently
+ * listed going first; the process has one (templates are the same text whoever lists them).
+ */
+export class ParsedTemplates {
+  /** Text → the parsed template, or why it is none; oldest use first (a Map keeps insertion order). */
+  private readonly byText = new Map<string, UriTemplate | string>();
+  private states = 0;
+  /** Per server, the template its last list was cut at (logged when it changes). */
+  private readonly cutAt = new Map<string, string>();
+  /** How many templates were parsed (cache misses), for tests. */
+  parsed = 0;
+
+  constructor(
+    private readonly maxTemplates = MAX_CACHED_TEMPLATES,
+    private readonly maxStates = MAX_CACHED_STATES,
+  ) {}
+
+  /**
+   * The items of `server`'s list that are templates (`textOf` an item: its `uriTemplate`), in
+   * the server's order, up to {@link MAX_TEMPLATE_STATES_PER_SERVER} states: what is no template
+   * (uri-template.ts, {@link MAX_TEMPLATE_STATES} included) is left out, and so is every
+   * template from the first one past the server's bound on. Each is logged at debug, once.
+   */
+  select<T>(server: string, items: readonly T[], textOf: (item: T) => unknown, log: Logger) {
+    const kept: { item: T; parsed: UriTemplate }[] = [];
+    let room = MAX_TEMPLATE_STATES_PER_SERVER;
+    let cut: string | undefined;
+    for (const item of items) {
+      const text = textOf(item);
+      if (typeof text !== "string") continue;
+      let parsed = this.take(text);
+      if (parsed === undefined) {
+        const outcome = compileUriTemplate(text, Math.min(room, MAX_TEMPLATE_STATES));
+        if ("states" in outcome) {
+          cut = text;
+          break;
+        }
+        this.parsed++;
+        parsed = "parsed" in outcome ? outcome.parsed : outcome.refused;
+        this.keep(text, parsed);
+        if (typeof parsed === "string")
+          log.debug(`template ${logged(text)} of ${server} left out: ${parsed}`);
+      }
+      if (typeof parsed === "string") continue;
+      if (parsed.nfa.kind.length > room) {
+        cut = text;
+        break;
+      }
+      room -= parsed.nfa.kind.length;
+      kept.push({ item, parsed });
+    }
+    if (cut !== undefined && this.cutAt.get(server) !== cut)
+      log.debug(
+        `templates of ${server} from ${logged(cut)} on left out: more than ${MAX_TEMPLATE_STATES_PER_SERVER} states in all`,
+      );
+    if (cut === undefined) this.cutAt.delete(server);
+    else this.cutAt.set(server, cut);
+    return kept;
+  }
+
+  /** The verdict on `text`, now the most recently used, or undefined when it is not kept. */
+  private take(text: string): UriTemplate | string | undefined {
+    const found = this.byText.get(text);
+    if (found === undefined) return undefined;
+    this.byText.delete(text);
+    this.byText.set(text, found);
+    return found;
+  }
+
+  private keep(text: string, verdict: UriTemplate | string): void {
+    this.byText.set(text, verdict);
+    this.states += statesOf(verdict);
+    for (const [oldest, v] of this.byText) {
+      if (this.byText.size <= this.maxTemplates && this.states <= this.maxStates) break;
+      this.byText.delete(oldest);
+      this.states -= statesOf(v);
+    }
+  }
+}
+
+const statesOf = (verdict: UriTemplate | string): number =>
+  typeof verdict === "string" ? 0 : verdict.nfa.kind.length;
+
+/** A server's template for a log line: quoted, cut short. */
+const logged = (text: string): string =>
+  JSON.stringify(text.length > LOGGED_TEMPLATE_CHARS ? `${text.slice(0, LOGGED_TEMPLATE_CHARS)}…` : text);
+
+/** The process's parsed templates. */
+export const parsedTemplates = new ParsedTemplates();
+
 /**
  * The templates each server listed last, parsed, under the rules of {@link Listings} (shared by
  * every session, re-listed on a miss at most once per interval per server).
@@ -107,11 +224,14 @@ export class ListedTemplates extends Listings {
 
   /**
    * The first of `server`'s latest templates that `uri` is an expansion of, in the server's
-   * order. `exhausted`: matching gave up at {@link TEMPLATE_MATCH_BUDGET} (no template is then
-   * taken to match).
+   * order. `exhausted`: matching gave up at `budget` (default {@link TEMPLATE_MATCH_BUDGET}: what
+   * is left of it is there afterwards), and no template is then taken to match.
    */
-  matching(server: string, uri: string): { template: string | null; exhausted: boolean } {
-    const budget = { steps: TEMPLATE_MATCH_BUDGET };
+  matching(
+    server: string,
+    uri: string,
+    budget: MatchBudget = { steps: TEMPLATE_MATCH_BUDGET },
+  ): { template: string | null; exhausted: boolean } {
     for (const t of this.parsed.get(server) ?? []) {
       if (matchesUriTemplate(t, uri, budget)) return { template: t.template, exhausted: false };
       if (budget.steps < 0) return { template: null, exhausted: true };
@@ -137,7 +257,8 @@ function isMethodNotFound(err: unknown): boolean {
 
 /**
  * One server's templates as it lists them (bounded pages and count), those that are no level
- * 1–3 template of printable ASCII left out (uri-template.ts), recorded into `listed` when given.
+ * 1–3 template of printable ASCII within bounds left out ({@link ParsedTemplates.select}, which
+ * parses each text once), recorded into `listed` when given.
  * A server without resources, or that does not know the method, has none.
  */
 async function listServer(
@@ -165,11 +286,9 @@ async function listServer(
     if (!isMethodNotFound(err)) throw err;
     given = null;
   }
-  const kept: { given: ServerTemplate; parsed: UriTemplate }[] = [];
-  for (const t of given ?? []) {
-    const parsed = typeof t.uriTemplate === "string" ? parseUriTemplate(t.uriTemplate) : null;
-    if (parsed) kept.push({ given: t, parsed });
-  }
+  const kept = parsedTemplates
+    .select(server, given ?? [], (t) => t.uriTemplate, deps.log)
+    .map(({ item, parsed }) => ({ given: item, parsed }));
   listed?.recordTemplates(
     server,
     kept.map((k) => k.parsed),

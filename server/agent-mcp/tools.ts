@@ -17,6 +17,19 @@ import type { CallProgressEvent, EventBus } from "../events";
 import type { Logger } from "../log";
 import { linkResult } from "./links";
 import type { ListedResources, ResourceDeps } from "./resources";
+import { isServableInputSchema, isServableOutputSchema } from "./tool-schemas";
+
+/**
+ * A tool result's `_meta` without the keys the protocol reserves (`io.modelcontextprotocol/…`,
+ * `modelcontextprotocol.io/…`): those speak of the hop between Gatehouse and the tool server (its
+ * `serverInfo`, say) and are not the tool server's to say to an agent, who talks to Gatehouse.
+ */
+export function ownMeta(meta: unknown): Record<string, unknown> {
+  if (meta === null || typeof meta !== "object" || Array.isArray(meta)) return {};
+  return Object.fromEntries(Object.entries(meta).filter(([key]) => !RESERVED_META.test(key)));
+}
+
+const RESERVED_META = /^(io\.modelcontextprotocol|modelcontextprotocol\.io)\//;
 
 /** `_meta` key on every `tools/call` result that went through the broker: the call's id and status. */
 export const CALL_META_KEY = "gatehouse/call";
@@ -29,18 +42,15 @@ export function serverOf(localName: string): string {
 
 const PASSED_HINTS = ["destructiveHint", "idempotentHint", "openWorldHint"] as const;
 
-/** A JSON schema whose root is an object schema, as MCP requires of input and output schemas. */
-function isObjectSchema(schema: unknown): schema is Tool["inputSchema"] {
-  return schema !== null && typeof schema === "object" && (schema as { type?: unknown }).type === "object";
-}
-
 /**
  * An enabled tool as the agent sees it. The server's annotations are untrusted: only the known
  * keys with the right types pass, and `readOnlyHint` says what Gatehouse enforces — a tool whose
  * calls wait for a reviewer is not read-only, whatever its server claims. The title, the output
- * schema (only an object schema, as the spec requires; a client validates `structuredContent`
- * against it) and the icons (only those the catalogue let through: `data:` URIs) are passed when
- * the tool has them.
+ * schema (a client validates `structuredContent` against it) and the icons (only those the
+ * catalogue let through: `data:` URIs) are passed when the tool has them. Both schemas are served
+ * only as 2025 clients can take them (./tool-schemas.ts: one they cannot makes their whole
+ * `tools/list` fail): an output schema that fails is left out, an input schema that fails is
+ * served as `{type: "object"}` (calls are still checked against the real one).
  */
 export function toMcpTool(t: AgentToolView): Tool {
   const given = t.annotations ?? {};
@@ -51,7 +61,7 @@ export function toMcpTool(t: AgentToolView): Tool {
     if (typeof v === "boolean") annotations[key] = v;
   }
   annotations.readOnlyHint = !t.destructive;
-  const inputSchema = isObjectSchema(t.inputSchema) ? t.inputSchema : { type: "object" as const };
+  const inputSchema = isServableInputSchema(t.inputSchema) ? t.inputSchema : { type: "object" as const };
   const server = serverOf(t.name);
   return {
     name: t.name,
@@ -59,7 +69,7 @@ export function toMcpTool(t: AgentToolView): Tool {
     // Clients and models need something to read; an empty description says where the tool is from.
     description: t.description || `${t.name.slice(server.length + 1)} from server ${server}`,
     inputSchema,
-    ...(isObjectSchema(t.outputSchema) ? { outputSchema: t.outputSchema } : {}),
+    ...(isServableOutputSchema(t.outputSchema) ? { outputSchema: t.outputSchema } : {}),
     annotations,
     ...(t.icons && t.icons.length > 0 ? { icons: t.icons } : {}),
   };
@@ -141,7 +151,7 @@ export function finalResult(call: CallView, checkUrl: string, links: LinkContext
       // The tool's own answer, including a result it marked isError.
       if (isToolResult(call.result)) {
         const linked = linkResult(call.server, call.result, links.listed.linked, links.descriptionMaxChars);
-        return { ...linked, _meta: { ...call.result._meta, ...meta } };
+        return { ...linked, _meta: { ...ownMeta(call.result._meta), ...meta } };
       }
       if (call.status === "succeeded") {
         return text(
@@ -198,6 +208,16 @@ export function stillWaitingResult(call: CallView, waitSeconds: number, checkUrl
 const PROGRESS_NUDGE = 1e-6;
 
 /**
+ * A value above `x` by {@link PROGRESS_NUDGE}, or by a few units in the last place where that is
+ * lost to rounding (a server's values may be as large as it likes).
+ */
+export function above(x: number): number {
+  // Nothing sent yet (-Infinity): anything is above it.
+  if (!Number.isFinite(x)) return x;
+  return x + Math.max(PROGRESS_NUDGE, Math.abs(x) * Number.EPSILON * 4);
+}
+
+/**
  * The progress notifications of one `tools/call` request, sent with the agent's progress token
  * (nothing without one) and never after {@link AgentProgress.end}. Two sources share one scale,
  * as every value must be above the one before: Gatehouse's own while it holds the call — the
@@ -223,8 +243,8 @@ class AgentProgress {
 
   /** Gatehouse's own notification: `seconds` waited of `total`. */
   own(seconds: number, total: number, message: string): void {
-    if (this.base === null) this.send(Math.max(seconds, this.last + PROGRESS_NUDGE), total, message);
-    else this.send(this.last + PROGRESS_NUDGE, this.lastTotal, message);
+    if (this.base === null) this.send(Math.max(seconds, above(this.last)), total, message);
+    else this.send(above(this.last), this.lastTotal, message);
   }
 
   /** Forwards the tool server's progress on call `id` from now until {@link end}. */
@@ -241,7 +261,7 @@ class AgentProgress {
   }
 
   private upstream(e: CallProgressEvent): void {
-    this.base ??= this.last === Number.NEGATIVE_INFINITY ? 0 : this.last + PROGRESS_NUDGE;
+    this.base ??= this.last === Number.NEGATIVE_INFINITY ? 0 : above(this.last);
     const value = this.base + e.progress;
     if (!(value > this.last)) return;
     this.send(value, e.total === undefined ? undefined : this.base + e.total, e.message);
@@ -250,6 +270,8 @@ class AgentProgress {
   private send(progress: number, total: number | undefined, message: string | undefined): void {
     const token = this.extra._meta?.progressToken;
     if (token === undefined || this.ended || this.extra.signal.aborted || !Number.isFinite(progress)) return;
+    // Every value above the one before, whatever rounding made of the sum that gave it.
+    if (!(progress > this.last)) return;
     this.last = progress;
     this.lastTotal = total;
     const params = {
@@ -272,13 +294,16 @@ class AgentProgress {
  * tool's result reach the agent as `gatehouse://` URIs it may read (`links`, {@link finalResult}).
  * With a progress token, the tool server's own progress on the call, while it runs, reaches the
  * agent too (see {@link AgentProgress}), for a call that runs at once and a held one alike.
+ * `answerPending`: answers a call that waits for a reviewer at once instead of holding the
+ * request (a 2026-07-28 task, tasks.ts); absent, the call is held.
  */
-export async function callTool(
+export async function callTool<Pending = never>(
   ctx: CallContext,
   params: { name: string; arguments?: Record<string, unknown> },
   extra: Extra,
   links: LinkContext,
-): Promise<CallToolResult> {
+  answerPending?: (call: CallView) => Pending,
+): Promise<CallToolResult | Pending> {
   const progress = new AgentProgress(ctx, extra);
   try {
     let outcome: Awaited<ReturnType<CallBroker["request"]>>;
@@ -294,6 +319,7 @@ export async function callTool(
     const checkUrl = `${ctx.baseUrl}/api/calls/${outcome.call.id}`;
     if (outcome.httpStatus === 200 || isFinalCallStatus(outcome.call.status))
       return finalResult(outcome.call, checkUrl, links);
+    if (answerPending) return answerPending(outcome.call);
     return await hold(ctx, outcome.call, extra, checkUrl, links, progress);
   } finally {
     progress.end();

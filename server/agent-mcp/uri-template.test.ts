@@ -5,7 +5,14 @@
 import { UriTemplate as SdkUriTemplate } from "@modelcontextprotocol/sdk/shared/uriTemplate.js";
 import { describe, expect, it } from "vitest";
 import { expandTemplate } from "./template-fixtures";
-import { MAX_TEMPLATE_CHARS, matchesUriTemplate, parseUriTemplate } from "./uri-template";
+import {
+  Edge,
+  MAX_TEMPLATE_CHARS,
+  MAX_TEMPLATE_STATES,
+  matchesUriTemplate,
+  parseUriTemplate,
+  type UriTemplate,
+} from "./uri-template";
 
 function matches(template: string, uri: string): boolean {
   const t = parseUriTemplate(template);
@@ -203,6 +210,8 @@ describe("what is no template", () => {
     ["a control character", "bad://a\u0007/{x}"],
     ["the empty string", ""],
     ["one too long", `x://${"a".repeat(MAX_TEMPLATE_CHARS)}{x}`],
+    // Within the length bound, but its automaton would have more than MAX_TEMPLATE_STATES states.
+    ["one too large", `x://${`{;${"abcdefghijklmnop".split("").join(",")}}`.repeat(29)}`],
     [
       "too many variables in one expression",
       `x://{${Array.from({ length: 17 }, (_, i) => `v${i}`).join(",")}}`,
@@ -229,4 +238,76 @@ describe("the cost of a match", () => {
     expect(matchesUriTemplate(hostile, uri, small)).toBe(false);
     expect(small.steps).toBeLessThan(0);
   });
+
+  it("a match's steps are the states it visits and the empty moves it follows, character by character", () => {
+    const cases: [string, string][] = [
+      ["note://notes/{name}", "note://notes/a%20b"],
+      ["note://notes/{name}", "note://notes/a/b"],
+      ["search://docs{?q,lang}", "search://docs?q=x&lang=en"],
+      ["matrix://m{;a,b}", "matrix://m;a;b=1"],
+      ["{+path,x}/here", "/foo/bar,1024/here"],
+      [`x://${"{a,b,c,d}".repeat(20)}`, `x://${"a,".repeat(200)}`],
+      [`x://${"{;a,b,c,d}".repeat(10)}`, `x://${";a=1;b;c=%41".repeat(30)}ü`],
+      ["{+uri}", ""],
+    ];
+    for (const [template, uri] of cases) {
+      const t = parseUriTemplate(template);
+      if (!t) throw new Error(`not a template: ${template}`);
+      const budget = { steps: 10_000_000 };
+      matchesUriTemplate(t, uri, budget);
+      expect(10_000_000 - budget.steps, `${template} ${uri}`).toBe(work(t, uri));
+    }
+  });
+
+  it(`a template's automaton has at most ${MAX_TEMPLATE_STATES} states`, () => {
+    const sixteen = `{;${"abcdefghijklmnop".split("").join(",")}}`;
+    let template = "x://";
+    while (parseUriTemplate(template + sixteen)) template += sixteen;
+    expect(parseUriTemplate(template)?.nfa.kind.length).toBeLessThanOrEqual(MAX_TEMPLATE_STATES);
+    expect((template + sixteen).length).toBeLessThanOrEqual(MAX_TEMPLATE_CHARS);
+  });
 });
+
+/**
+ * The work of matching `uri` against `t`, counted apart from the matcher: in each round (before
+ * the first character, then after each), every state reached by empty moves once, and every
+ * empty move leaving it. The classes are RFC 3986's, written out again here.
+ */
+function work(t: UriTemplate, uri: string): number {
+  const { kind, code, next, epsStart, epsTo, start } = t.nfa;
+  const takes = (s: number, ch: string): boolean => {
+    switch (kind[s]) {
+      case Edge.Char:
+        return code[s] === ch.charCodeAt(0);
+      case Edge.Unreserved:
+        return /^[A-Za-z0-9\-._~]$/.test(ch);
+      case Edge.UnreservedOrReserved:
+        return /^[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=]$/.test(ch);
+      case Edge.Hex:
+        return /^[0-9A-Fa-f]$/.test(ch);
+      default:
+        return false;
+    }
+  };
+  let total = 0;
+  const closure = (seeds: number[]): Set<number> => {
+    const reached = new Set<number>();
+    const todo = [...seeds];
+    while (todo.length > 0) {
+      const s = todo.pop() ?? 0;
+      if (reached.has(s)) continue;
+      reached.add(s);
+      const from = epsStart[s] ?? 0;
+      const to = epsStart[s + 1] ?? 0;
+      total += 1 + to - from;
+      for (let e = from; e < to; e++) todo.push(epsTo[e] ?? 0);
+    }
+    return reached;
+  };
+  let alive = closure([start]);
+  for (const ch of uri) {
+    if (alive.size === 0) break;
+    alive = closure([...alive].filter((s) => takes(s, ch)).map((s) => next[s] ?? 0));
+  }
+  return total;
+}

@@ -8,8 +8,9 @@ import "server-only";
  * parsed: a template that uses them is no template to this module (null).
  *
  * Matching runs an NFA built from the template (Thompson's construction) over the URI, so its
- * cost is bounded by the URI's length times the template's size whatever the template says,
- * and a caller's step budget bounds it further; a regular expression built from an untrusted
+ * cost is bounded by the URI's length times the template's size whatever the template says: the
+ * size is bounded ({@link MAX_TEMPLATE_STATES}, counted before anything is built) and a caller's
+ * step budget bounds the cost further; a regular expression built from an untrusted
  * template could backtrack for as long as its author liked. (The v1 SDK's `UriTemplate.match`
  * is not exact: `{+path}` becomes `(.+)`, so a space, a brace or a bare `%` passes; `{var}`
  * admits any character but `/` and `,`; `;` is not an operator.)
@@ -20,8 +21,14 @@ import "server-only";
 
 /** Longest template parsed; a longer one is none. */
 export const MAX_TEMPLATE_CHARS = 1024;
-/** Most variables in one expression (each adds a state to every later one's entries). */
+/** Most variables in one expression (each adds an empty move from every earlier one's separator). */
 const MAX_VARIABLES_PER_EXPRESSION = 16;
+/**
+ * Most states of a template's automaton; a larger template is none. 12 expressions `{;a,…,p}` of
+ * 16 variables fit, 21 `{a,…,p}`, and `{a}` as often as MAX_TEMPLATE_CHARS allows; each state
+ * keeps about ten bytes, and a match may visit each once a character.
+ */
+export const MAX_TEMPLATE_STATES = 2000;
 
 type Operator = "" | "+" | "#" | "." | "/" | ";" | "?" | "&";
 
@@ -45,8 +52,8 @@ const RESERVED = /[:/?#[\]@!$&'()*+,;=]/;
 const HEX = /[0-9A-Fa-f]/;
 
 /** The character a state's one edge takes: none (only empty moves), one exact character, or a class. */
-const Edge = { None: 0, Char: 1, Unreserved: 2, UnreservedOrReserved: 3, Hex: 4 } as const;
-type Edge = (typeof Edge)[keyof typeof Edge];
+export const Edge = { None: 0, Char: 1, Unreserved: 2, UnreservedOrReserved: 3, Hex: 4 } as const;
+export type Edge = (typeof Edge)[keyof typeof Edge];
 
 /** Class membership per ASCII code, one bit per {@link Edge} class. */
 const CLASS_BITS = (() => {
@@ -74,78 +81,105 @@ export interface UriTemplate {
   readonly nfa: Nfa;
 }
 
-interface Nfa {
-  /** Per state: its {@link Edge} kind, the char code for {@link Edge.Char}, the state it leads to. */
+/** State numbers and offsets: 16 bits when they fit (they do within {@link MAX_TEMPLATE_STATES}). */
+type Index = Uint16Array | Uint32Array;
+
+/**
+ * The automaton in flat arrays, a few bytes a state (an array per state cost about a hundred):
+ * per state, its one {@link Edge}'s kind, the char code an {@link Edge.Char} takes and the state
+ * the edge leads to; the states its empty moves lead to are `epsTo[epsStart[s] .. epsStart[s + 1]]`.
+ */
+export interface Nfa {
   readonly kind: Uint8Array;
-  readonly code: Uint16Array;
-  readonly next: Int32Array;
-  readonly eps: readonly (readonly number[])[];
+  readonly code: Uint8Array;
+  readonly next: Index;
+  readonly epsStart: Index;
+  readonly epsTo: Index;
   readonly start: number;
   readonly accept: number;
 }
 
-/** Builds the NFA; each method returns a fragment `[start, end]` whose end has no edge yet. */
+/** Where a {@link Builder} writes: per state its edge, and the empty moves in the order they are made. */
+interface Out {
+  kind: Uint8Array;
+  code: Uint8Array;
+  next: Index;
+  from: Index;
+  to: Index;
+}
+
+/**
+ * Builds the NFA into `out`, or, without it, only counts its states and empty moves: so a template
+ * too large is refused before anything is allocated, and the arrays are allocated once, at size.
+ * Each method returns a fragment `[start, end]` whose end has no edge yet; a `from` argument is a
+ * state without an edge for the fragment to start at, which saves a state and an empty move.
+ */
 class Builder {
-  readonly kind: number[] = [];
-  readonly code: number[] = [];
-  readonly next: number[] = [];
-  readonly eps: number[][] = [];
+  states = 0;
+  moves = 0;
+
+  constructor(private readonly out: Out | null) {}
 
   state(): number {
-    this.kind.push(Edge.None);
-    this.code.push(0);
-    this.next.push(-1);
-    this.eps.push([]);
-    return this.kind.length - 1;
+    return this.states++;
   }
 
   private edge(from: number, kind: Edge, to: number, code = 0): void {
-    this.kind[from] = kind;
-    this.code[from] = code;
-    this.next[from] = to;
+    if (!this.out) return;
+    this.out.kind[from] = kind;
+    this.out.code[from] = code;
+    this.out.next[from] = to;
   }
 
   link(from: number, ...to: number[]): void {
-    this.eps[from]?.push(...to);
+    for (const t of to) {
+      if (this.out) {
+        this.out.from[this.moves] = from;
+        this.out.to[this.moves] = t;
+      }
+      this.moves++;
+    }
   }
 
-  literal(text: string): [number, number] {
-    const start = this.state();
-    let at = start;
+  literal(text: string, from = this.state()): [number, number] {
+    let at = from;
     for (let i = 0; i < text.length; i++) {
       const to = this.state();
       this.edge(at, Edge.Char, to, text.charCodeAt(i));
       at = to;
     }
-    return [start, at];
+    return [from, at];
   }
 
-  /** One character of a value: an allowed one, or a percent-encoded triplet. */
-  private token(from: number, to: number, reserved: boolean): void {
-    const plain = this.state();
+  /**
+   * `loop` takes an allowed character back to itself, or moves to a percent-encoded triplet that
+   * ends back at it: any number of a value's characters. Returns where the triplet starts.
+   */
+  private loop(loop: number, reserved: boolean): number {
     const pct = this.state();
     const hex1 = this.state();
     const hex2 = this.state();
-    this.link(from, plain, pct);
-    this.edge(plain, reserved ? Edge.UnreservedOrReserved : Edge.Unreserved, to);
+    this.edge(loop, reserved ? Edge.UnreservedOrReserved : Edge.Unreserved, loop);
+    this.link(loop, pct);
     this.edge(pct, Edge.Char, hex1, 0x25);
     this.edge(hex1, Edge.Hex, hex2);
-    this.edge(hex2, Edge.Hex, to);
+    this.edge(hex2, Edge.Hex, loop);
+    return pct;
   }
 
   /** A value as its expansion writes it, possibly empty. */
-  value(reserved: boolean): [number, number] {
-    const loop = this.state();
-    this.token(loop, loop, reserved);
-    return [loop, loop];
+  value(reserved: boolean, from = this.state()): [number, number] {
+    this.loop(from, reserved);
+    return [from, from];
   }
 
-  /** A value that is not empty. */
-  nonEmptyValue(reserved: boolean): [number, number] {
-    const start = this.state();
-    const [loop, end] = this.value(reserved);
-    this.token(start, loop, reserved);
-    return [start, end];
+  /** A value that is not empty: its first character or triplet from `from`, the rest in a loop. */
+  nonEmptyValue(reserved: boolean, from = this.state()): [number, number] {
+    const loop = this.state();
+    const pct = this.loop(loop, reserved);
+    this.edge(from, reserved ? Edge.UnreservedOrReserved : Edge.Unreserved, loop);
+    this.link(from, pct);
+    return [from, loop];
   }
 
   /**
@@ -153,13 +187,11 @@ class Builder {
    * values of the variables that have one, in the template's order, each at most once, joined
    * by its separator.
    */
-  expression(op: Operator, names: readonly string[]): [number, number] {
+  expression(op: Operator, names: readonly string[], start = this.state()): [number, number] {
     const { first, sep, named, reserved } = OPERATORS[op];
-    const start = this.state();
     const end = this.state();
     this.link(start, end);
-    const [firstStart, firstEnd] = this.literal(first);
-    this.link(start, firstStart);
+    const [, firstEnd] = this.literal(first, start);
     const entries: number[] = [];
     const items: number[] = [];
     for (const name of names) {
@@ -181,11 +213,10 @@ class Builder {
   /** `;name` or `;name=value` (an empty value drops the `=`); `?name=value` and `&name=value` always keep it. */
   private namedItem(op: Operator, name: string): [number, number] {
     const [start, nameEnd] = this.literal(name);
-    const [eqStart, eqEnd] = this.literal("=");
-    this.link(nameEnd, eqStart);
-    const [valueStart, valueEnd] = op === ";" ? this.nonEmptyValue(false) : this.value(false);
-    this.link(eqEnd, valueStart);
-    if (op !== ";") return [start, valueEnd];
+    const eq = this.state();
+    this.edge(nameEnd, Edge.Char, eq, 0x3d);
+    if (op !== ";") return [start, this.value(false, eq)[1]];
+    const [, valueEnd] = this.nonEmptyValue(false, eq);
     const end = this.state();
     this.link(nameEnd, end);
     this.link(valueEnd, end);
@@ -193,102 +224,185 @@ class Builder {
   }
 }
 
-/**
- * `template` parsed, or null when it is not a level 1–3 template made of printable ASCII within
- * {@link MAX_TEMPLATE_CHARS}: an unclosed or nested brace, a stray `}`, an operator RFC 6570
- * reserves (`=`, `,`, `!`, `@`, `|`), a level-4 modifier, a bad variable name, a literal
- * character RFC 6570 does not allow, a `%` that starts no triplet. Anything outside printable
- * ASCII is refused rather than encoded: it would show an agent hidden characters, and every
- * template can be written without it.
- */
-export function parseUriTemplate(template: string): UriTemplate | null {
-  if (template.length === 0 || template.length > MAX_TEMPLATE_CHARS) return null;
-  const b = new Builder();
-  const start = b.state();
-  let at = start;
-  const append = ([fragStart, fragEnd]: [number, number]) => {
-    b.link(at, fragStart);
-    at = fragEnd;
-  };
+/** A template in pieces: literal text (triplets kept as written), or an expression. */
+type Part = string | { op: Operator; names: string[] };
+
+/** `template` in pieces, or why it is no level 1–3 template of printable ASCII. */
+function partsOf(template: string): Part[] | string {
+  if (template.length === 0) return "empty";
+  if (template.length > MAX_TEMPLATE_CHARS) return `longer than ${MAX_TEMPLATE_CHARS} characters`;
+  const parts: Part[] = [];
   let literal = "";
   for (let i = 0; i < template.length; ) {
     const ch = template[i] ?? "";
     if (ch === "{") {
       const close = template.indexOf("}", i + 1);
-      if (close < 0) return null;
+      if (close < 0) return "an unclosed brace";
       const body = template.slice(i + 1, close);
       const op = (body[0] && Object.hasOwn(OPERATORS, body[0]) ? body[0] : "") as Operator;
       const names = body.slice(op.length).split(",");
-      if (names.length > MAX_VARIABLES_PER_EXPRESSION || !names.every((n) => VARNAME.test(n))) return null;
-      if (literal) append(b.literal(literal));
+      if (names.length > MAX_VARIABLES_PER_EXPRESSION)
+        return `more than ${MAX_VARIABLES_PER_EXPRESSION} variables in an expression`;
+      if (!names.every((n) => VARNAME.test(n))) return "an expression that is no level 1–3 expression";
+      if (literal) parts.push(literal);
       literal = "";
-      append(b.expression(op, names));
+      parts.push({ op, names });
       i = close + 1;
     } else if (ch === "%") {
       const triplet = template.slice(i, i + 3);
-      if (!/^%[0-9A-Fa-f]{2}$/.test(triplet)) return null;
+      if (!/^%[0-9A-Fa-f]{2}$/.test(triplet)) return "a % that starts no triplet";
       literal += triplet;
       i += 3;
     } else {
-      if (!LITERAL.test(ch)) return null;
+      if (!LITERAL.test(ch)) return "a character RFC 6570 does not allow in a literal";
       literal += ch;
       i++;
     }
   }
-  if (literal) append(b.literal(literal));
-  return {
-    template,
-    nfa: {
-      kind: Uint8Array.from(b.kind),
-      code: Uint16Array.from(b.code),
-      next: Int32Array.from(b.next),
-      eps: b.eps,
-      start,
-      accept: at,
-    },
-  };
+  if (literal) parts.push(literal);
+  return parts;
 }
 
-/** Work a match may do: states visited, summed over the URI's characters. */
+/** The automaton of `parts` in `b`, or null as soon as it has more than `maxStates` states. */
+function assemble(
+  b: Builder,
+  parts: readonly Part[],
+  maxStates: number,
+): { start: number; accept: number } | null {
+  const start = b.state();
+  let at = start;
+  for (const part of parts) {
+    // Every fragment's end is without an edge, so the next one starts at it.
+    [, at] = typeof part === "string" ? b.literal(part, at) : b.expression(part.op, part.names, at);
+    if (b.states > maxStates) return null;
+  }
+  return { start, accept: at };
+}
+
+/**
+ * What a template string is: a template, parsed; none (why, for a log line); or a template of
+ * `states` states, within {@link MAX_TEMPLATE_STATES} but past the room the caller had, not built.
+ */
+export type TemplateOutcome =
+  | { readonly parsed: UriTemplate }
+  | { readonly refused: string }
+  | { readonly states: number };
+
+/**
+ * `template` parsed, when it is a level 1–3 template made of printable ASCII within
+ * {@link MAX_TEMPLATE_CHARS} whose automaton has at most {@link MAX_TEMPLATE_STATES} states, and
+ * at most `room` (default: that bound). It is refused when it has an unclosed or nested brace, a
+ * stray `}`, an operator RFC 6570 reserves (`=`, `,`, `!`, `@`, `|`), a level-4 modifier, a bad
+ * variable name, a literal character RFC 6570 does not allow, a `%` that starts no triplet, or
+ * too many states. Anything outside printable ASCII is refused rather than encoded: it would show
+ * an agent hidden characters, and every template can be written without it. The states are
+ * counted before any is built; the work is linear in the template's length either way.
+ */
+export function compileUriTemplate(template: string, room = MAX_TEMPLATE_STATES): TemplateOutcome {
+  const parts = partsOf(template);
+  if (typeof parts === "string") return { refused: parts };
+  const count = new Builder(null);
+  if (!assemble(count, parts, MAX_TEMPLATE_STATES))
+    return { refused: `more than ${MAX_TEMPLATE_STATES} states` };
+  const n = count.states;
+  const m = count.moves;
+  if (n > room) return { states: n };
+  const IndexArray = Math.max(n, m) < 0xffff ? Uint16Array : Uint32Array;
+  const out: Out = {
+    kind: new Uint8Array(n),
+    code: new Uint8Array(n),
+    next: new IndexArray(n),
+    from: new IndexArray(m),
+    to: new IndexArray(m),
+  };
+  const { start, accept } = assemble(new Builder(out), parts, n) ?? { start: 0, accept: 0 };
+  // The empty moves grouped by the state they leave (a counting sort): one offset per state.
+  const epsStart = new IndexArray(n + 1);
+  for (let e = 0; e < m; e++) {
+    const s = (out.from[e] ?? 0) + 1;
+    epsStart[s] = (epsStart[s] ?? 0) + 1;
+  }
+  for (let s = 0; s < n; s++) epsStart[s + 1] = (epsStart[s + 1] ?? 0) + (epsStart[s] ?? 0);
+  const fill = epsStart.slice(0, n);
+  const epsTo = new IndexArray(m);
+  for (let e = 0; e < m; e++) {
+    const s = out.from[e] ?? 0;
+    const at = fill[s] ?? 0;
+    epsTo[at] = out.to[e] ?? 0;
+    fill[s] = at + 1;
+  }
+  const { kind, code, next } = out;
+  return { parsed: { template, nfa: { kind, code, next, epsStart, epsTo, start, accept } } };
+}
+
+/** `template` parsed, or null when it is none ({@link compileUriTemplate}'s rules). */
+export function parseUriTemplate(template: string): UriTemplate | null {
+  const outcome = compileUriTemplate(template);
+  return "parsed" in outcome ? outcome.parsed : null;
+}
+
+/** Work a match may do: states visited and empty moves followed, summed over the URI's characters. */
 export interface MatchBudget {
   steps: number;
 }
 
 /**
- * Whether `uri` is an expansion of `t` (see the top of this file). Each state visited costs
- * `budget` one step; when it runs out the answer is false and `budget.steps` is negative, so a
- * caller matching many templates can tell "no" from "gave up".
+ * Whether `uri` is an expansion of `t` (see the top of this file). Each state visited, and each
+ * empty move followed from it, costs `budget` one step, so the steps are the match's work; when
+ * they run out (checked after each character: by at most the template's size more) the answer is
+ * false and `budget.steps` is negative, so a caller matching many templates can tell "no" from
+ * "gave up".
  */
 export function matchesUriTemplate(t: UriTemplate, uri: string, budget: MatchBudget): boolean {
-  const { kind, code, next, eps, start, accept } = t.nfa;
-  const seen = new Int32Array(kind.length).fill(-1);
-  let current: number[] = [];
-  const close = (from: number, into: number[], round: number) => {
-    const stack = [from];
-    while (stack.length > 0) {
-      const s = stack.pop() ?? 0;
-      if (seen[s] === round) continue;
-      seen[s] = round;
-      into.push(s);
-      for (const to of eps[s] ?? []) if (seen[to] !== round) stack.push(to);
+  const { kind, code, next, epsStart, epsTo, start, accept } = t.nfa;
+  const n = kind.length;
+  // The round (0 before the first character, i + 1 after the i-th) each state was last reached in.
+  const seen = new Int32Array(n).fill(-1);
+  const stack = new Uint32Array(n);
+  let current = new Uint32Array(n);
+  let following = new Uint32Array(n);
+  let size = 0;
+  let steps = budget.steps;
+  /** Puts into `following` every state `from` reaches by empty moves, each once per round. */
+  const close = (from: number, round: number) => {
+    if (seen[from] === round) return;
+    seen[from] = round;
+    let top = 0;
+    stack[top++] = from;
+    while (top > 0) {
+      const s = stack[--top] ?? 0;
+      following[size++] = s;
+      const first = epsStart[s] ?? 0;
+      const last = epsStart[s + 1] ?? 0;
+      steps -= 1 + last - first;
+      for (let e = first; e < last; e++) {
+        const to = epsTo[e] ?? 0;
+        if (seen[to] === round) continue;
+        seen[to] = round;
+        stack[top++] = to;
+      }
     }
   };
-  close(start, current, 0);
-  for (let i = 0; i < uri.length; i++) {
+  close(start, 0);
+  for (let i = 0; i < uri.length && steps >= 0; i++) {
     const c = uri.charCodeAt(i);
     // An expansion is ASCII: its values are percent-encoded, its literals checked above.
-    if (c >= 128) return false;
-    budget.steps -= current.length;
-    if (budget.steps < 0) return false;
-    const following: number[] = [];
-    for (const s of current) {
+    if (c >= 128) {
+      size = 0;
+      break;
+    }
+    [current, following] = [following, current];
+    const alive = size;
+    size = 0;
+    const bits = CLASS_BITS[c] ?? 0;
+    for (let j = 0; j < alive; j++) {
+      const s = current[j] ?? 0;
       const k = kind[s] ?? Edge.None;
       if (k === Edge.None) continue;
-      const hit = k === Edge.Char ? code[s] === c : ((CLASS_BITS[c] ?? 0) & (1 << k)) !== 0;
-      if (hit) close(next[s] ?? 0, following, i + 1);
+      if (k === Edge.Char ? code[s] === c : (bits & (1 << k)) !== 0) close(next[s] ?? 0, i + 1);
     }
-    if (following.length === 0) return false;
-    current = following;
+    if (size === 0) break;
   }
-  return current.includes(accept);
+  budget.steps = steps;
+  return steps >= 0 && seen[accept] === uri.length;
 }

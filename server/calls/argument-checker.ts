@@ -32,7 +32,8 @@ const WORKER_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads");
 const { createRequire } = require("node:module");
 const { Ajv } = createRequire(workerData.base)("ajv");
-const ajv = new Ajv({ strict: false, allErrors: false, validateSchema: false, logger: false });
+// addUsedSchema false: two definitions naming one $id both compile (see arguments.ts).
+const ajv = new Ajv({ strict: false, allErrors: false, validateSchema: false, logger: false, addUsedSchema: false });
 const cache = new Map();
 const ctrl = new Int32Array(workerData.ctrl);
 const out = new Uint8Array(workerData.out);

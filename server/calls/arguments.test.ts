@@ -53,6 +53,29 @@ function nested(levels: number): Record<string, unknown> {
 }
 
 describe("checking arguments against a tool's input schema", () => {
+  it("a tool whose schema names itself with a root $id stays callable after its definition changes", () => {
+    // Two definitions (the tool before and after a change, or two tools) with one root $id: each
+    // compiled on its own, never refused because the other was compiled first.
+    const before = {
+      $id: "https://tools.example/notes",
+      type: "object",
+      properties: { text: { type: "string" } },
+    };
+    const after = { ...before, properties: { text: { type: "string" }, tag: { type: "string" } } };
+    for (const [hash, schema] of [
+      ["ids-1", before],
+      ["ids-2", after],
+    ] as const) {
+      expect(() => checkArguments(hash, schema, { text: "x" }, A)).not.toThrow();
+      // Past the fast path too: a pattern keeps it in the worker.
+      const slow = {
+        ...schema,
+        properties: { ...schema.properties, code: { type: "string", pattern: "^a+$" } },
+      };
+      expect(() => checkArguments(`${hash}-slow`, slow, { text: "x", code: "aa" }, A)).not.toThrow();
+    }
+  });
+
   it("names the bad field, the missing property and an unexpected one", () => {
     expect(() => checkArguments("notes-1", notes, { text: "hello", tags: ["a"] }, A)).not.toThrow();
     expect(refusal(() => checkArguments("notes-1", notes, { text: "x", tags: [1] }, A)).message).toBe(

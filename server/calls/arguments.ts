@@ -168,7 +168,15 @@ function invalidArguments(instancePath: string, message: string, missingProperty
  * validator when it fits (step 2 above; null otherwise, so it is profiled only once).
  */
 const local = new Map<string, { validate: ValidateFunction | null; profile: SchemaProfile }>();
-const localAjv = new Ajv({ strict: false, allErrors: false, validateSchema: false, logger: false });
+// `addUsedSchema: false`: a schema's `$id` is not registered, so two definitions naming the same
+// `$id` (one tool before and after a change) each compile, rather than the second failing.
+const localAjv = new Ajv({
+  strict: false,
+  allErrors: false,
+  validateSchema: false,
+  logger: false,
+  addUsedSchema: false,
+});
 
 /** Whether a schema's checks may ever run on the main thread (by its keywords and size alone). */
 export function mainThreadSchema(schema: unknown): boolean {

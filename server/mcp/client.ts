@@ -18,6 +18,11 @@ export interface ClientSetup {
   roots?: readonly Root[];
   /** Whether the transport is a stdio child (decides what a silent probe means). */
   stdio: boolean;
+  /**
+   * How long a stdio server gets to answer the probe; default {@link STDIO_PROBE_TIMEOUT_MS}.
+   * (Over HTTP the probe has the server's `timeoutMs`, as any request.)
+   */
+  stdioProbeTimeoutMs?: number;
 }
 
 /**
@@ -41,9 +46,13 @@ export function newClient(setup: ClientSetup): Client {
       capabilities: { roots: { listChanged: true } },
       versionNegotiation: {
         mode: "auto",
-        ...(setup.stdio ? { probe: { timeoutMs: STDIO_PROBE_TIMEOUT_MS } } : {}),
+        ...(setup.stdio ? { probe: { timeoutMs: setup.stdioProbeTimeoutMs ?? STDIO_PROBE_TIMEOUT_MS } } : {}),
       },
       listMaxPages: MAX_TOOL_PAGES,
+      // A 2026-07-28 server asks for input (roots, the only kind Gatehouse gives) by answering a
+      // call with `input_required`; the SDK then sends the call again with the answers. One such
+      // round is all roots need: each round is the call sent once more.
+      inputRequired: { maxRounds: 1 },
     },
   );
   client.setRequestHandler("roots/list", async () => ({

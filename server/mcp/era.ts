@@ -1,7 +1,7 @@
 import "server-only";
 import type { Client, ConnectOptions, Transport } from "@modelcontextprotocol/client";
 import type { ServerConfig } from "../config";
-import { connectionClosed, negotiationFailed, refusedVersion } from "./failures";
+import { connectionClosed, negotiationFailed, refusedVersion, speaksModern } from "./failures";
 import { BoundedStdioTransport } from "./stdio-transport";
 
 /**
@@ -45,14 +45,39 @@ export class EraVerdict {
       this.legacyOnly = false;
       return "probe-again";
     }
+    if (speaksModern(err)) {
+      // It refused 2025 naming 2026-07-28: the probe went unanswered in time (a server slow to
+      // start), so the next one waits as long as any request may.
+      this.patient = true;
+      return null;
+    }
     if (!(transport instanceof BoundedStdioTransport)) return null;
     if (transport.initializeSent || closedAtProbe(client, err)) this.legacyOnly = true;
     return null;
   }
 
+  /**
+   * Any failure of the connection (a refresh or a request, not only a dial) said by `err`: a
+   * server that now refuses 2025 naming 2026-07-28 was upgraded under the connection, and is
+   * probed at the next dial.
+   */
+  connectionFailed(err: unknown): void {
+    if (this.transport !== "sse" && speaksModern(err)) {
+      this.legacyOnly = false;
+      this.patient = true;
+    }
+  }
+
+  /**
+   * Whether the next probe waits the server's whole `timeoutMs` rather than the short stdio
+   * probe: set once a server answered the 2025 handshake saying it speaks 2026-07-28.
+   */
+  patient = false;
+
   /** The owner's Reconnect: probe again. */
   reset(): void {
     this.legacyOnly = false;
+    this.patient = false;
   }
 }
 

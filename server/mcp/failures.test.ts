@@ -47,10 +47,16 @@ describe("classifyFailure: the one place that decides whether a failure is worth
     [
       "-32022 over stdio, with the versions it speaks",
       new ProtocolError(-32022, "Unsupported protocol version: 2025-11-25", {
-        supported: ["2026-07-28", "<b>x</b>"],
+        supported: ["2099-01-01", "<b>x</b>"],
       }),
       "permanent",
-      /does not support the MCP protocol versions Gatehouse speaks \(.*\) \(it speaks 2026-07-28\)$/,
+      /does not support the MCP protocol versions Gatehouse speaks \(.*\) \(it speaks 2099-01-01\)$/,
+    ],
+    [
+      "-32022 naming 2026-07-28: the 2025 handshake refused by a server Gatehouse can speak to",
+      new ProtocolError(-32022, "Unsupported protocol version: 2025-11-25", { supported: ["2026-07-28"] }),
+      "transient",
+      /speaks only 2026-07-28 .* dials it again with server\/discover$/,
     ],
     [
       "-32022 in a 400 over HTTP",

@@ -184,6 +184,29 @@ function embeddedRpcError(message: string): { code?: unknown; message?: unknown;
 
 const OURS = [MODERN_PROTOCOL_VERSION, ...SUPPORTED_PROTOCOL_VERSIONS].join(", ");
 
+/** The JSON-RPC error a version refusal came as: the SDK's ProtocolError, or the body of a 400. */
+function versionRefusal(err: unknown): { code?: unknown; message?: unknown; data?: unknown } | null {
+  const message = err instanceof Error ? err.message : "";
+  if (err instanceof ProtocolError) return { code: err.code, message: err.message, data: err.data };
+  if (httpStatus(err) === 400) return embeddedRpcError(message);
+  return null;
+}
+
+/**
+ * Whether `err` (or a cause) is a server refusing the 2025 handshake while saying it speaks
+ * 2026-07-28 (-32022 with `data.supported`): a server Gatehouse can talk to once it probes with
+ * `server/discover` (it was upgraded, or it answered the probe too late), never a permanent refusal.
+ */
+export function speaksModern(err: unknown): boolean {
+  return chain(err).some((e) => {
+    const rpc = versionRefusal(e);
+    return (
+      rpc?.code === UNSUPPORTED_PROTOCOL_VERSION_CODE &&
+      supportedBy(rpc.data).includes(MODERN_PROTOCOL_VERSION)
+    );
+  });
+}
+
 function unsupportedVersion(err: unknown): string | null {
   const message = err instanceof Error ? err.message : "";
   // The SDK client's own check of the version the server chose in its initialize result.
@@ -192,9 +215,7 @@ function unsupportedVersion(err: unknown): string | null {
     const v = shownVersion(chosen[1]);
     return `the server answered with MCP protocol version ${v ?? "(unreadable)"}, which Gatehouse does not speak (it speaks ${OURS})`;
   }
-  let rpc: { code?: unknown; message?: unknown; data?: unknown } | null = null;
-  if (err instanceof ProtocolError) rpc = { code: err.code, message: err.message, data: err.data };
-  else if (httpStatus(err) === 400) rpc = embeddedRpcError(message);
+  const rpc = versionRefusal(err);
   if (!rpc) return null;
   const text = typeof rpc.message === "string" ? rpc.message : "";
   if (rpc.code !== UNSUPPORTED_PROTOCOL_VERSION_CODE && !/unsupported protocol version/i.test(text))
@@ -247,6 +268,12 @@ export function classifyFailure(
         kind: "permanent",
         reason:
           "the server refused access (HTTP 403): check the credentials in its headers in gatehouse.json and what they allow",
+      };
+    }
+    if (speaksModern(e)) {
+      return {
+        kind: "transient",
+        reason: `the server speaks only ${MODERN_PROTOCOL_VERSION} and refused the 2025 handshake; Gatehouse dials it again with server/discover`,
       };
     }
     const version = unsupportedVersion(e);

@@ -37,6 +37,8 @@ export class FrameTooLargeError extends Error {
 
 /** The 2026-07-28 request that opens a stream of notifications rather than asking for one answer. */
 const LISTEN_METHOD = "subscriptions/listen";
+/** The 2026-07-28 era probe. */
+const DISCOVER_METHOD = "server/discover";
 
 /** The requests (not notifications or responses) of a JSON-RPC POST body: ids and methods, in step. */
 function requestsOf(body: unknown): { ids: RequestId[]; methods: string[] } {
@@ -219,7 +221,9 @@ export class GuardedHttpTransport implements Transport {
       const { ids, methods } = init?.method === "POST" ? requestsOf(init.body) : { ids: [], methods: [] };
       // A listen stream's end is the SDK's to see (it closes the subscription on its own), so
       // no answer is made up for it: one would arrive for an id the SDK has already let go.
-      const answerable = ids.filter((_, i) => methods[i] !== LISTEN_METHOD);
+      // Nor for the era probe: a made-up error would read as a 2025 server's answer to it, and
+      // turn a broken stream (worth a retry) into a 2025 handshake a 2026-07-28 server refuses.
+      const answerable = ids.filter((_, i) => methods[i] !== LISTEN_METHOD && methods[i] !== DISCOVER_METHOD);
       let res = await opts.fetch(url, init);
       if (opts.kind === "http") res = await this.checkSession(init, res, methods);
       if (!res.body || res.status === 204 || res.status === 304) return res;

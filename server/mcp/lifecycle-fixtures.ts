@@ -9,7 +9,8 @@
  * server is *not* restarted (an absence has no event to wait for).
  */
 import type { ChildProcess } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, watch } from "node:fs";
+import { dirname } from "node:path";
 import { afterEach, expect, vi } from "vitest";
 import { stdioServer as baseStdioServer, cleanUp } from "@/test/support/mcp-harness";
 import type { ServerConfig } from "../config";
@@ -144,4 +145,36 @@ export function readPids(file: string): { wrapper: number; grandchild: number } 
   seenPids.add(pids.wrapper);
   seenPids.add(pids.grandchild);
   return pids;
+}
+
+/** The fixture's log: one line per message received or thing done, across restarts. */
+export function logged(file: string): string[] {
+  return existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
+}
+
+/** Resolves once the log at `file` satisfies `probe`: checked now and on every change to its folder. */
+export function untilLogged(
+  file: string,
+  what: string,
+  probe: (lines: string[]) => boolean,
+  timeoutMs = 15_000,
+) {
+  return new Promise<string[]>((resolve, reject) => {
+    const check = () => {
+      const lines = logged(file);
+      if (!probe(lines)) return;
+      done();
+      resolve(lines);
+    };
+    const watcher = watch(dirname(file), check);
+    const timer = realSetTimeout(() => {
+      done();
+      reject(new Error(`no ${what} within ${timeoutMs} ms; the server logged: ${logged(file).join(" | ")}`));
+    }, timeoutMs);
+    const done = () => {
+      realClearTimeout(timer);
+      watcher.close();
+    };
+    check();
+  });
 }

@@ -25,6 +25,13 @@ export interface ListenDeps {
   onGap(): void;
 }
 
+/**
+ * JSON-RPC codes that say a server offers no list-change stream (the method or its parameters
+ * unknown to it, a capability or version it lacks); any other error (-32603, a capacity refusal)
+ * is tried again after the backoff.
+ */
+const REFUSALS = new Set([-32601, -32602, -32021, -32022]);
+
 /** Failed tries to reopen a stream in a row after which the tools are re-listed, to check the server. */
 export const LISTEN_CHECK_AFTER_FAILURES = 3;
 
@@ -41,7 +48,7 @@ export const LISTEN_CHECK_AFTER_FAILURES = 3;
  * {@link LISTEN_CHECK_AFTER_FAILURES} failed reopenings in a row are the tools re-listed to check
  * on it (a listing that fails fails the connection). A server that answers the listen request
  * with an error does not offer the stream: the loop stops, and the periodic refresh is what
- * remains. Ends when the connection is no longer `current`.
+ * remains (see {@link REFUSALS}). Ends when the connection is no longer `current`.
  */
 export class ListenLoop {
   private attempt = 0;
@@ -81,8 +88,8 @@ export class ListenLoop {
       log.debug(`server ${server}: its list-change stream ended (${cause}); listening again`);
     } catch (err) {
       if (!this.live()) return;
-      if (err instanceof ProtocolError) {
-        // The server answered: it offers no such stream. Periodic refreshes still run.
+      if (err instanceof ProtocolError && REFUSALS.has(err.code)) {
+        // The server answered that it offers no such stream. Periodic refreshes still run.
         log.info(
           `server ${server} refused a list-change stream (${messageOf(err)}); relying on periodic refreshes`,
         );

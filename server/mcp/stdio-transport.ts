@@ -255,8 +255,7 @@ export class BoundedStdioTransport implements Transport {
       });
     } catch (err) {
       // A write into a pipe the child closed (EPIPE) says only that it is gone; its exit says why.
-      if (await within(this.exited, EXIT_AFTER_BROKEN_PIPE_MS))
-        throw new Error(this.exited_ ?? String(err));
+      if (await within(this.exited, EXIT_AFTER_BROKEN_PIPE_MS)) throw new Error(this.exited_ ?? String(err));
       throw err;
     }
   }

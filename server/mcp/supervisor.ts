@@ -58,6 +58,8 @@ export class ServerSupervisor {
   private readonly era: EraVerdict;
   private listenLoop: ListenLoop | null = null;
   private listedTools = 0;
+  /** The tools of the last listing by name, as the SDK is given them with each call. */
+  private listedDefinitions = new Map<string, Tool>();
   private client: Client | null = null;
   private transport: Transport | null = null;
   private generation = 0;
@@ -141,6 +143,7 @@ export class ServerSupervisor {
       },
       roots: this.config.roots,
       stdio: this.config.transport === "stdio",
+      ...(this.era.patient ? { stdioProbeTimeoutMs: this.config.timeoutMs } : {}),
     });
     let transport: Transport;
     try {
@@ -180,13 +183,13 @@ export class ServerSupervisor {
     this.transport = transport;
     try {
       await client.connect(transport, { timeout: this.config.timeoutMs, ...this.era.connectOptions() });
-      if (gen !== this.generation) return;
+      if (gen !== this.generation) return this.abandon(client, transport);
       this.era.connected(client);
       const info = client.getServerVersion();
       this.serverInfo = info ? { name: String(info.name), version: String(info.version) } : null;
       this.protocolVersion = client.getNegotiatedProtocolVersion() ?? null;
       await this.listAndPublish(gen);
-      if (gen !== this.generation) return;
+      if (gen !== this.generation) return this.abandon(client, transport);
       this.lastError = null;
       this.pendingError = null;
       this.readySince = Date.now();
@@ -201,7 +204,7 @@ export class ServerSupervisor {
       }, STABLE_AFTER_MS);
       this.stableTimer.unref();
     } catch (err) {
-      if (gen !== this.generation) return;
+      if (gen !== this.generation) return this.abandon(client, transport);
       if (this.era.failed(client, transport, err) === "probe-again") {
         const why = "the server no longer speaks 2025; dialling it again with server/discover";
         this.deps.log.info(`server ${this.config.name}: ${why}`);
@@ -236,6 +239,21 @@ export class ServerSupervisor {
     this.listenLoop.start();
   }
 
+  /**
+   * Closes a dial that a newer one overtook (two Reconnects in a row, say), unless it is still
+   * the one teardown() would close: its child must not outlive it.
+   */
+  private abandon(client: Client, transport: Transport): void {
+    if (this.client === client) return;
+    client.onclose = undefined;
+    const done = client
+      .close()
+      .catch(() => transport.close())
+      .catch(() => undefined);
+    this.teardowns.add(done);
+    void done.finally(() => this.teardowns.delete(done));
+  }
+
   /** The last error the current connection's transport reported (a later one's gen is ignored). */
   private pendingError: unknown = null;
   /** The generation whose session the server forgot; its later errors are the teardown's echo. */
@@ -243,6 +261,7 @@ export class ServerSupervisor {
 
   /** `fail` with the failure `err` stands for (see {@link classifyFailure}). */
   private failWith(gen: number, err: unknown): void {
+    if (gen === this.generation) this.era.connectionFailed(err);
     this.fail(gen, this.classify(err));
   }
 
@@ -348,6 +367,7 @@ export class ServerSupervisor {
     );
     if (gen !== this.generation) return;
     this.listedTools = tools.length;
+    this.listedDefinitions = new Map(tools.map((t) => [t.name, t]));
     this.deps.onTools(this.config, tools);
   }
 
@@ -393,7 +413,25 @@ export class ServerSupervisor {
       const route = onProgress ? progressRoute(client, onProgress) : null;
       try {
         const meta = route ? { _meta: { progressToken: route.token } } : {};
-        return await client.callTool({ name, arguments: args, ...meta }, { ...options, signal });
+        // `timeoutMs` bounds the whole call, whatever the SDK does inside it (a 2026-07-28
+        // `input_required` round sends the call again). The listed definition is given so the SDK
+        // sends the right headers at once and never re-lists and re-sends the call on a header
+        // mismatch (-32020); without its output schema, which the SDK would otherwise compile and
+        // check results against (a server's broken schema would make every call fail here): the
+        // agent's own client checks `structuredContent` against the schema Gatehouse serves it.
+        // (The SDK's own maxTotalTimeout is checked only when progress arrives, and each round gets
+        // a timeout of its own: the deadline is a signal of Gatehouse's.)
+        const listed = this.listedDefinitions.get(name);
+        const toolDefinition = listed ? { ...listed, outputSchema: undefined } : undefined;
+        const deadline = AbortSignal.timeout(this.config.timeoutMs);
+        return await client.callTool(
+          { name, arguments: args, ...meta },
+          {
+            ...options,
+            signal: signal ? AbortSignal.any([signal, deadline]) : deadline,
+            ...(toolDefinition ? { toolDefinition } : {}),
+          },
+        );
       } finally {
         route?.done();
       }
