@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { freePort, httpServerConfig, RestartableServer, stopHttpServers } from "@/test/support/http-servers";
 import {
   expectGatehouseError,
@@ -205,6 +205,55 @@ describe("a modern-only HTTP server (SDK v2) restarts between two calls", () => 
       // The end of the old listen stream is no news above debug: no answer was made up for it
       // (the SDK had let its id go, and would warn of an answer to an unknown request).
       expect(gatehouseLog.filter((l) => /unknown message id/i.test(l))).toEqual([]);
+    },
+    SLOW,
+  );
+});
+
+describe("a 2026-07-28 server's cache hint on its tool list", () => {
+  it(
+    "the periodic refresh skips a tool list the server said is still fresh, and re-lists one it did not",
+    async () => {
+      // Only the periodic timer is faked: the children, their pipes and the re-list's debounce run
+      // in real time.
+      vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+      try {
+        const dir = tempDir();
+        const freshLog = join(dir, "fresh.log");
+        const staleLog = join(dir, "stale.log");
+        const modern = ["--era", "modern", "--transport", "stdio"];
+        const harness = new Harness(
+          gatehouse(
+            [
+              stdioServer("fresh", V2, {
+                args: [V2, ...modern, "--tools-ttl-ms", "3600000"],
+                env: { REQUEST_LOG: freshLog },
+              }),
+              stdioServer("stale", V2, { args: [V2, ...modern], env: { REQUEST_LOG: staleLog } }),
+            ],
+            1,
+          ),
+        );
+        harness.manager.start();
+        const lists = (file: string) => count(logged(file), "request tools/list");
+        // Each listed at the dial, and again once its listen stream was acknowledged.
+        for (const file of [freshLog, staleLog]) {
+          await untilLogged(file, "the listing after the listen acknowledgement", () => lists(file) >= 2);
+        }
+        const [freshBefore, staleBefore] = [lists(freshLog), lists(staleLog)];
+
+        vi.advanceTimersByTime(5_000);
+        await untilLogged(
+          staleLog,
+          "a periodic re-list of the server without a hint",
+          () => lists(staleLog) > staleBefore,
+        );
+        // The fresh server's pipe is ordered: a re-list sent before this call would be logged first.
+        expect(text(await harness.manager.callTool("fresh", "echo", { text: "x" }))).toBe("echo: x");
+        expect(lists(freshLog)).toBe(freshBefore);
+      } finally {
+        vi.useRealTimers();
+      }
     },
     SLOW,
   );

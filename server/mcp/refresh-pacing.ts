@@ -58,6 +58,11 @@ export interface RefreshPacingOptions {
   debounceMs?: number | undefined;
   /** Default {@link systemClock}. */
   clock?: PacingClock | undefined;
+  /**
+   * Whether a periodic re-list is due when its timer fires (default always): false while the
+   * last listing is still fresh by the server's own cache hint. Other requests are not asked.
+   */
+  periodicDue?: (() => boolean) | undefined;
 }
 
 /**
@@ -126,7 +131,9 @@ export class RefreshPacing {
   /** Requests a re-list every `ms` (0: never), on an unref'd interval; paced like any request. */
   startPeriodic(ms: number): void {
     if (ms <= 0 || this.periodic) return;
-    this.periodic = setInterval(() => this.request(), ms);
+    this.periodic = setInterval(() => {
+      if (this.opts.periodicDue?.() ?? true) this.request();
+    }, ms);
     this.periodic.unref();
   }
 

@@ -8,6 +8,9 @@ import type { PacingClock, RefreshLimits } from "./refresh-pacing";
 // The supervisor's policy (limits, backoff steps, what it reports) and the one wait it needs,
 // apart from the state machine in supervisor.ts.
 
+/** Longest a server's cache hint (`ttlMs`) keeps the periodic refresh away: a day, as the SDK clamps it. */
+export const MAX_LIST_TTL_MS = 24 * 60 * 60 * 1000;
+
 /** Most pages of `tools/list` followed in one refresh. */
 export const MAX_TOOL_PAGES = 20;
 /** Backoff after a failure: base 1 s doubling to a 60 s cap, with jitter in [50 %, 100 %]. */

@@ -32,6 +32,7 @@ import {
   backoffDelay,
   CRASH_LOOP,
   HISTORY_LENGTH,
+  MAX_LIST_TTL_MS,
   MAX_TOOL_PAGES,
   STABLE_AFTER_MS,
   type SupervisorDeps,
@@ -58,6 +59,12 @@ export class ServerSupervisor {
   private readonly era: EraVerdict;
   private listenLoop: ListenLoop | null = null;
   private listedTools = 0;
+  /**
+   * Until when the last listing is fresh by the server's own cache hint (a 2026-07-28 result's
+   * `ttlMs`, at most {@link MAX_LIST_TTL_MS}): the periodic refresh skips a fresh list. A
+   * `list_changed`, a reconnect or a failed request still re-list at once.
+   */
+  private listFreshUntil = 0;
   /** The tools of the last listing by name, as the SDK is given them with each call. */
   private listedDefinitions = new Map<string, Tool>();
   private client: Client | null = null;
@@ -83,6 +90,7 @@ export class ServerSupervisor {
       onNote: () => this.deps.onState(this.snapshot()),
       limits: deps.refreshLimits,
       clock: deps.clock,
+      periodicDue: () => Date.now() >= this.listFreshUntil,
     });
   }
 
@@ -355,17 +363,23 @@ export class ServerSupervisor {
     if (!client) return;
     // Page by page, not the SDK's listTools(), which reads every page or fails: a server that
     // never stops paging is read for MAX_TOOL_PAGES pages, and what they held is its list.
+    let ttlMs: unknown;
     const tools: Tool[] = await collectPages(
       async (params) => {
         const res: ListToolsResult = await client.request(
           { method: "tools/list", params: params ?? {} },
           { timeout: this.config.timeoutMs },
         );
+        // The first page's hint speaks for the list (as the SDK's own cache reads it).
+        if (!params) ttlMs = (res as { ttlMs?: unknown }).ttlMs;
         return { items: res.tools, nextCursor: res.nextCursor };
       },
       { maxPages: MAX_TOOL_PAGES },
     );
     if (gen !== this.generation) return;
+    const fresh =
+      typeof ttlMs === "number" && Number.isFinite(ttlMs) ? Math.min(Math.max(0, ttlMs), MAX_LIST_TTL_MS) : 0;
+    this.listFreshUntil = Date.now() + fresh;
     this.listedTools = tools.length;
     this.listedDefinitions = new Map(tools.map((t) => [t.name, t]));
     this.deps.onTools(this.config, tools);
