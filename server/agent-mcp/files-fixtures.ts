@@ -12,7 +12,7 @@ import {
   REPO_ROOT,
   startTestRuntime,
   type TestRuntime,
-  waitForEvent,
+  waitForServersReady,
 } from "@/test/support/runtime";
 import { wrapUri } from "./resources";
 
@@ -66,12 +66,7 @@ export function filesFixture(folderPrefix: string): FilesFixture {
       },
     });
     rt = started;
-    const ready = () => started.runtime.manager.get("files").snapshot().state === "ready";
-    await waitForEvent(started.runtime.bus, (e) => e.type === "server" && ready(), {
-      already: ready,
-      timeoutMs: 20_000,
-      what: () => "the files fixture to be ready",
-    });
+    await waitForServersReady(started.runtime, ["files"]);
     enableTool(started.runtime, "files_list_count");
     token = createAgentToken(started.runtime, "bot");
   }, 30_000);

@@ -14,9 +14,8 @@ import {
   REPO_ROOT,
   startTestRuntime,
   type TestRuntime,
-  waitForEvent,
+  waitForServersReady,
 } from "@/test/support/runtime";
-import { serverViews } from "../servers/status";
 import { listAuditByActions } from "../store/audit";
 import { LinkedUris, linkResult, MAX_URI_CHARS, unwrapUri, wrapUri } from "./links";
 import { RESOURCE_NOT_FOUND } from "./resources";
@@ -55,13 +54,7 @@ describe("resource links in tool results over /mcp", () => {
     rt = await startTestRuntime({
       servers: { everything: { command: "node", args: [EVERYTHING, "stdio"], enabled: true } },
     });
-    const ready = () =>
-      serverViews(rt.runtime.manager, rt.runtime.db).find((s) => s.name === "everything")?.state === "ready";
-    await waitForEvent(rt.runtime.bus, (e) => e.type === "server" && ready(), {
-      already: ready,
-      timeoutMs: 20_000,
-      what: () => "server-everything to be ready",
-    });
+    await waitForServersReady(rt.runtime, ["everything"]);
     token = createAgentToken(rt.runtime, "bot");
   }, 30_000);
 

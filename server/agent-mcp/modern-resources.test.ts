@@ -14,7 +14,7 @@ import {
   REPO_ROOT,
   startTestRuntime,
   type TestRuntime,
-  waitForEvent,
+  waitForServersReady,
 } from "@/test/support/runtime";
 import { type AuditRow, listAuditByActions } from "../store/audit";
 import { filesFixture } from "./files-fixtures";
@@ -72,12 +72,7 @@ describe("prompts in 2026-07-28", () => {
     rt = await startTestRuntime({
       servers: { prompter: { command: "node", args: [PROMPTS], enabled: true } },
     });
-    const ready = () => rt.runtime.manager.get("prompter").snapshot().state === "ready";
-    await waitForEvent(rt.runtime.bus, (e) => e.type === "server" && ready(), {
-      already: ready,
-      timeoutMs: 20_000,
-      what: () => "the prompt fixture to be ready",
-    });
+    await waitForServersReady(rt.runtime, ["prompter"]);
     enableTool(rt.runtime, "prompter_list_count");
     token = createAgentToken(rt.runtime, "bot");
   }, 30_000);

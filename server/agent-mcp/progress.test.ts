@@ -22,7 +22,7 @@ import {
   request,
   startTestRuntime,
   type TestRuntime,
-  waitForEvent,
+  waitForServersReady,
 } from "@/test/support/runtime";
 import { PROGRESS_GAP_MS, PROGRESS_MESSAGE_MAX_CHARS, watchingCallStarts } from "../calls/run";
 import { above, CALL_META_KEY } from "./tools";
@@ -51,14 +51,7 @@ async function start(
 ): Promise<TestRuntime> {
   const t = await startTestRuntime({ servers, ...opts });
   rt = t;
-  for (const name of Object.keys(servers)) {
-    const ready = () => t.runtime.manager.get(name).snapshot().state === "ready";
-    await waitForEvent(t.runtime.bus, (e) => e.type === "server" && ready(), {
-      already: ready,
-      timeoutMs: 20_000,
-      what: () => `server ${name} to be ready (${JSON.stringify(t.runtime.manager.get(name).snapshot())})`,
-    });
-  }
+  await waitForServersReady(t.runtime, Object.keys(servers));
   return t;
 }
 

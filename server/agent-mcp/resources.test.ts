@@ -19,9 +19,8 @@ import {
   REPO_ROOT,
   startTestRuntime,
   type TestRuntime,
-  waitForEvent,
+  waitForServersReady,
 } from "@/test/support/runtime";
-import { serverViews } from "../servers/status";
 import { listAuditByActions } from "../store/audit";
 import {
   allowedByOwner,
@@ -62,13 +61,7 @@ describe("resources", () => {
       servers: { everything: { command: "node", args: [EVERYTHING, "stdio"], enabled: true } },
     });
     // "ready" is set after the first tool list is stored, so its catalogue rows exist by then.
-    const ready = () =>
-      serverViews(rt.runtime.manager, rt.runtime.db).find((s) => s.name === "everything")?.state === "ready";
-    await waitForEvent(rt.runtime.bus, (e) => e.type === "server" && ready(), {
-      already: ready,
-      timeoutMs: 20_000,
-      what: () => "server-everything to be ready",
-    });
+    await waitForServersReady(rt.runtime, ["everything"]);
     token = createAgentToken(rt.runtime, "bot");
   }, 30_000);
 

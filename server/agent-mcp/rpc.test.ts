@@ -13,7 +13,7 @@ import {
   REPO_ROOT,
   startTestRuntime,
   type TestRuntime,
-  waitForEvent,
+  waitForServersReady,
 } from "@/test/support/runtime";
 import { RESOURCE_NOT_FOUND, wrapUri } from "./resources";
 import { answersOnce, RpcFailure, withoutPrefix } from "./rpc";
@@ -40,12 +40,7 @@ describe("errors a v1 client sees from /mcp", () => {
     rt = await startTestRuntime({
       servers: { prompter: { command: "node", args: [PROMPTS], enabled: true } },
     });
-    const ready = () => rt.runtime.manager.get("prompter").snapshot().state === "ready";
-    await waitForEvent(rt.runtime.bus, (e) => e.type === "server" && ready(), {
-      already: ready,
-      timeoutMs: 20_000,
-      what: () => "the prompts fixture to be ready",
-    });
+    await waitForServersReady(rt.runtime, ["prompter"]);
     enableTool(rt.runtime, "prompter_list_count");
     token = createAgentToken(rt.runtime, "bot");
   }, 30_000);

@@ -12,7 +12,7 @@ import {
   enableTool,
   startTestRuntime,
   type TestRuntime,
-  waitForEvent,
+  waitForServersReady,
 } from "@/test/support/runtime";
 import type { Logger } from "../log";
 import { logger } from "../log";
@@ -112,12 +112,7 @@ const cleanups: (() => Promise<void>)[] = [];
 async function start(templates: readonly string[]): Promise<Client> {
   const runtime = await startTestRuntime({ servers: { big: listingServer(templates) } });
   rt = runtime;
-  const ready = () => runtime.runtime.manager.get("big").snapshot().state === "ready";
-  await waitForEvent(runtime.runtime.bus, (e) => e.type === "server" && ready(), {
-    already: ready,
-    timeoutMs: 20_000,
-    what: () => "the template server to be ready",
-  });
+  await waitForServersReady(runtime.runtime, ["big"]);
   enableTool(runtime.runtime, "big_served");
   const c = await connectMcp({ token: createAgentToken(runtime.runtime, "bot") });
   cleanups.push(() => c.close());

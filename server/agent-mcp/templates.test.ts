@@ -13,7 +13,7 @@ import {
   enableTool,
   startTestRuntime,
   type TestRuntime,
-  waitForEvent,
+  waitForServersReady,
 } from "@/test/support/runtime";
 import { logger } from "../log";
 import { type AuditRow, listAuditByActions } from "../store/audit";
@@ -46,13 +46,7 @@ async function start(servers: Record<string, string[]>): Promise<void> {
       ]),
     ),
   });
-  const ready = () =>
-    Object.keys(servers).every((s) => rt.runtime.manager.get(s).snapshot().state === "ready");
-  await waitForEvent(rt.runtime.bus, (e) => e.type === "server" && ready(), {
-    already: ready,
-    timeoutMs: 20_000,
-    what: () => "the template servers to be ready",
-  });
+  await waitForServersReady(rt.runtime, Object.keys(servers));
   for (const name of Object.keys(servers)) enableTool(rt.runtime, `${name}_served`);
   token = createAgentToken(rt.runtime, "bot");
 }

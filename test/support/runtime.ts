@@ -130,6 +130,26 @@ export async function startTestRuntime(opts: TestRuntimeOptions = {}): Promise<T
 }
 
 /**
+ * Resolves once every server in `names` is `ready` (checked now and on each server event);
+ * rejects after `timeoutMs` naming the first that is not, with its status.
+ */
+export async function waitForServersReady(
+  runtime: Runtime,
+  names: readonly string[],
+  timeoutMs = 20_000,
+): Promise<void> {
+  const ready = () => names.every((n) => runtime.manager.get(n).snapshot().state === "ready");
+  await waitForEvent(runtime.bus, (e) => e.type === "server" && ready(), {
+    already: ready,
+    timeoutMs,
+    what: () => {
+      const waiting = names.find((n) => runtime.manager.get(n).snapshot().state !== "ready") ?? "";
+      return `server ${waiting} to be ready (${waiting && JSON.stringify(runtime.manager.get(waiting).snapshot())})`;
+    },
+  });
+}
+
+/**
  * Resolves with the first bus event matching `match`, or with null when `already()` is true
  * right after subscribing (the thing happened before we listened). Rejects after `timeoutMs`
  * (a safety net for a broken build, not a wait).
