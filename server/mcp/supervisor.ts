@@ -1,17 +1,8 @@
 import "server-only";
-import type {
-  CallToolResult,
-  Client,
-  ListToolsResult,
-  RequestOptions,
-  Tool,
-  Transport,
-} from "@modelcontextprotocol/client";
+import type { CallToolResult, Client, RequestOptions, Transport } from "@modelcontextprotocol/client";
 import type { ServerState } from "@/lib/api-types";
-import { GatehouseError } from "@/lib/errors";
 import type { ServerConfig } from "../config";
-import { requestErrorForAgents, unavailableForAgents } from "./agent-facing";
-import { answerOf, newClient, progressRoute } from "./client";
+import { newClient } from "./client";
 import { EraVerdict } from "./era";
 import {
   classifyFailure,
@@ -22,22 +13,18 @@ import {
   messageOf,
   negotiationFailed,
   SessionLostError,
-  unreached,
 } from "./failures";
 import { ListenLoop } from "./listen";
-import { collectPages } from "./pages";
 import { RefreshPacing } from "./refresh-pacing";
+import { ServerRequests } from "./requests";
 import { BoundedStdioTransport, LineRing } from "./stdio-transport";
 import {
   backoffDelay,
   CRASH_LOOP,
   HISTORY_LENGTH,
-  MAX_LIST_TTL_MS,
-  MAX_TOOL_PAGES,
   STABLE_AFTER_MS,
   type SupervisorDeps,
   type SupervisorSnapshot,
-  watchUntil,
 } from "./supervision";
 import { createTransport, ServerAgent } from "./transports";
 
@@ -48,6 +35,7 @@ export type { SupervisorDeps, SupervisorSnapshot } from "./supervision";
  * `backoff` until the next try, or `failed` (a crash loop, or a refusal no retry can fix) until
  * the owner's Reconnect. Reads (`snapshot`) never touch the connection, so a hung server
  * can never block them. Events from an earlier connection are ignored by generation number.
+ * The requests over the connection (the tool listing, calls, reads) are {@link ServerRequests}.
  */
 export class ServerSupervisor {
   private state: ServerState;
@@ -58,25 +46,16 @@ export class ServerSupervisor {
   private protocolVersion: string | null = null;
   private readonly era: EraVerdict;
   private listenLoop: ListenLoop | null = null;
-  private listedTools = 0;
-  /**
-   * Until when the last listing is fresh by the server's own cache hint (a 2026-07-28 result's
-   * `ttlMs`, at most {@link MAX_LIST_TTL_MS}): the periodic refresh skips a fresh list. A
-   * `list_changed`, a reconnect or a failed request still re-list at once.
-   */
-  private listFreshUntil = 0;
-  /** The tools of the last listing by name, as the SDK is given them with each call. */
-  private listedDefinitions = new Map<string, Tool>();
   private client: Client | null = null;
   private transport: Transport | null = null;
   private generation = 0;
   private attempt = 0;
   private retryTimer: NodeJS.Timeout | null = null;
   private stableTimer: NodeJS.Timeout | null = null;
-  private refreshing: Promise<void> | null = null;
   private readonly stderr = new LineRing();
   private readonly agent: ServerAgent;
   private readonly pacing: RefreshPacing;
+  private readonly requests: ServerRequests;
 
   constructor(
     readonly config: ServerConfig,
@@ -90,7 +69,20 @@ export class ServerSupervisor {
       onNote: () => this.deps.onState(this.snapshot()),
       limits: deps.refreshLimits,
       clock: deps.clock,
-      periodicDue: () => Date.now() >= this.listFreshUntil,
+      periodicDue: () => Date.now() >= this.requests.listFreshUntil,
+    });
+    this.requests = new ServerRequests({
+      config,
+      log: deps.log,
+      connection: () => ({
+        gen: this.generation,
+        state: this.state,
+        client: this.client,
+        lastError: this.lastError,
+      }),
+      failWith: (gen, err) => this.failWith(gen, err),
+      scheduleRefresh: () => this.scheduleRefresh(),
+      onTools: (tools) => this.deps.onTools(this.config, tools),
     });
   }
 
@@ -112,7 +104,7 @@ export class ServerSupervisor {
       readySince: this.readySince ? new Date(this.readySince).toISOString() : null,
       serverInfo: this.serverInfo,
       protocolVersion: this.protocolVersion,
-      listedTools: this.listedTools,
+      listedTools: this.requests.listedTools,
       stderrTail: this.stderr.snapshot(),
       refreshNote: this.pacing.note,
       history: [...this.history],
@@ -126,7 +118,7 @@ export class ServerSupervisor {
     this.state = state;
     this.history.push({ at: new Date().toISOString(), state, detail });
     if (this.history.length > HISTORY_LENGTH) this.history.shift();
-    for (const check of [...this.stateWatchers]) check();
+    this.requests.stateChanged();
     this.deps.onState(this.snapshot());
   }
 
@@ -196,14 +188,14 @@ export class ServerSupervisor {
       const info = client.getServerVersion();
       this.serverInfo = info ? { name: String(info.name), version: String(info.version) } : null;
       this.protocolVersion = client.getNegotiatedProtocolVersion() ?? null;
-      await this.listAndPublish(gen);
+      await this.requests.listTools(gen);
       if (gen !== this.generation) return this.abandon(client, transport);
       this.lastError = null;
       this.pendingError = null;
       this.readySince = Date.now();
       this.setState("ready");
       this.deps.log.info(`server ${this.config.name} ready`, {
-        tools: this.listedTools,
+        tools: this.requests.listedTools,
         protocol: this.protocolVersion,
       });
       this.startListening(gen, client);
@@ -358,178 +350,28 @@ export class ServerSupervisor {
     }
   }
 
-  private async listAndPublish(gen: number): Promise<void> {
-    const client = this.client;
-    if (!client) return;
-    // Page by page, not the SDK's listTools(), which reads every page or fails: a server that
-    // never stops paging is read for MAX_TOOL_PAGES pages, and what they held is its list.
-    let ttlMs: unknown;
-    const tools: Tool[] = await collectPages(
-      async (params) => {
-        const res: ListToolsResult = await client.request(
-          { method: "tools/list", params: params ?? {} },
-          { timeout: this.config.timeoutMs },
-        );
-        // The first page's hint speaks for the list (as the SDK's own cache reads it).
-        if (!params) ttlMs = (res as { ttlMs?: unknown }).ttlMs;
-        return { items: res.tools, nextCursor: res.nextCursor };
-      },
-      { maxPages: MAX_TOOL_PAGES },
-    );
-    if (gen !== this.generation) return;
-    const fresh =
-      typeof ttlMs === "number" && Number.isFinite(ttlMs) ? Math.min(Math.max(0, ttlMs), MAX_LIST_TTL_MS) : 0;
-    this.listFreshUntil = Date.now() + fresh;
-    this.listedTools = tools.length;
-    this.listedDefinitions = new Map(tools.map((t) => [t.name, t]));
-    this.deps.onTools(this.config, tools);
-  }
-
   /** A re-list of tools, debounced and paced (list_changed, the periodic timer, a connection check). */
   scheduleRefresh(): void {
     this.pacing.request();
   }
 
-  /**
-   * Re-lists tools now if ready; concurrent calls share one refresh. A refresh that fails is a
-   * connection that fails (never `ready` with a list nobody could fetch): backoff, `failed` or,
-   * for a lost session, a new one at once, which lists the tools itself and is awaited here.
-   */
-  async refreshTools(): Promise<void> {
-    if (this.state !== "ready") return;
-    if (this.refreshing) return this.refreshing;
-    const gen = this.generation;
-    this.refreshing = this.listAndPublish(gen)
-      .catch(async (err) => {
-        this.failWith(gen, err);
-        if (err instanceof SessionLostError) await this.nextReady(gen).catch(() => undefined);
-      })
-      .finally(() => {
-        this.refreshing = null;
-      });
-    return this.refreshing;
+  /** Re-lists tools now if ready: see {@link ServerRequests.refreshTools} (shared, failures). */
+  refreshTools(): Promise<void> {
+    return this.requests.refreshTools();
   }
 
-  /**
-   * Calls a tool on this server with the server's `timeoutMs`. On timeout the SDK sends
-   * `notifications/cancelled` and the caller gets `upstream_timeout`. `onProgress` (default none)
-   * asks for the server's progress and hears each notification (untrusted) until the answer.
-   * Progress never extends the deadline (no `resetTimeoutOnProgress`): a server that kept
-   * reporting would never time out; a server whose calls run long needs a longer `timeoutMs`.
-   */
-  async callTool(
+  /** Calls a tool on the live connection: see {@link ServerRequests.callTool} (deadline, progress). */
+  callTool(
     name: string,
     args: Record<string, unknown>,
     opts: { signal?: AbortSignal; onProgress?: RequestOptions["onprogress"] } = {},
   ): Promise<CallToolResult> {
-    const { signal, onProgress } = opts;
-    const result = await this.read(async (client, options) => {
-      const route = onProgress ? progressRoute(client, onProgress) : null;
-      try {
-        const meta = route ? { _meta: { progressToken: route.token } } : {};
-        // `timeoutMs` bounds the whole call, whatever the SDK does inside it (a 2026-07-28
-        // `input_required` round sends the call again). The listed definition is given so the SDK
-        // sends the right headers at once and never re-lists and re-sends the call on a header
-        // mismatch (-32020); without its output schema, which the SDK would otherwise compile and
-        // check results against (a server's broken schema would make every call fail here): the
-        // agent's own client checks `structuredContent` against the schema Gatehouse serves it.
-        // (The SDK's own maxTotalTimeout is checked only when progress arrives, and each round gets
-        // a timeout of its own: the deadline is a signal of Gatehouse's.)
-        const listed = this.listedDefinitions.get(name);
-        const toolDefinition = listed ? { ...listed, outputSchema: undefined } : undefined;
-        const deadline = AbortSignal.timeout(this.config.timeoutMs);
-        return await client.callTool(
-          { name, arguments: args, ...meta },
-          {
-            ...options,
-            signal: signal ? AbortSignal.any([signal, deadline]) : deadline,
-            ...(toolDefinition ? { toolDefinition } : {}),
-          },
-        );
-      } finally {
-        route?.done();
-      }
-    });
-    return answerOf(this.config.name, result as CallToolResult);
+    return this.requests.callTool(name, args, opts);
   }
 
-  /** The reason the connection of generation `gen` failed, if it has failed since. */
-  private failureSince(gen: number): string | null {
-    if (gen === this.generation || (this.state !== "backoff" && this.state !== "failed")) return null;
-    return this.lastError;
-  }
-
-  /**
-   * Runs a request on the live connection with the server's deadline (tool calls, and an owner's
-   * reads of resources and prompts). `server_unavailable` when not ready; a timeout becomes
-   * `upstream_timeout`, anything else `upstream_error`. When the server has forgotten the
-   * session (it restarted), a new one is started; a request that only reads is then run once
-   * more on it, any other (a `tools/call`) fails saying it was not retried.
-   */
-  async read<T>(fn: (client: Client, options: RequestOptions) => Promise<T>): Promise<T> {
-    const client = this.client;
-    if (this.state !== "ready" || !client) throw this.unavailable();
-    const gen = this.generation;
-    try {
-      return await fn(client, { timeout: this.config.timeoutMs });
-    } catch (err) {
-      if (!(err instanceof SessionLostError) || !err.retrySafe) throw this.requestError(err, gen);
-      this.failWith(gen, err);
-      const next = await this.nextReady(gen);
-      const retryGen = this.generation;
-      try {
-        return await fn(next, { timeout: this.config.timeoutMs });
-      } catch (again) {
-        throw this.requestError(again, retryGen);
-      }
-    }
-  }
-
-  private unavailable(): GatehouseError {
-    // The state alone: the last error is the server's words and Gatehouse's internals, for owners.
-    return new GatehouseError("server_unavailable", unavailableForAgents(this.config.name, this.state));
-  }
-
-  /** What the caller of {@link read} gets for a request of generation `gen` that failed. */
-  private requestError(err: unknown, gen: number): GatehouseError {
-    if (err instanceof GatehouseError) return err;
-    if (err instanceof SessionLostError) this.failWith(gen, err);
-    // The server did not answer at all (refused, reset, an HTTP error, a broken stream): check at
-    // once whether the connection still works, so the status does not say `ready` while it is not.
-    else if (unreached(err)) this.scheduleRefresh();
-    // When the connection failed under the request (oversized frame, process exit), the SDK
-    // only says "Connection closed"; the reason is the failure the supervisor recorded.
-    const failure = this.failureSince(gen);
-    const told = requestErrorForAgents(err, {
-      name: this.config.name,
-      timeoutMs: this.config.timeoutMs,
-      failure,
-    });
-    if (told.code === "upstream_error" && !(err instanceof SessionLostError)) {
-      // Owners keep the detail; agents get what kind of failure it was (see agent-facing.ts).
-      const why = failure ? ` (${failure})` : "";
-      this.deps.log.warn(`server ${this.config.name}: a request failed: ${this.classify(err).reason}${why}`);
-    }
-    return told;
-  }
-
-  /** Checks run on every state change: the waits of {@link nextReady}. */
-  private readonly stateWatchers = new Set<() => void>();
-
-  /**
-   * The client of the first connection newer than generation `gen` to become ready. Fails with
-   * `server_unavailable` when that connection fails first (or the supervisor stops), and with
-   * `upstream_timeout` after `timeoutMs`.
-   */
-  private nextReady(gen: number): Promise<Client> {
-    const { name, timeoutMs } = this.config;
-    const late = () =>
-      new GatehouseError("upstream_timeout", `server ${name} was not ready again within ${timeoutMs} ms`);
-    return watchUntil(this.stateWatchers, timeoutMs, late, () => {
-      if (this.generation <= gen || this.state === "connecting") return undefined;
-      if (this.state === "ready" && this.client) return this.client;
-      throw this.unavailable();
-    });
+  /** Runs a request on the live connection: see {@link ServerRequests.read} (deadline, errors, retry). */
+  read<T>(fn: (client: Client, options: RequestOptions) => Promise<T>): Promise<T> {
+    return this.requests.read(fn);
   }
 
   /** Owner's "reconnect now": drops the current connection and dials at once. */
@@ -550,7 +392,7 @@ export class ServerSupervisor {
     this.clearTimer("stableTimer");
     this.pacing.stop();
     this.state = "closed";
-    for (const check of [...this.stateWatchers]) check();
+    this.requests.stateChanged();
     await this.teardown();
     await Promise.all([...this.teardowns]);
     await this.agent.close();
