@@ -10,9 +10,9 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
+import type { Tool } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { chromium } from "@playwright/test";
 import { syncServerTools } from "../server/catalogue/catalogue";
 import type { ServerConfig } from "../server/config";

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 /**
- * The bundled demo MCP server (stdio): a tiny notebook.
+ * The bundled demo MCP server (stdio, on SDK v2): a tiny notebook, for clients of either protocol
+ * era: 2026-07-28 to one that opens with `server/discover`, 2025 to one that opens with
+ * `initialize` (the connection keeps the era it opened with).
  *
  * - `list_notes` (annotated readOnlyHint: true) returns the notes.
  * - `add_note` (no annotations, so Gatehouse treats it as destructive) appends a note.
@@ -11,9 +13,8 @@
  */
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { Server } from "@modelcontextprotocol/server";
+import { serveStdio } from "@modelcontextprotocol/server/stdio";
 
 const stateFile = path.resolve(process.env.DEMO_STATE_FILE ?? path.join("data", "demo-state.json"));
 
@@ -51,12 +52,8 @@ const tools = [
   },
 ];
 
-const server = new Server({ name: "gatehouse-demo", version: "1.0.0" }, { capabilities: { tools: {} } });
-
-server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
-
-server.setRequestHandler(CallToolRequestSchema, async (req) => {
-  const { name, arguments: args = {} } = req.params;
+/** Answers one `tools/call`; the notebook is the state file, so any instance answers alike. */
+function call(name, args) {
   if (name === "list_notes") {
     const { notes } = load();
     const text =
@@ -74,6 +71,14 @@ server.setRequestHandler(CallToolRequestSchema, async (req) => {
     return { content: [{ type: "text", text: `Added note ${state.notes.length}: ${args.text}` }] };
   }
   return { isError: true, content: [{ type: "text", text: `unknown tool ${name}` }] };
-});
+}
 
-await server.connect(new StdioServerTransport());
+/** The connection's server: serveStdio asks for one once it knows the era the client opened with. */
+function factory() {
+  const server = new Server({ name: "gatehouse-demo", version: "1.0.0" }, { capabilities: { tools: {} } });
+  server.setRequestHandler("tools/list", async () => ({ tools }));
+  server.setRequestHandler("tools/call", async (req) => call(req.params.name, req.params.arguments ?? {}));
+  return server;
+}
+
+serveStdio(factory, { legacy: "serve" });

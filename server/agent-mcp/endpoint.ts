@@ -1,8 +1,6 @@
 import "server-only";
 import { randomUUID } from "node:crypto";
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
-import { isLegacyRequest } from "@modelcontextprotocol/server";
+import { isInitializeRequest, isLegacyRequest } from "@modelcontextprotocol/server";
 import { eq } from "drizzle-orm";
 import type { Principal } from "../auth/access";
 import type { CallBroker } from "../calls/broker";
@@ -19,7 +17,7 @@ import { ModernLeg } from "./modern";
 import { ListedResources, resourceServers } from "./resources";
 import { expectsOnlyItsResponse, readMessage, rpcError } from "./rpc";
 import { createAgentServer } from "./server";
-import { isBusy, type Session, SessionTable } from "./sessions";
+import { isBusy, type Session, SessionTable, SessionTransport } from "./sessions";
 import { toolsSignature } from "./tools";
 
 /** A session nobody uses (no request in flight, no open stream, no held call) for this long is closed. */
@@ -66,8 +64,9 @@ export interface AgentMcpOptions {
  * The `/mcp` endpoint: Gatehouse as an MCP server over streamable HTTP for agents with a bearer
  * token, in both protocol eras behind one front door (Host/Origin, then the bearer).
  *
- * 2025: each `initialize` opens a stateful session (an SDK `Server` and its
- * `WebStandardStreamableHTTPServerTransport`) kept in memory; sessions belong to the token that
+ * 2025: each `initialize` opens a stateful session (an SDK v2 `Server` from the same factory as
+ * the 2026-07-28 leg's, and the SDK's streamable-HTTP session transport, {@link SessionTransport})
+ * kept in memory; sessions belong to the token that
  * opened them, end on DELETE, after {@link SESSION_IDLE_MS} idle, when their token is revoked,
  * or on shutdown. A restart drops them; pending calls live in the store and stay pending.
  *
@@ -218,7 +217,7 @@ export class AgentMcpEndpoint {
     const baseUrl = (this.deps.publicOrigin ?? new URL(req.url).origin).replace(/\/$/, "");
     // Chosen here, so the session is in the table under its id before the transport runs.
     const id = randomUUID();
-    const transport = new WebStandardStreamableHTTPServerTransport({
+    const transport = new SessionTransport({
       sessionIdGenerator: () => id,
       onsessioninitialized: () => {
         this.deps.log.info(`agent session opened`, {
@@ -231,28 +230,31 @@ export class AgentMcpEndpoint {
         this.sessions.remove(session);
       },
     });
-    const server = createAgentServer({
-      listed: this.listedResources,
-      db: this.deps.db,
-      manager: this.deps.manager,
-      log: this.deps.log,
-      descriptionMaxChars: this.deps.config.catalogue.descriptionMaxChars,
-      bus: this.deps.bus,
-      call: {
-        broker: this.deps.broker,
-        bus: this.deps.bus,
+    const server = createAgentServer(
+      {
+        listed: this.listedResources,
+        db: this.deps.db,
+        manager: this.deps.manager,
         log: this.deps.log,
-        requester: { kind: "agent", name: agent.name },
-        waitSeconds: this.deps.config.approvals.waitSeconds,
-        progressIntervalMs: this.progressIntervalMs,
-        baseUrl,
-        closing: () => session.closing,
-        holding: (delta) => {
-          session.holding += delta;
+        descriptionMaxChars: this.deps.config.catalogue.descriptionMaxChars,
+        bus: this.deps.bus,
+        call: {
+          broker: this.deps.broker,
+          bus: this.deps.bus,
+          log: this.deps.log,
+          requester: { kind: "agent", name: agent.name },
+          waitSeconds: this.deps.config.approvals.waitSeconds,
+          progressIntervalMs: this.progressIntervalMs,
+          baseUrl,
+          closing: () => session.closing,
+          holding: (delta) => {
+            session.holding += delta;
+          },
+          endStream: (requestId) => transport.closeSSEStream(requestId),
         },
-        endStream: (requestId) => transport.closeSSEStream(requestId),
       },
-    });
+      "2025",
+    );
     const session: Session = {
       id,
       tokenId: agent.id,

@@ -4,6 +4,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolError } from "@modelcontextprotocol/server";
 import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
 import { connectMcp } from "@/test/support/mcp";
 import {
@@ -97,12 +98,18 @@ export function filesFixture(folderPrefix: string): FilesFixture {
   };
 }
 
-/** The JSON-RPC error `p` must reject with. */
-export async function rpcRefusal(p: Promise<unknown>): Promise<McpError> {
+/** A JSON-RPC error: `code`, `message` and `data` as the agent's client or the handler has them. */
+export type RpcRefusal = { code: number; message: string; data?: unknown };
+
+/**
+ * The JSON-RPC error `p` must reject with: a v1 client's `McpError` (through `/mcp`), or the
+ * `ProtocolError` a handler throws (a product function called directly).
+ */
+export async function rpcRefusal(p: Promise<unknown>): Promise<RpcRefusal> {
   try {
     await p;
   } catch (err) {
-    if (err instanceof McpError) return err;
+    if (err instanceof McpError || err instanceof ProtocolError) return err;
     throw err;
   }
   throw new Error("expected a JSON-RPC error");

@@ -1,5 +1,5 @@
 import "server-only";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import { cleanDescription } from "../catalogue/definition";
 import { SERVER_NAME_PATTERN } from "../config";
 

@@ -12,9 +12,9 @@ import type { Logger } from "../log";
 import type { McpManager } from "../mcp/manager";
 import type { Db } from "../store/db";
 import { asJsonIfQuick, tracked } from "./json-answer";
-import { createModernAgentServer } from "./modern-server";
 import type { ListedResources } from "./resources";
 import { expectsOnlyItsResponse, rpcError } from "./rpc";
+import { createAgentServer } from "./server";
 
 /** An agent token the endpoint verified: the bearer's id and name. */
 export interface VerifiedAgent {
@@ -74,7 +74,7 @@ const EXCHANGE_KEY = "gatehouse/exchange";
 /**
  * `/mcp` for 2026-07-28 clients: the SDK's stateless entry (`createMcpHandler`, 2025 traffic
  * refused there, as the endpoint routes it to its sessions first), a fresh per-agent server per
- * request ({@link createModernAgentServer}), and `subscriptions/listen` streams told of list
+ * request ({@link createAgentServer} for 2026-07-28), and `subscriptions/listen` streams told of list
  * changes through the entry's event bus ({@link ModernLeg.listsChanged}). Between two requests
  * nothing is kept but open listen streams and requests still in flight: a held call lives in
  * the store, so a restarted Gatehouse answers the same client's next request as if nothing
@@ -216,28 +216,33 @@ export class ModernLeg {
     if (!exchange) throw new Error("a 2026-07-28 request reached its server without a verified agent");
     const { deps } = this;
     const origin = deps.publicOrigin ?? (ctx.requestInfo ? new URL(ctx.requestInfo.url).origin : "");
-    return createModernAgentServer(exchange.release.signal, {
-      db: deps.db,
-      manager: deps.manager,
-      log: deps.log,
-      descriptionMaxChars: deps.descriptionMaxChars,
-      bus: deps.bus,
-      listed: deps.listed,
-      call: {
-        broker: deps.broker,
-        bus: deps.bus,
+    return createAgentServer(
+      {
+        db: deps.db,
+        manager: deps.manager,
         log: deps.log,
-        requester: { kind: "agent", name: exchange.agent.name },
-        waitSeconds: deps.waitSeconds,
-        progressIntervalMs: deps.progressIntervalMs,
-        baseUrl: origin.replace(/\/$/, ""),
-        closing: () => this.stopping || exchange.ended,
-        // No session to keep alive or to evict: the exchange is the request itself.
-        holding: () => undefined,
-        // The SDK ends a cancelled request's exchange itself (its stream is the request's own).
-        endStream: () => undefined,
+        descriptionMaxChars: deps.descriptionMaxChars,
+        bus: deps.bus,
+        listed: deps.listed,
+        call: {
+          broker: deps.broker,
+          bus: deps.bus,
+          log: deps.log,
+          requester: { kind: "agent", name: exchange.agent.name },
+          waitSeconds: deps.waitSeconds,
+          progressIntervalMs: deps.progressIntervalMs,
+          baseUrl: origin.replace(/\/$/, ""),
+          closing: () => this.stopping || exchange.ended,
+          // No session to keep alive or to evict: the exchange is the request itself.
+          holding: () => undefined,
+          // The SDK ends a cancelled request's exchange itself (its stream is the request's own).
+          endStream: () => undefined,
+          // Shutdown: the held call is answered as it stands (see close()).
+          release: exchange.release.signal,
+        },
       },
-    });
+      "2026-07-28",
+    );
   }
 }
 

@@ -1,12 +1,12 @@
 import "server-only";
 import {
   type ContentBlock,
-  ErrorCode,
   type GetPromptResult,
   type Prompt,
   type PromptArgument,
   type PromptMessage,
-} from "@modelcontextprotocol/sdk/types.js";
+  ProtocolErrorCode,
+} from "@modelcontextprotocol/server";
 import { GatehouseError } from "@/lib/errors";
 import { localNameProblem } from "../catalogue/definition";
 import { SERVER_NAME_PATTERN } from "../config";
@@ -152,7 +152,7 @@ export function argumentsProblem(args: unknown): string | null {
 /** Refuses a get: its audit row, then the one answer every refusal of a name gets. */
 function refuse(deps: ResourceDeps, ctx: PromptContext, subject: string, why: string): never {
   audit(deps, { actor: ctx.agent, action: "prompt.refused", subject, detail: why }, "prompt request");
-  throw rpcFailure(ErrorCode.InvalidParams, PROMPT_REFUSED_MESSAGE);
+  throw rpcFailure(ProtocolErrorCode.InvalidParams, PROMPT_REFUSED_MESSAGE);
 }
 
 /**
@@ -180,7 +180,7 @@ export async function getPrompt(
   if (problem) {
     audit(deps, { actor: ctx.agent, action: "prompt.refused", subject, detail: problem }, "prompt request");
     throw rpcFailure(
-      ErrorCode.InvalidParams,
+      ProtocolErrorCode.InvalidParams,
       `Invalid arguments: at most ${PROMPT_MAX_ARGUMENTS} arguments, each a string of at most ${PROMPT_ARGUMENT_MAX_BYTES} bytes`,
     );
   }
@@ -231,7 +231,9 @@ export async function getPrompt(
     // The server's own invalid params (a required argument missing, say) is the agent's to fix.
     const code = (err.cause as { code?: unknown } | undefined)?.code;
     throw rpcFailure(
-      code === ErrorCode.InvalidParams ? ErrorCode.InvalidParams : ErrorCode.InternalError,
+      code === ProtocolErrorCode.InvalidParams
+        ? ProtocolErrorCode.InvalidParams
+        : ProtocolErrorCode.InternalError,
       err.message,
     );
   }

@@ -1,5 +1,5 @@
 import "server-only";
-import { ErrorCode, type ReadResourceResult, type Resource } from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolErrorCode, type ReadResourceResult, type Resource } from "@modelcontextprotocol/server";
 import { GatehouseError } from "@/lib/errors";
 import { cleanDescription } from "../catalogue/definition";
 import { collectPages } from "../mcp/pages";
@@ -191,7 +191,7 @@ export function audit(
     writeAudit(deps.db, { ...row, subject: auditText(row.subject), detail: auditText(row.detail) });
   } catch (err) {
     deps.log.error(`a ${row.action} could not be recorded`, { error: String(err) });
-    throw rpcFailure(ErrorCode.InternalError, `Gatehouse could not record this ${what}; try again`);
+    throw rpcFailure(ProtocolErrorCode.InternalError, `Gatehouse could not record this ${what}; try again`);
   }
   deps.bus?.publish({ type: "resources" });
 }
@@ -300,11 +300,9 @@ export async function readResource(
       read("failed unexpectedly");
       throw err;
     }
-    const cause = err.cause as { code?: unknown } | undefined;
     read(`failed: ${err.message}`);
-    if (cause?.code === RESOURCE_NOT_FOUND)
-      throw rpcFailure(RESOURCE_NOT_FOUND, "Resource not found", { uri });
-    throw rpcFailure(ErrorCode.InternalError, err.message);
+    if (saysNotFound(err.cause)) throw rpcFailure(RESOURCE_NOT_FOUND, "Resource not found", { uri });
+    throw rpcFailure(ProtocolErrorCode.InternalError, err.message);
   }
   if (!res) {
     read("failed: the server offers no resources");
@@ -324,6 +322,23 @@ export async function readResource(
   return bounded.cut
     ? { contents: bounded.contents, _meta: { [TRUNCATED_META_KEY]: true } }
     : { contents: bounded.contents };
+}
+
+/**
+ * Whether a tool server's error answer to `resources/read` means "no such resource": -32002
+ * from a 2025 server, or -32602 with `data.uri` (SEP-2164), as a 2026-07-28 server, or any on
+ * SDK v2, says it. Any other -32602 is a bad request, not an absence.
+ */
+function saysNotFound(cause: unknown): boolean {
+  if (typeof cause !== "object" || cause === null) return false;
+  const { code, data } = cause as { code?: unknown; data?: unknown };
+  if (code === RESOURCE_NOT_FOUND) return true;
+  return (
+    code === ProtocolErrorCode.InvalidParams &&
+    typeof data === "object" &&
+    data !== null &&
+    typeof (data as { uri?: unknown }).uri === "string"
+  );
 }
 
 type Contents = ReadResourceResult["contents"];

@@ -1,10 +1,13 @@
 /**
- * JSON-RPC errors of `/mcp` carry their message once: the SDK's `McpError` starts its message
- * with `MCP error <code>: `, the SDK's `Server` sends that message on the wire, and a v1 client
- * adds the prefix again. Checked with a real v1 SDK client through the real endpoint.
+ * JSON-RPC errors of `/mcp` carry their message once: a v1 client starts the message it shows
+ * with `MCP error <code>: `, so the wire message must not carry one already (a tool server on
+ * the v1 SDK writes its own errors so). Checked with a real v1 SDK client through the real
+ * endpoint; on the 2025 leg a refused read keeps the 2025 revision's code, -32002.
  */
 import path from "node:path";
+import { ProtocolError as ClientProtocolError } from "@modelcontextprotocol/client";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectMcp } from "@/test/support/mcp";
 import {
@@ -16,7 +19,8 @@ import {
   waitForServersReady,
 } from "@/test/support/runtime";
 import { RESOURCE_NOT_FOUND, wrapUri } from "./resources";
-import { answersOnce, RpcFailure, withoutPrefix } from "./rpc";
+import { answersOnce, rpcFailure, withoutPrefix } from "./rpc";
+import { asLegacyNotFound } from "./sessions";
 
 const PROMPTS = path.join(REPO_ROOT, "test/fixtures/servers/prompts.mjs");
 
@@ -78,23 +82,53 @@ describe("errors a v1 client sees from /mcp", () => {
 });
 
 describe("withoutPrefix", () => {
-  it("takes every leading MCP error prefix off, keeping code and data", () => {
-    const out = withoutPrefix(new McpError(-32002, "MCP error -32002: gone", { uri: "x" }));
-    expect(out).toBeInstanceOf(RpcFailure);
+  it("takes every leading MCP error prefix off an upstream error, keeping code and data", () => {
+    // As the SDK v2 client rejects with a v1 tool server's error: its wire message, prefix and all.
+    const upstream = new ClientProtocolError(-32002, "MCP error -32002: MCP error -32002: gone", {
+      uri: "x",
+    });
+    const out = withoutPrefix(upstream);
+    expect(out).toBeInstanceOf(ProtocolError);
     expect(out).toMatchObject({ code: -32002, message: "gone", data: { uri: "x" } });
   });
 
   it("leaves errors without a code or without a prefix as they are", () => {
     const plain = new Error("MCP error -1: no code property");
     expect(withoutPrefix(plain)).toBe(plain);
-    const own = new RpcFailure(-32602, "said once");
+    const own = rpcFailure(-32602, "said once");
     expect(withoutPrefix(own)).toBe(own);
   });
 
-  it("a handler's McpError is answered with its message once", async () => {
+  it("a handler's error is answered with its message once", async () => {
     const handler = answersOnce(() => {
-      throw new McpError(ErrorCode.InvalidParams, "bad");
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, "MCP error -32602: bad");
     });
-    await expect(handler()).rejects.toMatchObject({ code: ErrorCode.InvalidParams, message: "bad" });
+    await expect(handler()).rejects.toMatchObject({ code: ProtocolErrorCode.InvalidParams, message: "bad" });
+  });
+});
+
+describe("a 2025 session's resource not found", () => {
+  const notFound = (code: number, data: unknown) => ({
+    jsonrpc: "2.0" as const,
+    id: 7,
+    error: { code, message: "Resource not found", data },
+  });
+
+  it("goes out as -32002, the 2025 revision's code, where SDK v2 wrote -32602", () => {
+    expect(asLegacyNotFound(notFound(-32602, { uri: "gatehouse://a/b" }))).toEqual(
+      notFound(RESOURCE_NOT_FOUND, { uri: "gatehouse://a/b" }),
+    );
+  });
+
+  it("leaves every other error and every result as the SDK wrote it", () => {
+    for (const message of [
+      notFound(-32602, { uri: "gatehouse://a/b", reason: "other" }),
+      notFound(-32602, undefined),
+      notFound(-32602, { uri: 3 }),
+      notFound(-32603, { uri: "gatehouse://a/b" }),
+      { jsonrpc: "2.0" as const, id: 7, result: { data: { uri: "x" } } },
+    ]) {
+      expect(asLegacyNotFound(message)).toBe(message);
+    }
   });
 });

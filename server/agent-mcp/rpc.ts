@@ -1,5 +1,5 @@
 import "server-only";
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolError } from "@modelcontextprotocol/server";
 import { MAX_REQUEST_BODY_BYTES, readJsonBody } from "../request";
 
 /** JSON-RPC on `/mcp` outside a session's transport: refusals, and reading a POST's message. */
@@ -39,36 +39,26 @@ export function expectsOnlyItsResponse(body: unknown): boolean {
 }
 
 /**
- * An error a request handler of `/mcp` throws for the SDK's `Server` to answer with: `code`,
- * `message` and `data` go on the wire as they are. An `McpError` (so code that tells them by
- * class still does) whose message is set back to the words alone: `McpError`'s constructor
- * starts it with `MCP error <code>: `, the `Server` sends `error.message` as the wire message,
- * and the client's `McpError` adds the prefix again (`MCP error -32002: MCP error -32002: …`).
+ * A JSON-RPC error for a request handler of `/mcp` to throw: the SDK's `Server` answers with
+ * `code`, `message` and `data` as they are (a v1 client then shows `MCP error <code>: <message>`,
+ * the prefix once).
  */
-export class RpcFailure extends McpError {
-  constructor(code: number, message: string, data?: unknown) {
-    super(code, message, data);
-    this.message = message;
-    this.name = "RpcFailure";
-  }
-}
-
-/** A JSON-RPC error for a request handler to throw; see {@link RpcFailure}. */
-export function rpcFailure(code: number, message: string, data?: unknown): RpcFailure {
-  return new RpcFailure(code, message, data);
+export function rpcFailure(code: number, message: string, data?: unknown): ProtocolError {
+  return new ProtocolError(code, message, data);
 }
 
 /**
- * `err` with every leading `MCP error <code>: ` taken off its message (an `McpError` thrown
- * under a handler, by the SDK or by a caught upstream error, carries one or more), as an
- * {@link RpcFailure} with the same code and data; anything else is returned as it is.
+ * `err` with every leading `MCP error <code>: ` taken off its message, as a `ProtocolError` with
+ * the same code and data; anything else is returned as it is. Such a prefix comes from upstream:
+ * a tool server on the v1 SDK writes its `McpError`'s message, prefix included, on the wire, and
+ * passed on as it is a v1 client would show it twice (`MCP error -32002: MCP error -32002: …`).
  */
 export function withoutPrefix(err: unknown): unknown {
-  if (!(err instanceof Error) || err instanceof RpcFailure) return err;
+  if (!(err instanceof Error)) return err;
   const { code, data } = err as { code?: unknown; data?: unknown };
   if (typeof code !== "number" || !Number.isSafeInteger(code)) return err;
   const message = err.message.replace(/^(?:MCP error -?\d+:\s*)+/, "");
-  return message === err.message ? err : new RpcFailure(code, message, data);
+  return message === err.message ? err : new ProtocolError(code, message, data);
 }
 
 /** `handler`, with whatever it throws passed through {@link withoutPrefix}. */

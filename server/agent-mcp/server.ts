@@ -1,12 +1,5 @@
 import "server-only";
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import {
-  CallToolRequestSchema,
-  ListPromptsRequestSchema,
-  ListResourcesRequestSchema,
-  ListResourceTemplatesRequestSchema,
-  ListToolsRequestSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+import { type CallToolResult, Server, type ServerCapabilities } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { listEnabledTools } from "../catalogue/catalogue";
 import { getPrompt, listPrompts } from "./prompts";
@@ -18,6 +11,7 @@ import {
   readResource,
 } from "./resources";
 import { answersOnce } from "./rpc";
+import { createdTask, declaresTasks, registerTaskHandlers, TASKS_CAPABILITY } from "./tasks";
 import { type CallContext, callTool, holdSeconds, toMcpTool } from "./tools";
 
 export const SERVER_INFO = { name: "gatehouse", version: "0.1.0" } as const;
@@ -38,79 +32,105 @@ export function instructions(waitSeconds: number): string {
 }
 
 /**
- * `prompts/get` and `resources/read` as they arrive, their parameters unchecked: the SDK's own
- * schemas would refuse a non-string argument or URI before Gatehouse sees it (as -32603 with the
- * validator's issue list, and unaudited); Gatehouse checks them itself, refuses with -32602 and
- * writes the refusal's audit row like any other.
+ * `prompts/get` and `resources/read` parameters as they arrive, unchecked: the SDK's own schemas
+ * would refuse a non-string name, argument or URI before Gatehouse sees it (unaudited);
+ * Gatehouse checks them itself, refuses with -32602 and writes the refusal's audit row like any
+ * other.
  */
-const LooseGetPromptRequest = z.object({
-  method: z.literal("prompts/get"),
-  params: z.object({ name: z.unknown(), arguments: z.unknown().optional() }),
-});
-const LooseReadResourceRequest = z.object({
-  method: z.literal("resources/read"),
-  params: z.object({ uri: z.unknown() }),
-});
+const LoosePromptParams = z.looseObject({ name: z.unknown(), arguments: z.unknown().optional() });
+const LooseReadParams = z.looseObject({ uri: z.unknown() });
+
+/** Which protocol era a server serves: a 2025 session's, or one 2026-07-28 request's. */
+export type AgentServerEra = "2025" | "2026-07-28";
+
+export type AgentServerDeps = ResourceDeps & { call: CallContext; listed: ListedResources };
 
 /**
- * One session's MCP server: `tools/list` is the enabled catalogue, `tools/call` goes through
- * the call broker (refusals as `isError` results, destructive calls held for a decision), and
- * resources and prompts of servers with an enabled tool pass through read-only: only those their
- * server listed in its latest list, or (resources) an owner allowed (resources.ts, prompts.ts),
- * each read or get audited under the agent's token name. Every handler answers its errors with
- * their message as it is ({@link answersOnce}), so a client shows one `MCP error <code>:`.
+ * One agent's MCP server, for either era: a 2025 session's (endpoint.ts keeps it for the
+ * session's life) or one 2026-07-28 request's (modern.ts builds it for the request and drops it
+ * after, so it holds nothing another request, or another Gatehouse on the same store, would
+ * need). The same capabilities, instructions and handlers on both: `tools/list` is the enabled
+ * catalogue, `tools/call` goes through the call broker (refusals as `isError` results,
+ * destructive calls held for a decision, {@link callTool}), and resources and prompts of servers
+ * with an enabled tool pass through read-only: only those their server listed in its latest
+ * list, or (resources) an owner allowed (resources.ts, prompts.ts), each read or get audited
+ * under the agent's token name. Every handler answers its errors with their message as it is
+ * ({@link answersOnce}), so a client shows one `MCP error <code>:`.
+ *
+ * What 2026-07-28 adds is the tasks extension (tasks.ts): offered in `server/discover`, a
+ * `tools/call` whose request declares it gets a task for a call held for a reviewer instead of a
+ * held request, and `tasks/get` / `tasks/cancel` / `tasks/update` answer for the token's own
+ * calls. (Its per-request `release`, which ends a hold at shutdown, comes in `deps.call`.)
  */
-export function createAgentServer(
-  deps: ResourceDeps & { call: CallContext; listed: ListedResources },
-): Server {
+export function createAgentServer(deps: AgentServerDeps, era: AgentServerEra): Server {
+  const modern = era === "2026-07-28";
+  const capabilities: ServerCapabilities = {
+    tools: { listChanged: true },
+    resources: { listChanged: true },
+    // Prompts change with the servers behind enabled tools, as resources do: both are told then.
+    prompts: { listChanged: true },
+    ...(modern ? { extensions: TASKS_CAPABILITY } : {}),
+  };
   const server = new Server(SERVER_INFO, {
-    capabilities: {
-      tools: { listChanged: true },
-      resources: { listChanged: true },
-      // Prompts change with the servers behind enabled tools, as resources do: both are told then.
-      prompts: { listChanged: true },
-    },
+    capabilities,
     instructions: instructions(holdSeconds(deps.call.waitSeconds)),
   });
   server.setRequestHandler(
-    ListToolsRequestSchema,
+    "tools/list",
     answersOnce(() => ({ tools: listEnabledTools(deps.db).map(toMcpTool) })),
   );
   server.setRequestHandler(
-    CallToolRequestSchema,
-    answersOnce((req, extra) => callTool(deps.call, req.params, extra, deps)),
+    "tools/call",
+    answersOnce(async (req, ctx) => {
+      // Only a 2026-07-28 request can declare the extension (its envelope is per request).
+      const asTask = modern && declaresTasks(ctx) ? createdTask : undefined;
+      // The extension's `CreateTaskResult` is no CallToolResult, and the SDK passes it as it is.
+      return (await callTool(deps.call, req.params, ctx, deps, asTask)) as CallToolResult;
+    }),
   );
-  // What the servers listed (shared by every session): the URIs an agent may read without an owner's glob.
+  if (modern) {
+    registerTaskHandlers(server, {
+      broker: deps.call.broker,
+      log: deps.call.log,
+      requester: deps.call.requester,
+      baseUrl: deps.call.baseUrl,
+      links: deps,
+    });
+  }
+  // What the servers listed (shared by every session and request): the URIs an agent may read
+  // without an owner's glob.
   const reader = { agent: deps.call.requester.name, listed: deps.listed };
   server.setRequestHandler(
-    ListResourcesRequestSchema,
+    "resources/list",
     answersOnce(async () => ({ resources: await listResources(deps, reader.listed) })),
   );
   // Templates as gatehouse://<server>/-/<template>: a read of an expansion is allowed (templates.ts).
   server.setRequestHandler(
-    ListResourceTemplatesRequestSchema,
+    "resources/templates/list",
     answersOnce(async () => ({
       resourceTemplates: await listResourceTemplates(deps, reader.listed.templates),
     })),
   );
   server.setRequestHandler(
-    LooseReadResourceRequest,
-    answersOnce((req) =>
+    "resources/read",
+    { params: LooseReadParams },
+    answersOnce((params) =>
       readResource(
         deps,
         reader,
-        typeof req.params.uri === "string" ? req.params.uri : (JSON.stringify(req.params.uri) ?? ""),
+        typeof params.uri === "string" ? params.uri : (JSON.stringify(params.uri) ?? ""),
       ),
     ),
   );
   const prompter = { agent: deps.call.requester.name, listed: deps.listed.prompts };
   server.setRequestHandler(
-    ListPromptsRequestSchema,
+    "prompts/list",
     answersOnce(async () => ({ prompts: await listPrompts(deps, prompter.listed) })),
   );
   server.setRequestHandler(
-    LooseGetPromptRequest,
-    answersOnce((req) => getPrompt(deps, prompter, req.params)),
+    "prompts/get",
+    { params: LoosePromptParams },
+    answersOnce((params) => getPrompt(deps, prompter, params)),
   );
   return server;
 }

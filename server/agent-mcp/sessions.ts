@@ -1,6 +1,41 @@
 import "server-only";
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import type { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import {
+  isJSONRPCErrorResponse,
+  type JSONRPCMessage,
+  type RequestId,
+  type Server,
+  WebStandardStreamableHTTPServerTransport,
+} from "@modelcontextprotocol/server";
+import { RESOURCE_NOT_FOUND } from "./resources";
+
+/**
+ * A 2025 session's transport: the SDK's, with one word of the 2025 revision kept. A resource an
+ * agent may not read is answered "not found", which the 2025-11-25 revision codes -32002 (as
+ * Gatehouse always answered it); the SDK v2 codes it -32602 on every era, as 2026-07-28 does, so
+ * on this leg such an answer (-32602 with data `{uri}` and nothing else, the SDK's own shape of a
+ * resource not found, and Gatehouse's) goes out as -32002 again. Every other message is sent as
+ * the SDK wrote it.
+ */
+export class SessionTransport extends WebStandardStreamableHTTPServerTransport {
+  override send(message: JSONRPCMessage, options?: { relatedRequestId?: RequestId }): Promise<void> {
+    return super.send(asLegacyNotFound(message), options);
+  }
+}
+
+const INVALID_PARAMS = -32602;
+
+/** `message`, with a resource-not-found error coded as the 2025 revision codes it. */
+export function asLegacyNotFound(message: JSONRPCMessage): JSONRPCMessage {
+  if (!isJSONRPCErrorResponse(message) || message.error.code !== INVALID_PARAMS) return message;
+  const { data } = message.error;
+  const onlyUri =
+    data !== null &&
+    typeof data === "object" &&
+    !Array.isArray(data) &&
+    Object.keys(data).length === 1 &&
+    typeof (data as { uri?: unknown }).uri === "string";
+  return onlyUri ? { ...message, error: { ...message.error, code: RESOURCE_NOT_FOUND } } : message;
+}
 
 /** One agent's MCP session: its SDK `Server`, its transport, and what the endpoint counts about it. */
 export interface Session {
@@ -8,7 +43,7 @@ export interface Session {
   tokenId: number;
   tokenName: string;
   server: Server;
-  transport: WebStandardStreamableHTTPServerTransport;
+  transport: SessionTransport;
   /** `Date.now()` of the last use, for the idle timeout. */
   lastActive: number;
   /** Order of the last use among all sessions (ties of `lastActive` in one millisecond are common). */

@@ -1,5 +1,5 @@
 import "server-only";
-import type { ResourceTemplate } from "@modelcontextprotocol/sdk/types.js";
+import type { ResourceTemplateType as ResourceTemplate } from "@modelcontextprotocol/server";
 import { GatehouseError } from "@/lib/errors";
 import { SERVER_NAME_PATTERN } from "../config";
 import type { Logger } from "../log";

@@ -185,6 +185,29 @@ describe("toMcpTool", () => {
     expect(bare).not.toHaveProperty("icons");
   });
 
+  it("serves an input schema without x-mcp-header declarations, which Gatehouse would have to check", () => {
+    const inputSchema = {
+      type: "object",
+      properties: {
+        region: { type: "string", "x-mcp-header": "Region", description: "where" },
+        nested: { type: "object", properties: { zone: { type: "string", "x-mcp-header": "Zone" } } },
+        plain: { type: "string" },
+      },
+      required: ["region"],
+    };
+    expect(toMcpTool({ ...base, inputSchema }).inputSchema).toEqual({
+      type: "object",
+      properties: {
+        region: { type: "string", description: "where" },
+        nested: { type: "object", properties: { zone: { type: "string" } } },
+        plain: { type: "string" },
+      },
+      required: ["region"],
+    });
+    // Untouched: the catalogue's definition, and what calls are checked against.
+    expect(inputSchema.properties.region).toHaveProperty("x-mcp-header", "Region");
+  });
+
   it("the tools signature changes when a title, an output schema or the icons change", () => {
     const before = toolsSignature([base]);
     expect(toolsSignature([{ ...base, title: "A" }])).not.toBe(before);

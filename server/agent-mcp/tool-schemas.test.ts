@@ -9,6 +9,8 @@ import path from "node:path";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { ToolSchema } from "@modelcontextprotocol/sdk/types.js";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
+// What Gatehouse compiles with (SDK v2's validator over the v1 client's Ajv options), to count compiles.
+import { AjvJsonSchemaValidator as GatehouseValidator } from "@modelcontextprotocol/server/validators/ajv";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { AgentToolView } from "@/lib/api-types";
 import { connectMcp } from "@/test/support/mcp";
@@ -159,7 +161,7 @@ describe("which schemas are served to 2025 clients", () => {
     const properties = Object.fromEntries(
       Array.from({ length: SCHEMA_MAX_VALUES / 2 }, (_, i) => [`p${i}`, { type: "string" }]),
     );
-    const getValidator = vi.spyOn(AjvJsonSchemaValidator.prototype, "getValidator");
+    const getValidator = vi.spyOn(GatehouseValidator.prototype, "getValidator");
     try {
       expect(schemaProblem({ type: "object", properties })).toMatch(/over 10000 values/);
       expect(getValidator).not.toHaveBeenCalled();
@@ -169,7 +171,7 @@ describe("which schemas are served to 2025 clients", () => {
   });
 
   it("a verdict is kept by the schema's canonical JSON, for at most the cache's size of schemas", () => {
-    const getValidator = vi.spyOn(AjvJsonSchemaValidator.prototype, "getValidator");
+    const getValidator = vi.spyOn(GatehouseValidator.prototype, "getValidator");
     try {
       const first = { type: "object", properties: { kept: { type: "string" } }, required: ["kept"] };
       expect(isServableOutputSchema(first)).toBe(true);

@@ -1,7 +1,7 @@
 import "server-only";
 import { createHash } from "node:crypto";
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
+import type { JsonSchemaType, Tool } from "@modelcontextprotocol/server";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/server/validators/ajv";
 import { Ajv } from "ajv";
 import { canonicalJson } from "../catalogue/definition";
 
@@ -124,8 +124,9 @@ function judge(schema: ObjectSchema): Verdict {
   }
   try {
     // The v1 client's own path (`getValidator`: a schema whose root `$id` it already has is not
-    // compiled again) on a fresh instance, as a client meets the schema in its first list.
-    new AjvJsonSchemaValidator(clientAjv()).getValidator(schema);
+    // compiled again; SDK v2's validator, handed an instance, takes the same path) on a fresh
+    // instance, as a client meets the schema in its first list.
+    new AjvJsonSchemaValidator(clientAjv()).getValidator(schema as JsonSchemaType);
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
     return { problem: `the schema does not compile: ${why}`, embedsId: walked.embedsId };
@@ -149,6 +150,33 @@ function clientAjv(): Ajv {
     allErrors: true,
     logger: false,
   });
+}
+
+/** The SEP-2243 keyword that asks a 2026-07-28 client to copy an argument into a header. */
+const PARAM_HEADER_KEYWORD = "x-mcp-header";
+
+/**
+ * `schema` without its `x-mcp-header` declarations (SEP-2243), on properties reached through
+ * `properties` from the root, the one place they count; `schema` itself when it has none. A
+ * client that sees one sends the argument in an `Mcp-Param-*` header too, and the server it
+ * talks to MUST check that header against the body, refusing a mismatch. Over `/mcp` that
+ * server is Gatehouse, which checks no such header, so it declares none. Not mutated; recursion
+ * only as deep as a servable schema's canonical JSON already went.
+ */
+export function withoutParamHeaders<T>(schema: T): T {
+  if (!isRecord(schema) || !isRecord(schema.properties)) return schema;
+  let changed = false;
+  const properties: Record<string, unknown> = {};
+  for (const [name, property] of Object.entries(schema.properties)) {
+    let served = withoutParamHeaders(property);
+    if (isRecord(served) && PARAM_HEADER_KEYWORD in served) {
+      const { [PARAM_HEADER_KEYWORD]: _declared, ...rest } = served;
+      served = rest;
+    }
+    if (served !== property) changed = true;
+    properties[name] = served;
+  }
+  return changed ? ({ ...schema, properties } as T) : schema;
 }
 
 /** Keywords whose values are data, not subschemas: an `$id` in them names nothing. */

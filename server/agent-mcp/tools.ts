@@ -1,12 +1,11 @@
 import "server-only";
-import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type {
   CallToolResult,
-  ServerNotification,
-  ServerRequest,
+  RequestId,
+  ServerContext,
   Tool,
   ToolAnnotations,
-} from "@modelcontextprotocol/sdk/types.js";
+} from "@modelcontextprotocol/server";
 import { type AgentToolView, type CallView, isFinalCallStatus } from "@/lib/api-types";
 import { approvalsNeededText } from "@/lib/decision-text";
 import { GatehouseError } from "@/lib/errors";
@@ -17,7 +16,7 @@ import type { CallProgressEvent, EventBus } from "../events";
 import type { Logger } from "../log";
 import { linkResult } from "./links";
 import type { ListedResources, ResourceDeps } from "./resources";
-import { isServableInputSchema, isServableOutputSchema } from "./tool-schemas";
+import { isServableInputSchema, isServableOutputSchema, withoutParamHeaders } from "./tool-schemas";
 
 /**
  * A tool result's `_meta` without the keys the protocol reserves (`io.modelcontextprotocol/…`,
@@ -50,7 +49,8 @@ const PASSED_HINTS = ["destructiveHint", "idempotentHint", "openWorldHint"] as c
  * catalogue let through: `data:` URIs) are passed when the tool has them. Both schemas are served
  * only as 2025 clients can take them (./tool-schemas.ts: one they cannot makes their whole
  * `tools/list` fail): an output schema that fails is left out, an input schema that fails is
- * served as `{type: "object"}` (calls are still checked against the real one).
+ * served as `{type: "object"}` (calls are still checked against the real one). An input schema
+ * is served without `x-mcp-header` declarations: Gatehouse checks no `Mcp-Param-*` header.
  */
 export function toMcpTool(t: AgentToolView): Tool {
   const given = t.annotations ?? {};
@@ -61,7 +61,9 @@ export function toMcpTool(t: AgentToolView): Tool {
     if (typeof v === "boolean") annotations[key] = v;
   }
   annotations.readOnlyHint = !t.destructive;
-  const inputSchema = isServableInputSchema(t.inputSchema) ? t.inputSchema : { type: "object" as const };
+  const inputSchema = isServableInputSchema(t.inputSchema)
+    ? withoutParamHeaders(t.inputSchema)
+    : { type: "object" as const };
   const server = serverOf(t.name);
   return {
     name: t.name,
@@ -83,7 +85,12 @@ export function toolsSignature(tools: AgentToolView[]): string {
   return JSON.stringify(tools.map(toMcpTool));
 }
 
-type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+/**
+ * What `callTool` reads of the `tools/call` handler's `ServerContext` (either era): the request's
+ * id, its `_meta` (the progress token), its abort signal (the client's cancellation, or the
+ * exchange ending) and `notify`, which puts a notification on the request's own stream.
+ */
+export type CallRequest = { mcpReq: Pick<ServerContext["mcpReq"], "id" | "_meta" | "signal" | "notify"> };
 
 export interface CallContext {
   broker: CallBroker;
@@ -101,7 +108,13 @@ export interface CallContext {
   /** A held request starts and ends (sessions holding a call are not evicted). */
   holding(delta: 1 | -1): void;
   /** Ends the SSE stream of a request the client cancelled (the SDK sends it no response). */
-  endStream(requestId: Extra["requestId"]): void;
+  endStream(requestId: RequestId): void;
+  /**
+   * Aborted when Gatehouse stops holding calls of this server's requests (a 2026-07-28
+   * exchange at shutdown): a held call is then answered as it stands, still pending, and stays
+   * in the store. Absent: only the request's own signal ends a hold.
+   */
+  release?: AbortSignal;
 }
 
 /**
@@ -238,7 +251,8 @@ class AgentProgress {
 
   constructor(
     private readonly ctx: CallContext,
-    private readonly extra: Extra,
+    private readonly req: CallRequest,
+    private readonly signal: AbortSignal,
   ) {}
 
   /** Gatehouse's own notification: `seconds` waited of `total`. */
@@ -249,7 +263,7 @@ class AgentProgress {
 
   /** Forwards the tool server's progress on call `id` from now until {@link end}. */
   follow(id: string): void {
-    if (this.extra._meta?.progressToken === undefined || this.unfollow || this.ended) return;
+    if (this.req.mcpReq._meta?.progressToken === undefined || this.unfollow || this.ended) return;
     this.unfollow = this.ctx.bus.subscribeProgress(id, (e) => this.upstream(e));
   }
 
@@ -268,8 +282,8 @@ class AgentProgress {
   }
 
   private send(progress: number, total: number | undefined, message: string | undefined): void {
-    const token = this.extra._meta?.progressToken;
-    if (token === undefined || this.ended || this.extra.signal.aborted || !Number.isFinite(progress)) return;
+    const token = this.req.mcpReq._meta?.progressToken;
+    if (token === undefined || this.ended || this.signal.aborted || !Number.isFinite(progress)) return;
     // Every value above the one before, whatever rounding made of the sum that gave it.
     if (!(progress > this.last)) return;
     this.last = progress;
@@ -280,8 +294,8 @@ class AgentProgress {
       ...(total !== undefined && Number.isFinite(total) && total >= progress ? { total } : {}),
       ...(message !== undefined ? { message } : {}),
     };
-    this.extra
-      .sendNotification({ method: "notifications/progress", params })
+    this.req.mcpReq
+      .notify({ method: "notifications/progress", params })
       .catch((err: unknown) => this.ctx.log.debug(`progress not sent: ${String(err)}`));
   }
 }
@@ -294,17 +308,20 @@ class AgentProgress {
  * tool's result reach the agent as `gatehouse://` URIs it may read (`links`, {@link finalResult}).
  * With a progress token, the tool server's own progress on the call, while it runs, reaches the
  * agent too (see {@link AgentProgress}), for a call that runs at once and a held one alike.
- * `answerPending`: answers a call that waits for a reviewer at once instead of holding the
- * request (a 2026-07-28 task, tasks.ts); absent, the call is held.
+ * `req`: the handler's `ServerContext` (what of it is read: {@link CallRequest}); a hold ends
+ * when its signal aborts or `ctx.release` does. `answerPending`: answers a call that waits for a
+ * reviewer at once instead of holding the request (a 2026-07-28 task, tasks.ts); absent, the
+ * call is held.
  */
 export async function callTool<Pending = never>(
   ctx: CallContext,
   params: { name: string; arguments?: Record<string, unknown> },
-  extra: Extra,
+  req: CallRequest,
   links: LinkContext,
   answerPending?: (call: CallView) => Pending,
 ): Promise<CallToolResult | Pending> {
-  const progress = new AgentProgress(ctx, extra);
+  const signal = ctx.release ? AbortSignal.any([req.mcpReq.signal, ctx.release]) : req.mcpReq.signal;
+  const progress = new AgentProgress(ctx, req, signal);
   try {
     let outcome: Awaited<ReturnType<CallBroker["request"]>>;
     try {
@@ -320,7 +337,7 @@ export async function callTool<Pending = never>(
     if (outcome.httpStatus === 200 || isFinalCallStatus(outcome.call.status))
       return finalResult(outcome.call, checkUrl, links);
     if (answerPending) return answerPending(outcome.call);
-    return await hold(ctx, outcome.call, extra, checkUrl, links, progress);
+    return await hold(ctx, outcome.call, { id: req.mcpReq.id, signal }, checkUrl, links, progress);
   } finally {
     progress.end();
   }
@@ -329,7 +346,7 @@ export async function callTool<Pending = never>(
 async function hold(
   ctx: CallContext,
   call: CallView,
-  extra: Extra,
+  request: { id: RequestId; signal: AbortSignal },
   checkUrl: string,
   links: LinkContext,
   progress: AgentProgress,
@@ -358,8 +375,8 @@ async function hold(
   });
   ctx.holding(1);
   try {
-    const view = await ctx.broker.wait(id, seconds, extra.signal);
-    if (extra.signal.aborted && !ctx.closing()) {
+    const view = await ctx.broker.wait(id, seconds, request.signal);
+    if (request.signal.aborted && !ctx.closing()) {
       // notifications/cancelled from the client: it no longer wants the call made.
       try {
         ctx.broker.withdraw(ctx.requester, id);
@@ -367,7 +384,7 @@ async function hold(
         if (!(err instanceof GatehouseError)) throw err;
         ctx.log.info(`call ${id} was not withdrawn: ${err.message}`);
       }
-      ctx.endStream(extra.requestId);
+      ctx.endStream(request.id);
     }
     // After a cancellation or teardown the SDK sends nothing; the call stays in the store.
     return isFinalCallStatus(view.status)

@@ -1,6 +1,6 @@
 import "server-only";
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/client";
 import { GatehouseError } from "@/lib/errors";
 import { cleanDescription } from "../catalogue/definition";
 import type { CallProgressEvent, EventBus } from "../events";

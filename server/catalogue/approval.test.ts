@@ -1,5 +1,5 @@
 /** approvalNeed: the one decision of "does a call wait for a reviewer", row by row. */
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool } from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
 import { tool } from "@/test/support/catalogue";
 import { approvalNeed } from "./approval";

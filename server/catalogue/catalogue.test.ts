@@ -2,7 +2,7 @@
  * The catalogue (PRODUCT.md §5): stable trimming as a pure function checked on many seeded
  * random cases, and discovery → rows against an in-memory SQLite store with migrations.
  */
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool } from "@modelcontextprotocol/client";
 import { and, eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { GatehouseError } from "@/lib/errors";

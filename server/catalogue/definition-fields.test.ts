@@ -3,7 +3,7 @@
  * top-level `title` (cleaned, capped, pinned, diffed) and `icons` (only `data:` URIs of raster
  * images pass), both absent when a tool has none, so that such a tool keeps the hash it had.
  */
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool } from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
 import { memoryDb, OPTS, serverConfig, tool } from "@/test/support/catalogue";
 import { callProblem } from "./callable";

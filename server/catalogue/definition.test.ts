@@ -3,7 +3,7 @@
  * which strings of a schema are texts (cleaned) and which are what an agent must send (kept),
  * and what the definition hash covers.
  */
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool } from "@modelcontextprotocol/client";
 import { Ajv } from "ajv";
 import { describe, expect, it } from "vitest";
 import { cleanDescription, cleanSchema, definitionHash, definitionOf, localNameProblem } from "./definition";

@@ -1,6 +1,6 @@
 import "server-only";
 import { createHash } from "node:crypto";
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool } from "@modelcontextprotocol/client";
 import type { ToolIconView } from "@/lib/api-types";
 import { codePointLabel, HIDDEN_CHARACTER_CLASS } from "@/lib/hidden-text";
 

@@ -2,7 +2,7 @@
  * Owners' actions against an in-memory SQLite store with migrations: vouching and "always
  * confirm" through updateTool, and status changes in bulk.
  */
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool } from "@modelcontextprotocol/client";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { memoryDb, OPTS, serverConfig, tool } from "@/test/support/catalogue";

@@ -3,7 +3,7 @@
  * migrations): one entry per real change, none for a refresh that changes nothing, written in
  * the refresh's own transaction.
  */
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool } from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
 import { memoryDb, OPTS, serverConfig, tool } from "@/test/support/catalogue";
 import { tools } from "../store/schema";

@@ -3,7 +3,7 @@
  * store involved. (The writer and the plan together are checked against SQLite in
  * catalogue.test.ts and the sync-feed tests.)
  */
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool } from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
 import { definitionHash, definitionOf, type ToolDefinition } from "./definition";
 import type { ToolRow } from "./rows";

@@ -1,5 +1,5 @@
 import "server-only";
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool } from "@modelcontextprotocol/client";
 import type { ChangeDetail, ChangeKind } from "@/lib/api-types";
 import type { ServerConfig } from "../config";
 import type { NewChange, RecordedChange } from "./changes";

@@ -1,5 +1,5 @@
 import "server-only";
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool } from "@modelcontextprotocol/client";
 import { and, asc, eq, gt, gte, inArray, like, max, notLike, sql } from "drizzle-orm";
 import type { ChangeKind } from "@/lib/api-types";
 import type { ServerConfig } from "../config";

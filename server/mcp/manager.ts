@@ -1,7 +1,5 @@
 import "server-only";
-// The rest of Gatehouse (catalogue, broker, the /mcp server) still speaks the v1 SDK's types: the
-// same JSON, typed by the other package, handed over here.
-import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
 import { GatehouseError } from "@/lib/errors";
 import type { GatehouseConfig, ServerConfig } from "../config";
 import type { Logger } from "../log";
@@ -38,7 +36,7 @@ export class McpManager {
           log: deps.log,
           refreshSeconds: config.catalogue.refreshSeconds,
           onState: deps.onState,
-          onTools: (server, tools) => deps.onTools(server, tools as Tool[]),
+          onTools: deps.onTools,
           backoff: deps.backoff,
         }),
       );
@@ -71,7 +69,7 @@ export class McpManager {
     args: Record<string, unknown>,
     opts: { signal?: AbortSignal; onProgress?: (progress: ToolProgress) => void } = {},
   ): Promise<CallToolResult> {
-    return this.get(server).callTool(tool, args, opts) as Promise<CallToolResult>;
+    return this.get(server).callTool(tool, args, opts);
   }
 
   async stop(): Promise<void> {

@@ -52,10 +52,10 @@ describe("reconnecting a server", () => {
   it("the server's view says which protocol revision its connection speaks", async () => {
     const res = await request("GET", "/api/servers", { cookie });
     const { servers } = (await res.json()) as { servers: ServerView[] };
-    // The bundled demo server is a 2025 one (SDK v1): Gatehouse probed, then fell back.
+    // The bundled demo server serves both eras (SDK v2): the probe is answered, so no fallback.
     expect(servers.find((s) => s.name === "demo")).toMatchObject({
       state: "ready",
-      protocolVersion: "2025-11-25",
+      protocolVersion: "2026-07-28",
     });
   });
 

@@ -1,5 +1,5 @@
 /** What the catalogue's tests share: a validated server config, tool definitions, a memory store. */
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool } from "@modelcontextprotocol/client";
 import { afterEach } from "vitest";
 import { type ServerConfig, validateConfig } from "@/server/config";
 import { type Db, openDb } from "@/server/store/db";
