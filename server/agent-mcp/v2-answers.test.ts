@@ -1,8 +1,9 @@
 /**
- * A tool server's own "not found" for a resource an agent may read (an expansion of its
- * template): a 2026-07-28 server on SDK v2 says it with -32602 and `data: {uri}` where a 2025
- * one says -32002, and either way the agent hears "Resource not found" in its own era's code,
- * never an internal error carrying the server's words (test/fixtures/servers/v2-notes.mjs).
+ * What a 2026-07-28 tool server on SDK v2 answers reaches agents of both eras as each can take
+ * it (test/fixtures/servers/v2-notes.mjs). Its "not found" for a resource an agent may read (an
+ * expansion of its template) is -32602 with `data: {uri}` where a 2025 server says -32002, and
+ * either way the agent hears "Resource not found" in its own era's code, never an internal error
+ * carrying the server's words. Its non-object `structuredContent` reaches a 2025 agent wrapped.
  */
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -29,6 +30,7 @@ beforeAll(async () => {
   rt = await startTestRuntime({ servers: { notes: { command: "node", args: [NOTES], enabled: true } } });
   await waitForServersReady(rt.runtime, ["notes"]);
   enableTool(rt.runtime, "notes_noop");
+  enableTool(rt.runtime, "notes_numbers");
   token = createAgentToken(rt.runtime, "bot");
 }, 30_000);
 
@@ -60,6 +62,26 @@ describe("a resource its server does not have", () => {
     expect(reads()[0]?.detail).toMatch(/failed: .*Resource not found: note:\/\/notes\/missing/);
   }, 30_000);
 
+  it("a tool server's -32602 with more than {uri} is an internal error, not not-found", async () => {
+    const bad = "gatehouse://notes/-/note://notes/BAD";
+    const c = await connectMcp({ token });
+    try {
+      const err = await rpcRefusal(c.client.readResource({ uri: bad }));
+      expect(err.code).toBe(-32603);
+      expect(err.message).toMatch(/note names are lower-case/);
+    } finally {
+      await c.close();
+    }
+    const m = await connectModern({ token });
+    try {
+      const err = await rpcRefusal(m.client.readResource({ uri: bad }));
+      expect(err.code).toBe(-32603);
+      expect(err.message).not.toMatch(/Resource not found/);
+    } finally {
+      await m.close();
+    }
+  }, 30_000);
+
   it("is -32602 Resource not found {uri} to a 2026-07-28 client", async () => {
     const c = await connectModern({ token });
     try {
@@ -67,6 +89,30 @@ describe("a resource its server does not have", () => {
       expect(err.code).toBe(-32602);
       expect(err.message).toMatch(/^Resource not found/);
       expect(err.data).toEqual({ uri: MISSING });
+    } finally {
+      await c.close();
+    }
+  }, 30_000);
+});
+
+describe("a non-object structuredContent", () => {
+  it("reaches a 2025 client wrapped as {result} with its text, instead of failing a call that ran", async () => {
+    const c = await connectMcp({ token });
+    try {
+      const res = await c.client.callTool({ name: "notes_numbers", arguments: {} });
+      expect(res.structuredContent).toEqual({ result: [1, 2, 3] });
+      expect(res.content).toEqual([{ type: "text", text: "[1,2,3]" }]);
+    } finally {
+      await c.close();
+    }
+  }, 30_000);
+
+  it("reaches a 2026-07-28 client as it is, with its text", async () => {
+    const c = await connectModern({ token });
+    try {
+      const res = await c.client.callTool({ name: "notes_numbers", arguments: {} });
+      expect(res.structuredContent).toEqual([1, 2, 3]);
+      expect(res.content).toEqual([{ type: "text", text: "[1,2,3]" }]);
     } finally {
       await c.close();
     }
