@@ -1,7 +1,8 @@
 import "server-only";
 import { configPathFromEnv, formatIssues, loadConfigFile } from "./config";
-import { logger } from "./log";
+import { logger, registerSecrets } from "./log";
 import { announceSetup, createRuntime, getRuntime, type Runtime, setRuntime } from "./runtime";
+import { describeSecretKey, loadSecretKey, SECRET_KEY_ENV, type SecretKey, SecretKeyError } from "./secrets";
 import { dbPathFromEnv } from "./store/db";
 import { StoreInUseError } from "./store/lock";
 
@@ -19,10 +20,12 @@ export function baseUrlFromEnv(env: Record<string, string | undefined> = process
 
 /**
  * Starts the process-wide runtime once: validates the config (exiting non-zero on any error),
- * takes the store's lock (exiting non-zero, naming the holder, while another Gatehouse process
- * has it), opens the store, applies migrations, starts the MCP manager in the background and, unless
- * `announce` is false (server/main.ts prints it once it listens), prints the setup link while no
- * user exists. A second call returns the running runtime.
+ * resolves the secret key (GATEHOUSE_SECRET_KEY, else the key file beside the store, created on the
+ * first start; exiting non-zero, saying what to do, when either is refused), takes the store's lock
+ * (exiting non-zero, naming the holder, while another Gatehouse process has it), opens the store,
+ * applies migrations, starts the MCP manager in the background and, unless `announce` is false
+ * (server/main.ts prints it once it listens), prints the setup link while no user exists. A
+ * second call returns the running runtime.
  */
 export function boot({ announce = true }: { announce?: boolean } = {}): Runtime {
   try {
@@ -38,21 +41,31 @@ export function boot({ announce = true }: { announce?: boolean } = {}): Runtime 
   }
   if (result.warnings.length > 0)
     log.warn(`config warnings\n${formatIssues({ config: null, errors: [], warnings: result.warnings })}`);
+  registerSecrets([process.env[SECRET_KEY_ENV] ?? ""]);
   let runtime: Runtime;
+  let secretKey: SecretKey;
   try {
+    // At boot, not at the first sign-in: a refused key stops the start here, before anything
+    // listens, and a new key file exists from the first start on, to be backed up with the store.
+    secretKey = loadSecretKey({ env: process.env, dbFile: dbPathFromEnv() });
     runtime = createRuntime({
       config: result.config,
       dbFile: dbPathFromEnv(),
       publicOrigin: process.env.GATEHOUSE_PUBLIC_ORIGIN,
+      secretKey,
     });
   } catch (err) {
-    // Another Gatehouse owns the store: said like a config error, and nothing of it was touched.
-    if (!(err instanceof StoreInUseError)) throw err;
+    // Another Gatehouse owns the store, or the key is refused: said like a config error, and
+    // nothing of the store was touched.
+    if (!(err instanceof StoreInUseError) && !(err instanceof SecretKeyError)) throw err;
     process.stderr.write(`Gatehouse cannot start: ${err.message}\n`);
     process.exit(1);
   }
   setRuntime(runtime);
   log.info(`config ${path}; store ${dbPathFromEnv()}; ${result.config.servers.length} server(s)`);
+  log.info(describeSecretKey(secretKey));
+  if (secretKey.unusedFile)
+    log.warn(`${SECRET_KEY_ENV} is set, so the key file ${secretKey.unusedFile} is not used`);
   if (announce) announceSetup(runtime, baseUrlFromEnv());
 
   let stopping = false;

@@ -1,8 +1,11 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { startTestRuntime } from "@/test/support/runtime";
-import { expandVars } from "./config";
+import { REPO_ROOT, startTestRuntime } from "@/test/support/runtime";
+import { expandVars, validateConfig } from "./config";
 import { redact, registerSecrets } from "./log";
-import { envSecrets } from "./runtime";
+import { createRuntime, envSecrets } from "./runtime";
 
 describe("which values of a server's config are redacted", () => {
   it("common env values (warn, true, info, /tmp) do not redact unrelated words or JSON literals", () => {
@@ -41,6 +44,32 @@ describe("which values of a server's config are redacted", () => {
       );
     } finally {
       await rt.stop();
+    }
+  });
+});
+
+describe("an OAuth client secret", () => {
+  it("is redacted from the log whatever its variable is called and however plain it looks", async () => {
+    const secret = "otter-lantern";
+    const raw = {
+      mcpServers: {
+        hosted: {
+          url: "https://notes.example.com/mcp",
+          enabled: false,
+          auth: { type: "oauth", clientId: "gatehouse", clientSecret: "${NOTES_APP_VALUE}" },
+        },
+      },
+    };
+    const { config } = validateConfig(raw, { env: { NOTES_APP_VALUE: secret }, baseDir: REPO_ROOT });
+    if (!config) throw new Error("the config is valid");
+    expect(config.servers[0]?.auth?.clientSecret).toBe(secret);
+    const dir = mkdtempSync(path.join(tmpdir(), "gatehouse-oauth-secret-"));
+    const rt = createRuntime({ config, dbFile: path.join(dir, "gatehouse.db") });
+    try {
+      expect(redact(`token request failed for ${secret}`)).toBe("token request failed for [redacted]");
+    } finally {
+      await rt.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -5,13 +5,14 @@ import { LoginThrottle } from "./auth/access";
 import { issueSetupCode } from "./auth/users";
 import { CallBroker } from "./calls/broker";
 import { hasChanges, type SyncSummary, syncServerTools } from "./catalogue/catalogue";
-import { CREDENTIAL_NAME, type GatehouseConfig, substitutedValues } from "./config";
+import { authSecrets, CREDENTIAL_NAME, type GatehouseConfig, substitutedValues } from "./config";
 import { EventBus } from "./events";
 import { endGrantsForChanges } from "./grants";
 import { logger, registerSecrets } from "./log";
 import { McpManager } from "./mcp/manager";
 import { createNotifier, type Notifier, notificationSecrets } from "./notify/notifier";
 import { RuleSet, rulesMatchingNoTool } from "./rules";
+import { loadSecretKey, SecretBox, type SecretKey } from "./secrets";
 import { type Db, openDb } from "./store/db";
 import { lockStore, type StoreLock } from "./store/lock";
 import { tools } from "./store/schema";
@@ -34,6 +35,8 @@ export interface Runtime {
   agentMcp: AgentMcpEndpoint;
   /** `GATEHOUSE_PUBLIC_ORIGIN`, when Gatehouse is reached through a proxy. */
   publicOrigin: string | undefined;
+  /** Seals and opens the secrets the store keeps (OAuth tokens), with the key resolved at start. */
+  secrets: SecretBox;
   stop(): Promise<void>;
 }
 
@@ -42,6 +45,12 @@ export interface RuntimeOptions {
   /** SQLite file, or ":memory:". */
   dbFile: string;
   publicOrigin?: string;
+  /**
+   * The key of `secrets`. Default: the key file beside `dbFile` (created when missing; a key in
+   * memory for ":memory:"), without looking at the environment; `boot` passes the key it resolved
+   * with GATEHOUSE_SECRET_KEY.
+   */
+  secretKey?: SecretKey;
 }
 
 /**
@@ -84,8 +93,12 @@ export function envSecrets(vars: Record<string, string>): string[] {
 function wireRuntime(opts: RuntimeOptions, lock: StoreLock): Runtime {
   const { config } = opts;
   registerSecrets(config.servers.flatMap((s) => [...Object.values(s.headers), ...envSecrets(s.env)]));
+  // An OAuth client secret, whatever its variable is called: nothing of it may reach a line.
+  registerSecrets(authSecrets(config.servers));
   // `${VAR}` values put into args and URLs: a server may print its argv or an error with its URL.
   registerSecrets(envSecrets(Object.fromEntries(substitutedValues())));
+  // Before the store opens: a refused key file stops the start with nothing opened.
+  const secrets = new SecretBox(opts.secretKey ?? loadSecretKey({ env: {}, dbFile: opts.dbFile }));
   const db = openDb(opts.dbFile);
   const bus = new EventBus();
   registerSecrets(notificationSecrets(config.notifications));
@@ -168,6 +181,7 @@ function wireRuntime(opts: RuntimeOptions, lock: StoreLock): Runtime {
       publicOrigin: opts.publicOrigin,
     }),
     publicOrigin: opts.publicOrigin,
+    secrets,
     async stop() {
       // Sessions first: their held calls stop waiting (and stay pending in the store).
       await runtime.agentMcp.close();

@@ -11,11 +11,13 @@ import { revokeAgent } from "../calls/revoke-agent";
 import { transition } from "../calls/transition";
 import { configPathFromEnv, formatIssues, loadConfigFile } from "../config";
 import { EventBus } from "../events";
+import { checkSecretKey, SecretKeyError } from "../secrets";
 import { dbPathFromEnv, openDb } from "../store/db";
 import { rulesTest } from "./rules-test";
 
 const USAGE = `usage: npm run gatehouse -- <command>
   config check [FILE]                     validate a config file (default: GATEHOUSE_CONFIG or gatehouse.json)
+                                          and the secret key (GATEHOUSE_SECRET_KEY or GATEHOUSE_DB's key file)
   user add NAME --role owner|reviewer [--email ADDRESS]
                                           add a user; the password is read from stdin
   user set NAME [--role ROLES] [--email ADDRESS] [--password]
@@ -53,10 +55,14 @@ async function main(argv: string[]): Promise<number> {
     const result = loadConfigFile(path);
     const text = formatIssues(result);
     if (text) process.stderr.write(`${text}\n`);
+    // The start runs this check first: a key the server would refuse stops `npm start` here too.
+    const keyProblem = secretKeyProblem();
+    if (keyProblem) process.stderr.write(`${keyProblem}\n`);
     if (!result.config || result.errors.length > 0) {
       process.stderr.write(`${path}: ${result.errors.length} error(s)\n`);
       return 1;
     }
+    if (keyProblem) return 1;
     const n = result.config.servers.length;
     process.stdout.write(
       `${path}: OK (${n} server${n === 1 ? "" : "s"}, ${result.warnings.length} warning(s))\n`,
@@ -115,6 +121,20 @@ async function main(argv: string[]): Promise<number> {
   }
   process.stderr.write(`${USAGE}\n`);
   return 2;
+}
+
+/**
+ * Why the server would refuse GATEHOUSE_SECRET_KEY or the key file beside GATEHOUSE_DB, or null.
+ * Creates nothing: a missing key file is made by the server's first start.
+ */
+function secretKeyProblem(): string | null {
+  try {
+    checkSecretKey({ env: process.env, dbFile: dbPathFromEnv() });
+    return null;
+  } catch (err) {
+    if (err instanceof SecretKeyError) return `secret key: ${err.message}`;
+    throw err;
+  }
 }
 
 /** The first problem of a body the API would refuse, in the API's words ("roles: …"). */

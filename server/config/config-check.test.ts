@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
-/** `npm run gatehouse -- config check` on files with a `notifications` section, as an owner runs it. */
+/** `npm run gatehouse -- config check` on files with a `notifications` section or a server's `auth`, as an owner runs it. */
 
 const root = path.resolve(__dirname, "../..");
 const SECRET = "zz-Cli-S3cret-81d";
@@ -109,6 +109,51 @@ describe("config check with a notifications section", () => {
         /^error: notifications\.email\.events\[0\]: "catalogue\.changed" cannot be mailed/,
       ),
       `${file}: 6 error(s)`,
+    ]);
+    expect(res.stderr).not.toContain(SECRET);
+  }, 30_000);
+});
+
+describe("config check with a server's auth", () => {
+  const tasks = (auth: unknown) => ({
+    mcpServers: { tasks: { url: "https://tasks.example.com/mcp", enabled: true, auth } },
+  });
+
+  it("passes with an OAuth server whose client secret is set", async () => {
+    const file = path.join(dir, "gatehouse.json");
+    writeFileSync(
+      file,
+      JSON.stringify(
+        tasks({
+          type: "oauth",
+          scopes: ["read", "write"],
+          clientId: "gatehouse",
+          clientSecret: "${TASKS_SECRET}",
+        }),
+      ),
+    );
+    const res = await configCheck(file, { TASKS_SECRET: SECRET, GATEHOUSE_DB: path.join(dir, "g.db") });
+    expect(res.stderr).toBe("");
+    expect(res.code).toBe(0);
+    expect(res.stdout).toContain("OK (1 server, 0 warning(s))");
+  }, 30_000);
+
+  it("fails on a bad auth with each error on its JSON path, and shows no secret", async () => {
+    const file = path.join(dir, "bad.json");
+    writeFileSync(
+      file,
+      JSON.stringify(
+        tasks({ type: "oauth", scopes: ["read", "read"], clientId: "gatehouse", clientSecret: SECRET }),
+      ),
+    );
+    const res = await configCheck(file, { GATEHOUSE_DB: path.join(dir, "g.db") });
+    expect(res.code).toBe(1);
+    expect(res.stderr.trimEnd().split("\n")).toEqual([
+      'error: mcpServers.tasks.auth.scopes[1]: "read" is listed twice; remove one',
+      expect.stringMatching(
+        /^error: mcpServers\.tasks\.auth\.clientSecret: must be one \$\{VAR\} reference and nothing else, .* would sit in gatehouse\.json/,
+      ),
+      `${file}: 2 error(s)`,
     ]);
     expect(res.stderr).not.toContain(SECRET);
   }, 30_000);

@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { expect, it } from "vitest";
 import { registerSecrets } from "../log";
-import { describeTarget, type ServerConfig, validateConfig } from "./index";
+import { describeAuth, describeTarget, formatIssues, type ServerConfig, validateConfig } from "./index";
 import { BASE } from "./test-helpers";
 
 /** The servers of an error-free config, by name (the test fails on a missing one). */
@@ -73,4 +73,82 @@ it("a registered secret written literally in an arg or URL path is redacted from
   );
   expect(describeTarget(s("cli"))).toBe('node server.js "--token=[redacted]"');
   expect(describeTarget(s("web"))).toBe("https://mcp.example.com/[redacted]/mcp");
+});
+
+it("a server's auth is shown with its scopes and clientId, and of its client secret only that it is set", () => {
+  const secret = `cs-${randomUUID()}`;
+  const s = servers(
+    {
+      tasks: {
+        url: "https://tasks.example.com/mcp",
+        auth: {
+          type: "oauth",
+          scopes: ["read", "write"],
+          clientId: "gatehouse",
+          clientSecret: "${TASKS_SECRET}",
+        },
+      },
+      public: { url: "https://docs.example.com/mcp", auth: { type: "oauth" } },
+      plain: { url: "https://plain.example.com/mcp" },
+    },
+    { TASKS_SECRET: secret },
+  );
+  // The server holds the secret to send...
+  expect(s("tasks").auth?.clientSecret).toBe(secret);
+  // ...and the owner's view says there is one, never what it is.
+  const shown = describeAuth(s("tasks"));
+  expect(shown).toEqual({
+    type: "oauth",
+    scopes: ["read", "write"],
+    clientId: "gatehouse",
+    clientSecret: true,
+  });
+  expect(JSON.stringify(shown)).not.toContain(secret);
+  expect(describeAuth(s("public"))).toEqual({
+    type: "oauth",
+    scopes: [],
+    clientId: null,
+    clientSecret: false,
+  });
+  expect(describeAuth(s("plain"))).toBeNull();
+});
+
+it("a clientId that came from ${VAR} is shown as written, like a target's URL", () => {
+  const id = `id-${randomUUID()}`;
+  const s = servers(
+    {
+      tasks: {
+        url: "https://tasks.example.com/mcp",
+        auth: { type: "oauth", clientId: "${TASKS_CLIENT_ID}" },
+      },
+    },
+    { TASKS_CLIENT_ID: id },
+  );
+  expect(s("tasks").auth?.clientId).toBe(id);
+  expect(describeAuth(s("tasks"))?.clientId).toBe("${TASKS_CLIENT_ID}");
+});
+
+it("a client secret never reaches a config message, whatever is wrong around it", () => {
+  const secret = `cs-${randomUUID()}`;
+  const result = validateConfig(
+    {
+      mcpServers: {
+        tasks: {
+          url: "https://tasks.example.com/mcp",
+          enabled: true,
+          headers: { Authorization: "Bearer x" },
+          auth: { type: "oauth", scopes: ["a b"], clientSecret: "${TASKS_SECRET}", client_secret: secret },
+        },
+      },
+    },
+    { env: { TASKS_SECRET: `${secret}\n` }, baseDir: BASE },
+  );
+  expect(result.errors.map((e) => e.path)).toEqual([
+    "mcpServers.tasks.headers.Authorization",
+    "mcpServers.tasks.auth.client_secret",
+    "mcpServers.tasks.auth.scopes[0]",
+    "mcpServers.tasks.auth.clientSecret",
+    "mcpServers.tasks.auth.clientSecret",
+  ]);
+  expect(formatIssues(result)).not.toContain(secret);
 });

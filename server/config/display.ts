@@ -1,7 +1,7 @@
 import "server-only";
 import { redact } from "../log";
 import { mentionsVars, writtenForm } from "./expand";
-import type { ConfigIssue, ConfigResult, ServerConfig } from "./types";
+import type { ConfigIssue, ConfigResult, ServerAuthConfig, ServerConfig } from "./types";
 
 /**
  * How config findings and servers are shown to people: issue lines, JSON paths, and targets with
@@ -47,6 +47,32 @@ export function describeTarget(s: ServerConfig): string {
 }
 
 const asWritten = (value: string): string => writtenForm(value) ?? value;
+
+/** A server's `auth` as owners see it: everything but the client secret, of which only whether it is set. */
+export interface AuthView {
+  type: ServerAuthConfig["type"];
+  /** The scopes asked for, in the file's order; [] when the entry names none. */
+  scopes: string[];
+  /**
+   * As written when it came from `${VAR}` expansion (like a target's URL), registered secrets
+   * redacted; null when none.
+   */
+  clientId: string | null;
+  /** Whether the client has a secret (a confidential client); the secret itself is never in a view. */
+  clientSecret: boolean;
+}
+
+/** What {@link AuthView} shows of `s.auth`; null when the server has no `auth`. */
+export function describeAuth(s: ServerConfig): AuthView | null {
+  if (!s.auth) return null;
+  const { type, scopes, clientId, clientSecret } = s.auth;
+  return {
+    type,
+    scopes: scopes.map(redact),
+    clientId: clientId === null ? null : redact(asWritten(clientId)),
+    clientSecret: clientSecret !== null,
+  };
+}
 
 /** origin + pathname of a URL; for text that does not parse (a dark server's unexpanded `${VAR}`), the same cut by hand. */
 export function safeUrl(url: string): string {

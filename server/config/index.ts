@@ -1,13 +1,23 @@
 /**
  * The config room's public face: import from "../config" (or "@/server/config"), not from the
  * files behind it. load.ts reads the file, validate.ts and servers.ts check it, expand.ts owns
- * `${VAR}` references, display.ts shows issues and targets, types.ts holds the shapes.
+ * `${VAR}` references, display.ts shows issues, targets and a server's auth, types.ts holds the shapes.
  */
-export { ConfigError, childPath, describeTarget, formatIssues, safeSmtpUrl, safeUrl } from "./display";
+export type { AuthView } from "./display";
+export {
+  ConfigError,
+  childPath,
+  describeAuth,
+  describeTarget,
+  formatIssues,
+  safeSmtpUrl,
+  safeUrl,
+} from "./display";
 export type { Expansion } from "./expand";
 export { CREDENTIAL_NAME, expandVars, substitutedValues } from "./expand";
 export { configPathFromEnv, loadConfig, loadConfigFile, scanJson } from "./load";
 export { closestKey, LIMITS } from "./readers";
+export { authSecrets } from "./server-auth";
 export { SERVER_NAME_PATTERN } from "./servers";
 export type {
   AgentEndpointConfig,
@@ -19,6 +29,7 @@ export type {
   GatehouseConfig,
   NotificationEvent,
   NotificationsConfig,
+  ServerAuthConfig,
   ServerConfig,
   Transport,
   ValidateOptions,

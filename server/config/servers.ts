@@ -12,6 +12,7 @@ import {
   show,
   typeName,
 } from "./readers";
+import { readAuth } from "./server-auth";
 import {
   readAllowTools,
   readArgs,
@@ -34,7 +35,7 @@ import type { ServerConfig, Transport, ValidateOptions } from "./types";
 export const SERVER_NAME_PATTERN = /^[a-z][a-z0-9-]{0,30}$/;
 
 const STDIO_KEYS = ["command", "args", "env", "cwd"] as const;
-const HTTP_KEYS = ["url", "headers"] as const;
+const HTTP_KEYS = ["url", "headers", "auth"] as const;
 const SERVER_KEYS = [
   ...STDIO_KEYS,
   ...HTTP_KEYS,
@@ -166,10 +167,12 @@ export function validateServer(
       );
       return false;
     }
-    if (kind === "stdio" && key === "headers") {
+    if (kind === "stdio" && (key === "headers" || key === "auth")) {
       issues.error(
         at(key),
-        'is only for HTTP servers (with "url"); pass credentials to a stdio server through "env"',
+        key === "auth"
+          ? 'is only for HTTP servers (with "url"); a stdio server signs in by itself, or takes its credentials through "env"'
+          : 'is only for HTTP servers (with "url"); pass credentials to a stdio server through "env"',
       );
       return false;
     }
@@ -185,6 +188,8 @@ export function validateServer(
   if (allowed("cwd")) cwd = readCwd(raw.cwd, at("cwd"), opts.baseDir, issues) ?? cwd;
   const url = allowed("url") ? readUrl(raw.url, at("url"), expand, issues) : null;
   const headers = allowed("headers") ? readHeaders(raw.headers, at("headers"), expand, issues) : {};
+  const headerNames = isObject(raw.headers) ? Object.keys(raw.headers) : [];
+  const auth = allowed("auth") ? readAuth(raw, path, headerNames, expand, issues) : undefined;
 
   const allowPrivate = readBool(raw, "allowPrivate", path, false, issues);
   const maxTools = readInt(raw, "maxTools", path, issues);
@@ -213,6 +218,7 @@ export function validateServer(
     ...(resources ? { resources } : {}),
     ...(maxArgumentBytes !== undefined ? { maxArgumentBytes } : {}),
     ...(roots ? { roots } : {}),
+    ...(auth && kind === "http" ? { auth } : {}),
   };
 }
 

@@ -56,6 +56,37 @@ export interface ServerConfig {
    * each an absolute `file://` URI, no URI twice (see `readRoots` in server-roots.ts).
    */
   roots?: ServerRoot[];
+  /**
+   * `auth`: how Gatehouse signs in to this HTTP (or SSE) server; absent when the entry has none
+   * (the server then gets only its `headers`), never present on a stdio server. An entry with
+   * `auth` has no `Authorization` header: the access token goes there. See `readAuth` in
+   * server-auth.ts.
+   */
+  auth?: ServerAuthConfig;
+}
+
+/**
+ * A server's `auth`, validated. Only OAuth 2.1 exists: the owner signs in at the server's
+ * authorization server, found through the server's metadata.
+ */
+export interface ServerAuthConfig {
+  type: "oauth";
+  /**
+   * The scopes to ask for, distinct RFC 6749 scope tokens in the file's order, 1..50 of at most
+   * 256 characters each; [] when the entry names none (then ask for what the server says it needs).
+   */
+  scopes: string[];
+  /**
+   * A client registered in advance with the authorization server, `${VAR}`-expanded, at most 256
+   * printable ASCII characters; null when the entry has none (the client is then registered or
+   * described by Gatehouse). Shown to owners.
+   */
+  clientId: string | null;
+  /**
+   * That client's secret, from the one `${VAR}` reference the file must hold (never a literal); a
+   * secret: never shown, logged or put in a message. Null for a public client. Only with `clientId`.
+   */
+  clientSecret: string | null;
 }
 
 /** One entry of a server's `roots`: a folder (or file) the server is told it may work on. */
