@@ -325,18 +325,24 @@ export async function readResource(
 }
 
 /**
- * Whether a tool server's error answer to `resources/read` means "no such resource": -32002
- * from a 2025 server, or -32602 whose data is exactly `{uri}` (SEP-2164), as a 2026-07-28
- * server, or any on SDK v2, says it (the SDK's own reading of that code). Any other -32602, one
+ * Whether `error` is a resource-not-found as SDK v2 and the 2026-07-28 revision code it (SEP-2164):
+ * -32602 whose data is exactly `{uri}`, the SDK's own reading of that code. Any other -32602, one
  * with more data than the URI included, is a bad request, not an absence.
  */
-function saysNotFound(cause: unknown): boolean {
-  if (typeof cause !== "object" || cause === null) return false;
-  const { code, data } = cause as { code?: unknown; data?: unknown };
-  if (code === RESOURCE_NOT_FOUND) return true;
+export function isModernNotFound(error: { code?: unknown; data?: unknown }): boolean {
+  const { code, data } = error;
   if (code !== ProtocolErrorCode.InvalidParams || typeof data !== "object" || data === null) return false;
   const keys = Object.keys(data);
   return keys.length === 1 && keys[0] === "uri" && typeof (data as { uri?: unknown }).uri === "string";
+}
+
+/**
+ * Whether a tool server's error answer to `resources/read` means "no such resource": -32002
+ * from a 2025 server, or {@link isModernNotFound} from a 2026-07-28 one or any on SDK v2.
+ */
+function saysNotFound(cause: unknown): boolean {
+  if (typeof cause !== "object" || cause === null) return false;
+  return (cause as { code?: unknown }).code === RESOURCE_NOT_FOUND || isModernNotFound(cause);
 }
 
 type Contents = ReadResourceResult["contents"];

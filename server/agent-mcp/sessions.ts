@@ -6,7 +6,7 @@ import {
   type Server,
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
-import { RESOURCE_NOT_FOUND } from "./resources";
+import { isModernNotFound, RESOURCE_NOT_FOUND } from "./resources";
 
 /**
  * A 2025 session's transport: the SDK's, with one word of the 2025 revision kept. A resource an
@@ -22,19 +22,10 @@ export class SessionTransport extends WebStandardStreamableHTTPServerTransport {
   }
 }
 
-const INVALID_PARAMS = -32602;
-
 /** `message`, with a resource-not-found error coded as the 2025 revision codes it. */
 export function asLegacyNotFound(message: JSONRPCMessage): JSONRPCMessage {
-  if (!isJSONRPCErrorResponse(message) || message.error.code !== INVALID_PARAMS) return message;
-  const { data } = message.error;
-  const onlyUri =
-    data !== null &&
-    typeof data === "object" &&
-    !Array.isArray(data) &&
-    Object.keys(data).length === 1 &&
-    typeof (data as { uri?: unknown }).uri === "string";
-  return onlyUri ? { ...message, error: { ...message.error, code: RESOURCE_NOT_FOUND } } : message;
+  if (!isJSONRPCErrorResponse(message) || !isModernNotFound(message.error)) return message;
+  return { ...message, error: { ...message.error, code: RESOURCE_NOT_FOUND } };
 }
 
 /** One agent's MCP session: its SDK `Server`, its transport, and what the endpoint counts about it. */

@@ -3,37 +3,21 @@
  * for it (two threads of one process, two processes); refused, with what to do, when it is open to
  * others, of the wrong length or not a file.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { chmodSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { Worker } from "node:worker_threads";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { cleansUp } from "./cleanup-fixtures";
 import { checkSecretKey, keyFilePath, loadSecretKey, SecretKeyError } from "./key";
 
 const root = path.resolve(__dirname, "../..");
 const KEY_MODULE = path.join(__dirname, "key.ts");
 const RACER = path.join(__dirname, "key-race-fixtures.ts");
 
-const dirs: string[] = [];
-const children: ChildProcess[] = [];
-
-afterEach(async () => {
-  for (const child of children.splice(0)) {
-    if (child.exitCode !== null || child.signalCode !== null) continue;
-    const gone = new Promise((resolve) => child.once("exit", resolve));
-    child.kill("SIGKILL");
-    await gone;
-  }
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-function tempDir(): string {
-  const dir = mkdtempSync(path.join(tmpdir(), "gatehouse-key-"));
-  dirs.push(dir);
-  return dir;
-}
+const { tempDir, track } = cleansUp("gatehouse-key-");
 
 /** What `loadSecretKey` threw, as the error itself. */
 function refusal(load: () => unknown): SecretKeyError {
@@ -110,7 +94,7 @@ async function raceInProcesses(dbFile: string): Promise<Raced[]> {
       env: childEnv({}),
       stdio: ["pipe", "pipe", "pipe"],
     });
-    children.push(child);
+    track(child);
     let stderr = "";
     child.stderr?.setEncoding("utf8").on("data", (c: string) => {
       stderr += c;

@@ -4,32 +4,23 @@
  * GATEHOUSE_SECRET_KEY or a refused key file, saying what to do and never showing the value; a
  * runtime seals with the key beside its store, and the next start opens what it sealed.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { validateConfig } from "@/server/config";
 import { createRuntime } from "@/server/runtime";
 import { runCli } from "@/test/support/cli";
 import { REPO_ROOT } from "@/test/support/runtime";
+import { cleansUp } from "./cleanup-fixtures";
 import { keyFilePath, loadSecretKey, SecretKeyError } from "./key";
 
 const BOOT_HOST = path.join(REPO_ROOT, "test", "fixtures", "boot-host.ts");
 const CONTEXT = "oauth:remote:refresh_token";
 
-const dirs: string[] = [];
-const children: ChildProcess[] = [];
-afterEach(async () => {
-  for (const child of children.splice(0)) {
-    if (child.exitCode !== null || child.signalCode !== null) continue;
-    const gone = new Promise((resolve) => child.once("exit", resolve));
-    child.kill("SIGKILL");
-    await gone;
-  }
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+const { tempDir, track } = cleansUp("gatehouse-key-start-");
 
 /** The config of no servers, validated. */
 function emptyConfig() {
@@ -40,8 +31,7 @@ function emptyConfig() {
 
 /** A temp dir with a config of no servers, and the environment a server there starts with. */
 function store(): { dir: string; dbFile: string; env: Record<string, string> } {
-  const dir = mkdtempSync(path.join(tmpdir(), "gatehouse-key-start-"));
-  dirs.push(dir);
+  const dir = tempDir();
   const config = path.join(dir, "gatehouse.json");
   writeFileSync(config, JSON.stringify({ mcpServers: {} }));
   const dbFile = path.join(dir, "gatehouse.db");
@@ -57,7 +47,7 @@ function startServer(
     env: childEnv(env),
     stdio: ["ignore", "pipe", "pipe"],
   });
-  children.push(child);
+  track(child);
   let stdout = "";
   let stderr = "";
   let booted = false;
