@@ -2,6 +2,7 @@
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { ServerInspector } from "@/components/server-inspector";
+import { ServerSignIn, SignInBanner, signInShowsLastError } from "@/components/server-sign-in";
 import { ServerStateBadge } from "@/components/server-state-badge";
 import { Button, EmptyState, ErrorAlert, Loading, PageHeader } from "@/components/ui";
 import { useNow } from "@/components/use-now";
@@ -23,6 +24,7 @@ export function ServersView() {
         title="Servers"
         subtitle="MCP servers from gatehouse.json and the state of each connection."
       />
+      <SignInBanner servers={query.data} />
       {query.isPending ? (
         <Loading label="Loading servers…" />
       ) : query.isError ? (
@@ -48,14 +50,15 @@ export function ServersView() {
 function ServerCard({ server }: { server: ServerView }) {
   const client = useQueryClient();
   const now = useNow(1_000);
+  const applyUpdate = (updated: ServerView) => {
+    client.setQueryData<{ servers: ServerView[] }>(queryKeys.servers.list(), (old) =>
+      old ? { servers: old.servers.map((s) => (s.name === updated.name ? updated : s)) } : old,
+    );
+    void client.invalidateQueries({ queryKey: queryKeys.servers.all });
+  };
   const reconnect = useMutation({
     mutationFn: () => endpoints.servers.reconnect(server.name),
-    onSuccess: ({ server: updated }) => {
-      client.setQueryData<{ servers: ServerView[] }>(queryKeys.servers.list(), (old) =>
-        old ? { servers: old.servers.map((s) => (s.name === updated.name ? updated : s)) } : old,
-      );
-      void client.invalidateQueries({ queryKey: queryKeys.servers.all });
-    },
+    onSuccess: ({ server: updated }) => applyUpdate(updated),
   });
   const { tools } = server;
   const titleId = `server-${server.name}-title`;
@@ -127,7 +130,9 @@ function ServerCard({ server }: { server: ServerView }) {
         </p>
       ) : null}
 
-      {server.lastError ? (
+      <ServerSignIn server={server} now={now} onUpdated={applyUpdate} />
+
+      {server.lastError && !signInShowsLastError(server) ? (
         <div className="rounded-md border border-rose-200 bg-rose-50 px-3 py-2 text-sm">
           <p className="font-medium text-rose-800">Last error</p>
           <p className="mt-0.5 whitespace-pre-wrap break-words text-rose-900">{server.lastError}</p>

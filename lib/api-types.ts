@@ -110,8 +110,33 @@ export interface TokenView {
   revokedAt: string | null;
 }
 
-/** `failed`: a crash loop stopped the retries until an owner presses Reconnect. */
-export type ServerState = "dark" | "connecting" | "ready" | "backoff" | "failed" | "closed";
+/**
+ * `failed`: a crash loop stopped the retries until an owner presses Reconnect. `needs_auth`: the
+ * server asks for an OAuth sign-in (configured, or its own 401 naming its resource metadata) and
+ * no usable grant is stored; nothing is dialled until an owner presses Connect.
+ */
+export type ServerState = "dark" | "connecting" | "ready" | "backoff" | "failed" | "needs_auth" | "closed";
+
+/** An OAuth server's sign-in as owners see it. Tokens and client secrets are never part of it. */
+export interface ServerAuthView {
+  kind: "oauth";
+  /** `config`: the entry's `auth`; `challenge`: the server answered 401 naming its resource metadata. */
+  source: "config" | "challenge";
+  /** A grant (tokens) is stored for this server. */
+  connected: boolean;
+  /** The authorization server the grant is bound to (its `issuer`); null before the first sign-in. */
+  issuer: string | null;
+  /** The scopes granted; before a sign-in, the ones the entry asks for ([] : what the server says it needs). */
+  scopes: string[];
+  connectedBy: string | null;
+  connectedAt: string | null;
+  /** When the access token held now expires; null when unknown or not connected. */
+  expiresAt: string | null;
+  /** How Gatehouse identifies itself: the configured client id, "registered dynamically", or the client ID metadata document's URL. */
+  client: string | null;
+  /** Why an owner must sign in (again), shown with `needs_auth`; null otherwise. */
+  reason: string | null;
+}
 
 export interface ServerView {
   name: string;
@@ -132,7 +157,21 @@ export interface ServerView {
   refreshNote: string | null;
   /** Newest last. */
   history: { at: string; state: ServerState; detail: string | null }[];
+  /** Null for a server that signs in with no OAuth (stdio, a static header, nothing). */
+  auth: ServerAuthView | null;
 }
+
+/** How a sign-in that came back to `/oauth/callback` ended; the Servers page explains each. */
+export const signInOutcomes = [
+  "connected",
+  "denied",
+  "expired",
+  "wrong_user",
+  "issuer_mismatch",
+  "refused_address",
+  "failed",
+] as const;
+export type SignInOutcome = (typeof signInOutcomes)[number];
 
 export type ToolStatus = "proposed" | "enabled" | "disabled";
 /** `ok` tools can be called once enabled; the others cannot, whatever their status. */

@@ -126,6 +126,21 @@ export const endpoints = {
       ),
     prompts: (name: string, init?: ReadInit) =>
       api<{ supported: boolean; prompts: PromptView[] }>(`/api/servers/${seg(name)}/prompts`, init),
+    /**
+     * `POST /api/servers/:name/oauth`: starts an owner's sign-in; the browser goes to
+     * `authorizationUrl`, and the authorization server sends it back to `/oauth/callback`.
+     */
+    connect: (name: string) =>
+      api<{ authorizationUrl: string }>(`/api/servers/${seg(name)}/oauth`, { method: "POST" }),
+    /**
+     * `DELETE /api/servers/:name/oauth`: forgets the grant, revoking its tokens where the
+     * authorization server offers revocation (`revocation` says how that went).
+     */
+    disconnect: (name: string) =>
+      api<{ server: ServerView; revocation: "revoked" | "not_offered" | "failed" }>(
+        `/api/servers/${seg(name)}/oauth`,
+        { method: "DELETE" },
+      ),
   },
 
   catalogue: {

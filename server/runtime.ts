@@ -11,6 +11,7 @@ import { endGrantsForChanges } from "./grants";
 import { logger, registerSecrets } from "./log";
 import { McpManager } from "./mcp/manager";
 import { createNotifier, type Notifier, notificationSecrets } from "./notify/notifier";
+import { type AddressPolicy, OAuthSignIns } from "./oauth";
 import { RuleSet, rulesMatchingNoTool } from "./rules";
 import { loadSecretKey, SecretBox, type SecretKey } from "./secrets";
 import { type Db, openDb } from "./store/db";
@@ -37,6 +38,8 @@ export interface Runtime {
   publicOrigin: string | undefined;
   /** Seals and opens the secrets the store keeps (OAuth tokens), with the key resolved at start. */
   secrets: SecretBox;
+  /** OAuth sign-ins to remote servers: Connect, the callback, Disconnect, the tokens supervisors dial with. */
+  signIns: OAuthSignIns;
   stop(): Promise<void>;
 }
 
@@ -51,6 +54,11 @@ export interface RuntimeOptions {
    * with GATEHOUSE_SECRET_KEY.
    */
   secretKey?: SecretKey;
+  /**
+   * Tests only: the outbound guard's address policy for OAuth requests, under which one loopback
+   * address counts as public. Default: the guard's own (loopback, private, link-local refused).
+   */
+  refuseAddress?: AddressPolicy;
 }
 
 /**
@@ -113,8 +121,20 @@ function wireRuntime(opts: RuntimeOptions, lock: StoreLock): Runtime {
   const enabledServers = config.servers.filter((s) => s.enabled).map((s) => s.name);
   const listedOnce = new Set<string>();
   let rulesChecked = false;
+  const signIns = new OAuthSignIns({
+    db,
+    secrets,
+    servers: config.servers,
+    publicOrigin: opts.publicOrigin,
+    log: logger("oauth"),
+    // A grant stored or forgotten: dial the server with it (or into needs_auth); the state
+    // changes that follow tell every browser.
+    onGrantChanged: (server) => manager.get(server).reconnectNow(),
+    ...(opts.refuseAddress ? { refuse: opts.refuseAddress } : {}),
+  });
   const manager = new McpManager(config, {
     log: logger("mcp"),
+    signIn: signIns,
     onState: (s) => bus.publish({ type: "server", name: s.name, state: s.state }),
     onTools: (server, tools) => {
       let summary: SyncSummary;
@@ -182,12 +202,14 @@ function wireRuntime(opts: RuntimeOptions, lock: StoreLock): Runtime {
     }),
     publicOrigin: opts.publicOrigin,
     secrets,
+    signIns,
     async stop() {
       // Sessions first: their held calls stop waiting (and stay pending in the store).
       await runtime.agentMcp.close();
       await broker.stop();
       await rules.close();
       await manager.stop();
+      await signIns.close();
       // Before the store closes: tries in flight are aborted and their rows stay queued.
       await notifier.stop();
       broker.flushWrites();

@@ -34,6 +34,7 @@ describe("messages agents get from a server that cannot serve them", () => {
       connecting: /^server files is connecting/,
       backoff: /^server files is in backoff/,
       failed: /^server files has failed/,
+      needs_auth: /^server files waits for an owner to sign in/,
       closed: /^server files is stopped/,
       dark: /^server files is disabled/,
       ready: /^server files is not connected/,

@@ -1,10 +1,11 @@
 import "server-only";
-import { ProtocolError, SdkError, SdkErrorCode } from "@modelcontextprotocol/client";
+import { InsufficientScopeError, ProtocolError, SdkError, SdkErrorCode } from "@modelcontextprotocol/client";
 import type { ServerState } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import { HIDDEN_CHARACTERS } from "@/lib/hidden-text";
 import { escapeControls, redact } from "../log";
 import { notRetried, requestTimedOut, SessionLostError, unreached } from "./failures";
+import { isSignInRequired } from "./sign-in";
 
 /**
  * What agents (REST `/api/calls` answers, `/mcp` tool results, and the stored outcome of a call
@@ -25,6 +26,8 @@ export function unavailableForAgents(name: string, state: ServerState): string {
       return `server ${name} is in backoff after a failure and will be retried; ${WHERE}`;
     case "failed":
       return `server ${name} has failed and is not retried until an owner reconnects it; ${WHERE}`;
+    case "needs_auth":
+      return `server ${name} waits for an owner to sign in to it; ${WHERE}`;
     case "closed":
       return `server ${name} is stopped`;
     case "dark":
@@ -84,6 +87,10 @@ export function upstreamErrorForAgents(
   opts: { connectionFailed: boolean },
 ): string {
   if (opts.connectionFailed) return `server ${name}: the connection failed during the request; ${WHERE}`;
+  if (isSignInRequired(err)) return unavailableForAgents(name, "needs_auth");
+  if (err instanceof InsufficientScopeError) {
+    return `server ${name} needs a scope for this request that Gatehouse was not granted; an owner can sign in again on the Servers page to grant it`;
+  }
   if (unreached(err))
     return `server ${name} could not be reached, or its answer did not arrive whole; ${WHERE}`;
   // The SDK refused what the server sent as the answer (a result without its content, say).

@@ -1,6 +1,7 @@
 import { isIP } from "node:net";
 import "server-only";
 import {
+  InsufficientScopeError,
   ProtocolError,
   SdkError,
   SdkErrorCode,
@@ -8,6 +9,7 @@ import {
   SseError,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/client";
+import { isSignInRequired } from "./sign-in";
 
 /**
  * What a connection failure means for the next try:
@@ -16,10 +18,13 @@ import {
  *   Reconnect dials again.
  * - `session_lost`: the server forgot our streamable-HTTP session (it restarted): start a new
  *   session at once.
+ * - `needs_auth`: the server wants an OAuth sign-in that only an owner can give (none yet, a
+ *   refresh the authorization server refused, a token refused after renewal, more scope):
+ *   state `needs_auth`, nothing dialled until the owner's Connect or Reconnect.
  * - `transient`: anything else (refused or reset connections, timeouts, 5xx, a process that
  *   died): the usual backoff.
  */
-export type FailureKind = "permanent" | "session_lost" | "transient";
+export type FailureKind = "permanent" | "session_lost" | "needs_auth" | "transient";
 
 export interface Failure {
   kind: FailureKind;
@@ -234,17 +239,22 @@ export function refusedVersion(err: unknown): boolean {
  * The one place that decides whether a connection failure is worth retrying, and says why in
  * words an owner can act on. `credentials`: the server has configured headers (a 401 then means
  * they were not accepted, rather than missing). `literalAddress`: false when the server's URL
- * names a host rather than an IP address (default: treated as literal). Unknown errors are
- * transient.
+ * names a host rather than an IP address (default: treated as literal). `oauth`: the connection
+ * was dialled with an OAuth grant's tokens. `challenged`: the server's 401 named its
+ * protected-resource metadata (it asks for an OAuth sign-in). Unknown errors are transient.
  */
 export function classifyFailure(
   err: unknown,
-  ctx: { credentials: boolean; literalAddress?: boolean },
+  ctx: { credentials: boolean; literalAddress?: boolean; oauth?: boolean; challenged?: boolean },
 ): Failure {
   const all = chain(err);
   if (all.some((e) => e instanceof SessionLostError)) {
     return { kind: "session_lost", reason: messageOf(err) };
   }
+  const signIn = all.find(isSignInRequired);
+  if (signIn) return { kind: "needs_auth", reason: signIn.message };
+  const scope = all.find((e): e is InsufficientScopeError => e instanceof InsufficientScopeError);
+  if (scope) return { kind: "needs_auth", reason: moreScope(scope.requiredScope) };
   const refused = all.find(
     (e): e is Error => e instanceof Error && (e as { code?: unknown }).code === "GATEHOUSE_REFUSED_ADDRESS",
   );
@@ -255,12 +265,26 @@ export function classifyFailure(
     return { kind: ctx.literalAddress === false ? "transient" : "permanent", reason: refused.message };
   for (const e of all) {
     const status = httpStatus(e);
+    if (status === 401 && ctx.oauth) {
+      return {
+        kind: "needs_auth",
+        reason:
+          "the server refused Gatehouse's token even after renewing it (HTTP 401): an owner must sign in again",
+      };
+    }
+    if (status === 401 && ctx.challenged) {
+      return {
+        kind: "needs_auth",
+        reason:
+          "the server asks for an OAuth sign-in (HTTP 401 naming its resource metadata): an owner can press Connect",
+      };
+    }
     if (status === 401) {
       return {
         kind: "permanent",
         reason: ctx.credentials
           ? "the server did not accept the credentials in its headers (HTTP 401): check them in gatehouse.json"
-          : "the server requires authorization (HTTP 401): set the credentials it expects in its headers in gatehouse.json",
+          : 'the server requires authorization (HTTP 401) and names no OAuth resource metadata: set the credentials it expects in its headers in gatehouse.json, or "auth": {"type": "oauth"} if it signs in with OAuth',
       };
     }
     if (status === 403) {
@@ -285,6 +309,23 @@ export function classifyFailure(
       return { kind: "transient", reason: httpReason(e as Error, status) };
   }
   return { kind: "transient", reason: messageOf(err) };
+}
+
+/** Longest scope text of a server's challenge kept in a reason. */
+const SCOPE_TEXT_MAX = 200;
+
+/**
+ * "the server asks for more scope (…)": the scope is the server's text, kept to RFC 6749 scope
+ * characters and cut, so it cannot bring control characters or a page of text into the reason.
+ */
+export function moreScope(required: string | null | undefined): string {
+  const cleaned = (required ?? "")
+    .replace(/[^\x21\x23-\x5B\x5D-\x7E]+/g, " ")
+    .replace(/\s+/g, " ")
+    .trim();
+  const shown = cleaned.length > SCOPE_TEXT_MAX ? `${cleaned.slice(0, SCOPE_TEXT_MAX)}…` : cleaned;
+  const what = shown ? ` (${shown})` : "";
+  return `the server asks for more scope than was granted${what}: an owner must sign in again to grant it`;
 }
 
 /** Most characters of a server's error text kept in a reason. */

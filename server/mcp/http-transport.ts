@@ -1,5 +1,6 @@
 import "server-only";
 import {
+  type AuthProvider,
   type FetchLike,
   type JSONRPCMessage,
   type RequestId,
@@ -9,6 +10,7 @@ import {
   type TransportSendOptions,
 } from "@modelcontextprotocol/client";
 import { SessionLostError, STREAM_ENDED_CODE } from "./failures";
+import { type AuthChallenge, readChallenge } from "./sign-in";
 
 /**
  * How long after a response body ends the SDK gets to deliver what it already read, before a
@@ -195,6 +197,14 @@ export interface HttpTransportOptions {
   maxFrameBytes: number;
   /** A message over the cap: the connection is no longer trustworthy. */
   onFatal(error: Error): void;
+  /**
+   * The bearer source of an OAuth server (asked before every request, and once on a 401); none
+   * for a server without OAuth. A 403 `insufficient_scope` then fails the request (the SDK's
+   * `InsufficientScopeError`) rather than starting a sign-in here: only an owner signs in.
+   */
+  authProvider?: AuthProvider;
+  /** The server answered 401 or 403 with a Bearer challenge (`WWW-Authenticate`). */
+  onChallenge?(status: 401 | 403, challenge: AuthChallenge & { error: string | null }): void;
 }
 
 /**
@@ -225,6 +235,10 @@ export class GuardedHttpTransport implements Transport {
       // turn a broken stream (worth a retry) into a 2025 handshake a 2026-07-28 server refuses.
       const answerable = ids.filter((_, i) => methods[i] !== LISTEN_METHOD && methods[i] !== DISCOVER_METHOD);
       let res = await opts.fetch(url, init);
+      if (res.status === 401 || res.status === 403) {
+        const challenge = readChallenge(res.headers.get("www-authenticate"));
+        if (challenge) opts.onChallenge?.(res.status, challenge);
+      }
       if (opts.kind === "http") res = await this.checkSession(init, res, methods);
       if (!res.body || res.status === 204 || res.status === 304) return res;
       const type = res.headers.get("content-type") ?? "";
@@ -235,13 +249,16 @@ export class GuardedHttpTransport implements Transport {
       return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
     };
     const requestInit = { headers: opts.headers };
+    const auth = opts.authProvider ? { authProvider: opts.authProvider } : {};
     this.inner =
       opts.kind === "sse"
-        ? new SSEClientTransport(opts.url, { fetch: guardedFetch, requestInit })
+        ? new SSEClientTransport(opts.url, { fetch: guardedFetch, requestInit, ...auth })
         : new StreamableHTTPClientTransport(opts.url, {
             fetch: guardedFetch,
             requestInit,
             reconnectionOptions: EVENT_STREAM_REOPEN,
+            onInsufficientScope: "throw",
+            ...auth,
           });
     this.inner.onmessage = (message) => {
       if ("id" in message && message.id !== undefined && ("result" in message || "error" in message)) {

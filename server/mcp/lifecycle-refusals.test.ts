@@ -56,7 +56,7 @@ describe("a permanent refusal goes to failed at once, with a plain reason", () =
       "401 without credentials",
       "401",
       {},
-      "the server requires authorization (HTTP 401): set the credentials it expects in its headers in gatehouse.json",
+      'the server requires authorization (HTTP 401) and names no OAuth resource metadata: set the credentials it expects in its headers in gatehouse.json, or "auth": {"type": "oauth"} if it signs in with OAuth',
       ["POST server/discover"],
     ],
     [

@@ -12,6 +12,8 @@ export interface ManagerDeps {
   onTools(server: ServerConfig, tools: Tool[]): void;
   /** Passed to every supervisor; default `BACKOFF` (1 s doubling to 60 s). */
   backoff?: SupervisorDeps["backoff"];
+  /** OAuth sign-ins, passed to every supervisor (see `SignInSource`). */
+  signIn?: SupervisorDeps["signIn"];
 }
 
 /** A progress notification of a running tool call, as the tool server sent it. */
@@ -38,6 +40,7 @@ export class McpManager {
           onState: deps.onState,
           onTools: deps.onTools,
           backoff: deps.backoff,
+          ...(deps.signIn ? { signIn: deps.signIn } : {}),
         }),
       );
     }

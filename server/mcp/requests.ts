@@ -14,6 +14,7 @@ import { requestErrorForAgents, unavailableForAgents } from "./agent-facing";
 import { answerOf, progressRoute } from "./client";
 import { classifyFailure, failureContext, SessionLostError, unreached } from "./failures";
 import { collectPages } from "./pages";
+import { isSignInRequired } from "./sign-in";
 import { MAX_LIST_TTL_MS, MAX_TOOL_PAGES, watchUntil } from "./supervision";
 
 // The requests made over a supervisor's connection (the tool listing, tool calls, reads), and what
@@ -244,7 +245,8 @@ export class ServerRequests {
   /** What the caller of {@link read} gets for a request of generation `gen` that failed. */
   private requestError(err: unknown, gen: number): GatehouseError {
     if (err instanceof GatehouseError) return err;
-    if (err instanceof SessionLostError) this.host.failWith(gen, err);
+    // A lost session, or a grant the authorization server no longer renews (needs_auth).
+    if (err instanceof SessionLostError || isSignInRequired(err)) this.host.failWith(gen, err);
     // The server did not answer at all (refused, reset, an HTTP error, a broken stream): check at
     // once whether the connection still works, so the status does not say `ready` while it is not.
     else if (unreached(err)) this.host.scheduleRefresh();

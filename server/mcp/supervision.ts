@@ -4,6 +4,7 @@ import type { ServerState } from "@/lib/api-types";
 import type { ServerConfig } from "../config";
 import type { Logger } from "../log";
 import type { PacingClock, RefreshLimits } from "./refresh-pacing";
+import type { SignInSource } from "./sign-in";
 
 // The supervisor's policy (limits, backoff steps, what it reports) and the one wait it needs,
 // apart from the state machine in supervisor.ts.
@@ -64,6 +65,8 @@ export interface SupervisorDeps {
   refreshLimits?: RefreshLimits;
   /** The pacing's clock; default the system's. Tests pass one they move themselves. */
   clock?: PacingClock;
+  /** OAuth sign-ins (the runtime's `server/oauth`); without one, no server is dialled with OAuth. */
+  signIn?: SignInSource;
 }
 
 /** Delay before retry number `attempt` (1-based), with jitter from `random` in [0, 1). */

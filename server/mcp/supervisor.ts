@@ -1,5 +1,11 @@
 import "server-only";
-import type { CallToolResult, Client, RequestOptions, Transport } from "@modelcontextprotocol/client";
+import type {
+  AuthProvider,
+  CallToolResult,
+  Client,
+  RequestOptions,
+  Transport,
+} from "@modelcontextprotocol/client";
 import type { ServerState } from "@/lib/api-types";
 import type { ServerConfig } from "../config";
 import { newClient } from "./client";
@@ -122,10 +128,35 @@ export class ServerSupervisor {
     this.deps.onState(this.snapshot());
   }
 
-  private makeTransport(): Transport {
+  /** Whether the current connection was dialled with an OAuth grant's tokens. */
+  private dialledWithOAuth = false;
+  /** Whether the current connection's server answered 401 naming its resource metadata. */
+  private challenged = false;
+
+  private makeTransport(authProvider: AuthProvider | null): Transport {
     const gen = this.generation;
     const onFatal = (error: Error) => this.failWith(gen, error);
-    return createTransport(this.config, { stderr: this.stderr, agent: this.agent, onFatal });
+    const onChallenge = (
+      status: 401 | 403,
+      challenge: { resourceMetadataUrl: string | null; scope: string | null; error: string | null },
+    ) => {
+      if (gen !== this.generation) return;
+      const { resourceMetadataUrl, scope } = challenge;
+      if (status === 401 && resourceMetadataUrl !== null && !authProvider) {
+        this.challenged = true;
+        this.deps.signIn?.challenged(this.config.name, { resourceMetadataUrl, scope });
+      }
+      if (status === 403 && challenge.error === "insufficient_scope") {
+        this.deps.signIn?.needsScope(this.config.name, { resourceMetadataUrl, scope });
+      }
+    };
+    return createTransport(this.config, {
+      stderr: this.stderr,
+      agent: this.agent,
+      onFatal,
+      onChallenge,
+      ...(authProvider ? { authProvider } : {}),
+    });
   }
 
   /** Dials a new connection; `detail` says why, in the history (e.g. a lost session). */
@@ -145,9 +176,16 @@ export class ServerSupervisor {
       stdio: this.config.transport === "stdio",
       ...(this.era.patient ? { stdioProbeTimeoutMs: this.config.timeoutMs } : {}),
     });
+    const credentials = this.deps.signIn?.credentialsFor(this.config) ?? null;
+    if (credentials && "needsSignIn" in credentials) {
+      this.waitForSignIn(credentials.needsSignIn, detail);
+      return;
+    }
+    this.dialledWithOAuth = credentials !== null;
+    this.challenged = false;
     let transport: Transport;
     try {
-      transport = this.makeTransport();
+      transport = this.makeTransport(credentials?.provider ?? null);
     } catch (err) {
       this.failWith(gen, `cannot start: ${messageOf(err)}`);
       return;
@@ -266,7 +304,27 @@ export class ServerSupervisor {
   }
 
   private classify(err: unknown): Failure {
-    return classifyFailure(err, failureContext(this.config));
+    return classifyFailure(err, {
+      ...failureContext(this.config),
+      oauth: this.dialledWithOAuth,
+      challenged: this.challenged,
+    });
+  }
+
+  /**
+   * `needs_auth`: nothing is dialled, and nothing retried, until an owner signs in (the runtime
+   * then reconnects the server) or presses Reconnect. Not a failure: no crash counted.
+   */
+  private waitForSignIn(reason: string, detail: string | null = null): void {
+    this.clearTimer("retryTimer");
+    this.nextRetryAt = null;
+    this.readySince = null;
+    this.protocolVersion = null;
+    const changed = this.state !== "needs_auth" || this.lastError !== reason;
+    this.lastError = reason;
+    if (!changed) return;
+    this.deps.log.info(`server ${this.config.name} waits for an owner to sign in: ${reason}`);
+    this.setState("needs_auth", detail ?? reason);
   }
 
   /**
@@ -276,6 +334,7 @@ export class ServerSupervisor {
    */
   private fail(gen: number, failure: Failure): void {
     if (gen !== this.generation || this.state === "closed" || this.state === "backoff") return;
+    if (this.state === "needs_auth") return;
     const { reason } = failure;
     const wasReady = this.state === "ready";
     this.generation++;
@@ -285,6 +344,10 @@ export class ServerSupervisor {
     this.protocolVersion = null;
     this.clearTimer("stableTimer");
     void this.teardown();
+    if (failure.kind === "needs_auth") {
+      this.waitForSignIn(reason);
+      return;
+    }
     const now = Date.now();
     let crashLoop = false;
     if (failure.kind !== "permanent" && (this.config.transport === "stdio" || wasReady)) {

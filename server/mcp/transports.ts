@@ -1,9 +1,10 @@
 import "server-only";
-import type { Transport } from "@modelcontextprotocol/client";
+import type { AuthProvider, Transport } from "@modelcontextprotocol/client";
 import type { Agent } from "undici";
 import type { ServerConfig } from "../config";
 import { createGuardedAgent, guardedFetch } from "../net/guarded-fetch";
 import { GuardedHttpTransport } from "./http-transport";
+import type { AuthChallenge } from "./sign-in";
 import { BoundedStdioTransport, type LineRing } from "./stdio-transport";
 
 /**
@@ -37,6 +38,10 @@ export interface TransportDeps {
   agent: ServerAgent;
   /** An HTTP server sent a message over `maxFrameBytes`: the connection is not to be trusted. */
   onFatal(error: Error): void;
+  /** An OAuth server's bearer source (see `SignInSource`); none otherwise. */
+  authProvider?: AuthProvider;
+  /** An HTTP server answered 401 or 403 with a Bearer challenge. */
+  onChallenge?(status: 401 | 403, challenge: AuthChallenge & { error: string | null }): void;
 }
 
 /**
@@ -68,5 +73,7 @@ export function createTransport(config: ServerConfig, deps: TransportDeps): Tran
     }),
     maxFrameBytes: c.maxFrameBytes,
     onFatal: deps.onFatal,
+    ...(deps.authProvider ? { authProvider: deps.authProvider } : {}),
+    ...(deps.onChallenge ? { onChallenge: deps.onChallenge } : {}),
   });
 }

@@ -3,7 +3,7 @@ import type { ServerView } from "@/lib/api-types";
 import type { McpManager } from "../mcp/manager";
 import { writeAudit } from "../store/audit";
 import type { Db } from "../store/db";
-import { serverView } from "./status";
+import { type AuthViews, serverView } from "./status";
 
 /**
  * The owner's "Reconnect": drops the server's connection and dials again now, records who asked
@@ -13,8 +13,9 @@ export function reconnectServer(
   manager: McpManager,
   db: Db,
   params: { name: string; actor: string },
+  signIns?: AuthViews,
 ): ServerView {
   manager.get(params.name).reconnectNow();
   writeAudit(db, { actor: params.actor, action: "server.reconnect", subject: params.name });
-  return serverView(manager, db, params.name);
+  return serverView(manager, db, params.name, signIns);
 }

@@ -1,8 +1,8 @@
 import "server-only";
-import type { ServerView } from "@/lib/api-types";
+import type { ServerAuthView, ServerView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import { toolCounts } from "../catalogue/catalogue";
-import { describeTarget } from "../config";
+import { describeTarget, type ServerConfig } from "../config";
 import { redact } from "../log";
 import type { McpManager } from "../mcp/manager";
 import type { Db } from "../store/db";
@@ -15,8 +15,9 @@ const shown = (text: string | null): string | null => (text === null ? null : re
  * supervisor's snapshot (never awaits a connection) joined with the catalogue's tool counts.
  * Everything a server may have written (last error, history details, stderr tail, the name and
  * version it gives) passes through redaction: a server may echo a credential it was sent.
+ * `signIns` gives each server's OAuth part (the runtime's `OAuthSignIns`); without it none has one.
  */
-export function serverViews(manager: McpManager, db: Db): ServerView[] {
+export function serverViews(manager: McpManager, db: Db, signIns?: AuthViews): ServerView[] {
   const counts = toolCounts(db);
   return manager.list().map(({ config: c, status }) => {
     const n = counts.get(c.name) ?? { proposed: 0, enabled: 0, disabled: 0, overCap: 0 };
@@ -40,13 +41,19 @@ export function serverViews(manager: McpManager, db: Db): ServerView[] {
       stderrTail: status.stderrTail.map(redact),
       refreshNote: status.refreshNote,
       history: status.history.map((h) => ({ ...h, detail: shown(h.detail) })),
+      auth: signIns?.view(c) ?? null,
     };
   });
 }
 
+/** What the views need of the OAuth sign-ins. */
+export interface AuthViews {
+  view(config: ServerConfig): ServerAuthView | null;
+}
+
 /** One server's view; `not_found` when no server of that name is configured. */
-export function serverView(manager: McpManager, db: Db, name: string): ServerView {
-  const view = serverViews(manager, db).find((s) => s.name === name);
+export function serverView(manager: McpManager, db: Db, name: string, signIns?: AuthViews): ServerView {
+  const view = serverViews(manager, db, signIns).find((s) => s.name === name);
   if (!view) throw new GatehouseError("not_found", `no server named "${name}" is configured`);
   return view;
 }

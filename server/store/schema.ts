@@ -266,3 +266,51 @@ export const grants = sqliteTable(
   },
   (t) => [index("grants_cover_idx").on(t.tool, t.requesterName), index("grants_created_idx").on(t.createdAt)],
 );
+
+/**
+ * One OAuth sign-in to a remote server (PRODUCT.md §12): what Gatehouse holds to reach it. The
+ * tokens and the client's registration are in `sealed` (SecretBox, context
+ * `oauth:<server>:grant`), never in clear; the other columns say what an owner may see.
+ */
+export const serverOauth = sqliteTable("server_oauth", {
+  /** The server's config name. */
+  server: text("server").primaryKey(),
+  /** The MCP server URL (the RFC 8707 resource) the grant is for: a changed URL is a new sign-in. */
+  resource: text("resource").notNull(),
+  /** SecretBox-sealed JSON: the registered client, the tokens, the discovery state. */
+  sealed: text("sealed").notNull(),
+  /** The authorization server that issued the tokens; tokens are used only with it. */
+  issuer: text("issuer"),
+  /** The scopes granted, space-separated (RFC 6749 §3.3); null when the server did not say. */
+  scope: text("scope"),
+  /** When the access token held now expires; null when unknown or none is held. */
+  accessExpiresAt: text("access_expires_at"),
+  connectedBy: text("connected_by"),
+  connectedAt: text("connected_at"),
+  refreshedAt: text("refreshed_at"),
+  /** Why an owner must sign in again (a refused refresh, say); null while the grant is usable. */
+  problem: text("problem"),
+  updatedAt: text("updated_at").notNull().default(now),
+});
+
+/**
+ * A sign-in an owner started and the authorization server has not yet sent back: found by the
+ * hash of its `state`, bound to the starting browser by the hash of a cookie, and used once.
+ */
+export const oauthPending = sqliteTable(
+  "oauth_pending",
+  {
+    /** sha256 of the `state` sent to the authorization server. */
+    stateHash: text("state_hash").primaryKey(),
+    server: text("server").notNull(),
+    /** sha256 of the value of the sign-in cookie set on the browser that pressed Connect. */
+    bindingHash: text("binding_hash").notNull(),
+    /** The owner who pressed Connect. */
+    startedBy: text("started_by").notNull(),
+    /** SecretBox-sealed JSON (context `oauth:<server>:pending`): PKCE verifier, discovery, client, redirect URI, scope. */
+    sealed: text("sealed").notNull(),
+    createdAt: text("created_at").notNull().default(now),
+    expiresAt: text("expires_at").notNull(),
+  },
+  (t) => [index("oauth_pending_server_idx").on(t.server)],
+);

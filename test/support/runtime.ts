@@ -41,6 +41,10 @@ export interface TestRuntimeOptions {
   dir?: string;
   /** How long to wait for the demo server's catalogue before failing (default 20 s). */
   readyTimeoutMs?: number;
+  /** The runtime's `publicOrigin` (`GATEHOUSE_PUBLIC_ORIGIN`); default none. */
+  publicOrigin?: string;
+  /** The OAuth requests' address policy (`RuntimeOptions.refuseAddress`); default the guard's. */
+  refuseAddress?: (ip: string) => string | null;
 }
 
 export interface TestRuntime {
@@ -78,7 +82,12 @@ export async function startTestRuntime(opts: TestRuntimeOptions = {}): Promise<T
     ...result.config,
     approvals: { ...result.config.approvals, ...opts.approvals },
   };
-  const runtime = createRuntime({ config, dbFile });
+  const runtime = createRuntime({
+    config,
+    dbFile,
+    ...(opts.publicOrigin ? { publicOrigin: opts.publicOrigin } : {}),
+    ...(opts.refuseAddress ? { refuseAddress: opts.refuseAddress } : {}),
+  });
   setRuntime(runtime);
 
   let stopped = false;

@@ -5,5 +5,5 @@ import { reconnectServer } from "@/server/servers/reconnect";
 export const POST = route({ access: ["owner"] }, (ctx) => {
   const { manager, db } = ctx.runtime;
   const params = { name: ctx.params.name ?? "", actor: principalName(who(ctx)) };
-  return json({ server: reconnectServer(manager, db, params) }, 202);
+  return json({ server: reconnectServer(manager, db, params, ctx.runtime.signIns) }, 202);
 });

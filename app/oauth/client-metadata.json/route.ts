@@ -1,0 +1,4 @@
+import { clientMetadataDocument } from "@/server/http/oauth";
+
+export const dynamic = "force-dynamic";
+export const GET = clientMetadataDocument;
