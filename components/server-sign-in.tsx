@@ -151,8 +151,8 @@ function SignInBlock({
             </p>
           ) : null}
           <p className="mt-1 text-violet-800">
-            While it waits, agents see no tools of this server. An owner must press Connect and sign in at its
-            authorization server.
+            While it waits, nothing is sent to this server and agents' calls to its tools are refused. An
+            owner must press Connect and sign in at its authorization server.
           </p>
         </div>
       ) : null}

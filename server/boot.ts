@@ -2,7 +2,14 @@ import "server-only";
 import { configPathFromEnv, formatIssues, loadConfigFile } from "./config";
 import { logger, registerSecrets } from "./log";
 import { announceSetup, createRuntime, getRuntime, type Runtime, setRuntime } from "./runtime";
-import { describeSecretKey, loadSecretKey, SECRET_KEY_ENV, type SecretKey, SecretKeyError } from "./secrets";
+import {
+  describeSecretKey,
+  loadSecretKey,
+  SECRET_KEY_ENV,
+  type SecretKey,
+  SecretKeyError,
+  secretKeyValues,
+} from "./secrets";
 import { dbPathFromEnv } from "./store/db";
 import { StoreInUseError } from "./store/lock";
 
@@ -41,7 +48,7 @@ export function boot({ announce = true }: { announce?: boolean } = {}): Runtime 
   }
   if (result.warnings.length > 0)
     log.warn(`config warnings\n${formatIssues({ config: null, errors: [], warnings: result.warnings })}`);
-  registerSecrets([process.env[SECRET_KEY_ENV] ?? ""]);
+  registerSecrets(secretKeyValues(process.env));
   let runtime: Runtime;
   let secretKey: SecretKey;
   try {

@@ -299,6 +299,10 @@ describe("a server's auth: refusals", () => {
     expect(messagesAt(dark.warnings, at("a", ".clientSecret"))).toEqual([
       expect.stringMatching(/cannot be enabled until it is set$/),
     ]);
+    // The reference as written is no secret: nothing to send, nothing to redact.
+    const servers = dark.config?.servers ?? [];
+    expect(servers[0]?.auth?.clientSecret).toBeNull();
+    expect(authSecrets(servers)).toEqual([]);
   });
 
   it("an empty or multi-line clientSecret from the environment is refused without showing it", () => {

@@ -184,8 +184,9 @@ function readClientId(value: unknown, where: string, expand: Expander, issues: I
 
 /**
  * `clientSecret`: exactly one `${NAME}` reference, expanded; a secret, so never described beyond
- * its type. As written when the reference is unset (reported, as an unset header reference is),
- * null when wrong.
+ * its type. Null when wrong, and when the reference is unset (reported, as an unset header
+ * reference is; only a dark server gets that far): no `${VAR}` text is ever taken for a secret,
+ * to be sent to a token endpoint or registered for redaction.
  */
 function readClientSecret(value: unknown, where: string, expand: Expander, issues: Issues): string | null {
   if (typeof value !== "string" || value.trim() === "") {
@@ -203,7 +204,7 @@ function readClientSecret(value: unknown, where: string, expand: Expander, issue
     return null;
   }
   const expanded = expand(value, where);
-  if (expanded.unset.length > 0) return value;
+  if (expanded.unset.length > 0) return null;
   if (expanded.value === "") {
     issues.error(
       where,

@@ -352,6 +352,7 @@ export class OAuthSignIns {
       if (result !== "REDIRECT" || !flow.authorizationUrl || !flow.codeVerifier) {
         throw new Error("the authorization server gave no authorization URL");
       }
+      checkAuthorizationUrl(flow.authorizationUrl);
     } catch (err) {
       throw this.unavailable(c, err);
     }
@@ -588,6 +589,20 @@ export class OAuthSignIns {
     await Promise.all([...this.fetches.values()].map((f) => f.close()));
     this.fetches.clear();
   }
+}
+
+/**
+ * The browser is sent only to an https authorization endpoint, or plain http on loopback (a
+ * development server on this machine, as the SDK allows for token endpoints): the URL comes from
+ * metadata the server's side wrote, and a `javascript:` or plain-http remote one is no sign-in page.
+ */
+export function checkAuthorizationUrl(url: URL): void {
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  const loopback = host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+  if (url.protocol === "https:" || (url.protocol === "http:" && loopback)) return;
+  throw new Error(
+    `the authorization endpoint ${url.protocol === "http:" ? "is plain http on a remote host" : `uses ${url.protocol}`}; only https is followed`,
+  );
 }
 
 /** Error codes with which an authorization server says a grant or client is no longer good. */

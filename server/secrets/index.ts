@@ -13,4 +13,5 @@ export {
   type SecretKey,
   SecretKeyError,
   type SecretKeyOptions,
+  secretKeyValues,
 } from "./key";

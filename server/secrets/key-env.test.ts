@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { checkSecretKey, keyFilePath, loadSecretKey, SecretKeyError } from "./key";
+import { checkSecretKey, keyFilePath, loadSecretKey, SecretKeyError, secretKeyValues } from "./key";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -105,5 +105,15 @@ describe("GATEHOUSE_SECRET_KEY", () => {
     expect(load(bytes.toString("hex")).id).toBe(load(bytes.toString("base64")).id);
     expect(load(randomBytes(32).toString("hex")).id).not.toBe(load(bytes.toString("hex")).id);
     expect(load(bytes.toString("hex")).id).toMatch(/^[A-Za-z0-9_-]{8}$/);
+  });
+});
+
+describe("what of GATEHOUSE_SECRET_KEY the log redacts", () => {
+  it("the value as set and as read, trimmed; nothing when it is unset or empty", () => {
+    const hex = randomBytes(32).toString("hex");
+    expect(secretKeyValues({ GATEHOUSE_SECRET_KEY: `  ${hex}\n` })).toEqual([`  ${hex}\n`, hex]);
+    expect(secretKeyValues({ GATEHOUSE_SECRET_KEY: hex })).toEqual([hex]);
+    expect(secretKeyValues({ GATEHOUSE_SECRET_KEY: "" })).toEqual([]);
+    expect(secretKeyValues({})).toEqual([]);
   });
 });

@@ -185,12 +185,30 @@ describe("the key file beside the store", () => {
       const err = refusal(() => loadSecretKey({ env: {}, dbFile }));
       expect(err.message).toContain(`chmod 600 ${file}`);
       expect(err.message).toContain(`mode 0${mode.toString(8)}`);
+      // Where chmod cannot hold (no Unix permissions), the way out is named too.
+      expect(err.message).toMatch(/keeps no Unix permissions.*set GATEHOUSE_SECRET_KEY instead/);
       // config check refuses it the same way, without changing it.
       expect(refusal(() => checkSecretKey({ env: {}, dbFile })).message).toBe(err.message);
       expect(statSync(file).mode & 0o777).toBe(mode);
     }
     chmodSync(file, 0o600);
     expect(loadSecretKey({ env: {}, dbFile }).id).toBe(id);
+  });
+
+  it("a start removes the temporary copies of a start that died before linking, and leaves a live one's", () => {
+    const dir = tempDir();
+    const dbFile = path.join(dir, "gatehouse.db");
+    loadSecretKey({ env: {}, dbFile });
+    // A pid that is surely gone (beyond the kernel's pid_max), and this test's parent, alive.
+    const dead = `.gatehouse.db.key.4194999.0a1b2c3d4e5f.tmp`;
+    const live = `.gatehouse.db.key.${process.ppid}.0a1b2c3d4e5f.tmp`;
+    const other = ".gatehouse.db.key.notes.tmp";
+    for (const name of [dead, live, other]) writeFileSync(path.join(dir, name), "x", { mode: 0o600 });
+    // config check changes nothing.
+    checkSecretKey({ env: {}, dbFile });
+    expect(readdirSync(dir).sort()).toEqual([dead, live, other, "gatehouse.db.key"].sort());
+    loadSecretKey({ env: {}, dbFile });
+    expect(readdirSync(dir).sort()).toEqual([live, other, "gatehouse.db.key"].sort());
   });
 
   it("a key file of the wrong length is refused, naming its length and the 32 bytes a key has", () => {

@@ -9,6 +9,7 @@ import {
   linkSync,
   mkdirSync,
   openSync,
+  readdirSync,
   readSync,
   unlinkSync,
   writeSync,
@@ -103,6 +104,16 @@ export function checkSecretKey(opts: SecretKeyOptions): void {
   resolveKey(opts, false);
 }
 
+/**
+ * What of GATEHOUSE_SECRET_KEY the log must never show: the value as set and as read (trimmed:
+ * a key pasted with a line break is still the key). Empty when it is not set.
+ */
+export function secretKeyValues(env: NodeJS.ProcessEnv | Record<string, string | undefined>): string[] {
+  const given = env[SECRET_KEY_ENV];
+  if (!given) return [];
+  return [...new Set([given, given.trim()])].filter((v) => v.length > 0);
+}
+
 /** One line for the start's log: where the key comes from, never the key. */
 export function describeSecretKey(key: SecretKey): string {
   if (key.source === "env") return `secret key from ${SECRET_KEY_ENV} (id ${key.id})`;
@@ -122,6 +133,8 @@ function resolveKey(opts: SecretKeyOptions, create: boolean): SecretKey | null {
   if (memory) return makeKey(randomBytes(SECRET_KEY_BYTES), { source: "memory", file: null, created: false });
   const file = keyFilePath(opts.dbFile);
   const existing = readKeyFile(file);
+  // Only where the key is loaded for use: `config check` changes nothing.
+  if (create) removeStaleCopies(file);
   if (existing) return makeKey(existing, { source: "file", file, created: false });
   if (!create) return null;
   const created = createKeyFile(file);
@@ -202,7 +215,8 @@ function readKeyFile(file: string): Buffer | null {
       const mode = (stat.mode & 0o777).toString(8).padStart(4, "0");
       throw new SecretKeyError(
         `the secret key file ${file} is open to other users (mode ${mode}): only its owner may read it. ` +
-          `Run: chmod 600 ${file}`,
+          `Run: chmod 600 ${file} (on a file system that keeps no Unix permissions, such as a Windows ` +
+          `share, that cannot hold: keep the store elsewhere, or set ${SECRET_KEY_ENV} instead)`,
       );
     }
     if (stat.size !== SECRET_KEY_BYTES) {
@@ -273,6 +287,38 @@ function createKeyFile(file: string): boolean {
   }
   if (created) syncFolder(dir);
   return created;
+}
+
+/**
+ * Removes the temporary copies a start that died between writing and linking left beside `file`
+ * (`.<name>.<pid>.<random>.tmp`): those of a process that is gone. A live process's copy is its
+ * own, on its way to the link, and is let be.
+ */
+function removeStaleCopies(file: string): void {
+  const dir = path.dirname(file);
+  const prefix = `.${path.basename(file)}.`;
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix) || !name.endsWith(".tmp")) continue;
+    const pid = Number(/^(\d+)\.[0-9a-f]+\.tmp$/.exec(name.slice(prefix.length))?.[1]);
+    if (!Number.isInteger(pid) || pid <= 0 || processAlive(pid)) continue;
+    removeQuietly(path.join(dir, name));
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it exists, under another user.
+    return errorCode(err) === "EPERM";
+  }
 }
 
 function cannotCreate(file: string, err: unknown): SecretKeyError {
