@@ -25,7 +25,7 @@ it("a secret registered through one copy of the log module is redacted by anothe
   expect(second).not.toBe(first);
   expect(second.registerSecrets).not.toBe(first.registerSecrets);
 
-  // Secrets cannot be unregistered, so each run uses its own.
+  // Each run uses its own secrets: the registry is shared by the whole process.
   const secretA = `gh_a_${randomUUID()}`;
   const secretB = `gh_b_${randomUUID()}`;
   expect(second.redact(`token=${secretA}`)).toBe(`token=${secretA}`);
@@ -128,3 +128,18 @@ it("redact stays linear on long whitespace runs when a short secret is registere
   expect(redact(text)).toBe(text);
   expect(redact("Authorization: Bearer ab1")).toBe("Authorization: Bearer [redacted]");
 }, 5_000);
+
+it("a forgotten secret is no longer redacted, by any copy, and the others still are", async () => {
+  const first = await freshLogModule();
+  const second = await freshLogModule();
+  const old = `gh_old_${randomUUID()}`;
+  const current = `gh_new_${randomUUID()}`;
+  first.registerSecrets([old, current]);
+  // Both copies built their pattern with both secrets in it.
+  expect(second.redact(`${old} ${current}`)).toBe("[redacted] [redacted]");
+  first.forgetSecrets([old]);
+  for (const copy of [first, second]) expect(copy.redact(`${old} ${current}`)).toBe(`${old} [redacted]`);
+  // Forgetting what is not registered changes nothing.
+  second.forgetSecrets([`gh_never_${randomUUID()}`]);
+  expect(first.redact(current)).toBe("[redacted]");
+});

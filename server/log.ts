@@ -6,9 +6,13 @@ const order: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 
 // Next.js evaluates server modules more than once (instrumentation, each route, server/main.ts),
 // so the registry lives on globalThis: a secret registered by one copy is redacted by every copy.
 const SECRETS = Symbol.for("gatehouse.log.secrets");
-const holder = globalThis as { [SECRETS]?: Set<string> };
+const CHANGES = Symbol.for("gatehouse.log.secret-changes");
+const holder = globalThis as { [SECRETS]?: Set<string>; [CHANGES]?: { n: number } };
 holder[SECRETS] ??= new Set<string>();
+holder[CHANGES] ??= { n: 0 };
 const secrets: Set<string> = holder[SECRETS];
+/** Counts changes of the registry, shared like it, so every module copy rebuilds its pattern after one. */
+const registry: { n: number } = holder[CHANGES];
 
 /**
  * Below this length a secret is redacted only where it stands as a value (see {@link redact}):
@@ -30,10 +34,12 @@ const AUTH_SCHEME = /^(Bearer|Basic|Token|Bot|ApiKey|Key)\s+(\S.*)$/is;
 export function registerSecrets(values: Iterable<string>): void {
   for (const v of values) {
     if (v.length === 0) continue;
+    if (!secrets.has(v)) registry.n++;
     secrets.add(v);
     const scheme = AUTH_SCHEME.exec(v.trim());
     const credential = scheme?.[2]?.trim();
     if (!scheme || !credential) continue;
+    if (!secrets.has(credential)) registry.n++;
     secrets.add(credential);
     if (scheme[1]?.toLowerCase() === "basic" && /^[A-Za-z0-9+/]+=*$/.test(credential)) {
       const decoded = Buffer.from(credential, "base64").toString("utf8");
@@ -41,9 +47,19 @@ export function registerSecrets(values: Iterable<string>): void {
       if (colon > 0 && !decoded.includes("\uFFFD")) {
         secrets.add(decoded);
         if (colon < decoded.length - 1) secrets.add(decoded.slice(colon + 1));
+        registry.n++;
       }
     }
   }
+}
+
+/**
+ * Takes values out of the registry that no longer need hiding: a credential that stopped being
+ * one (an OAuth access token two renewals old), so that a long-running process's registry, and
+ * the pattern built from it, does not grow without end. What is not registered is let be.
+ */
+export function forgetSecrets(values: Iterable<string>): void {
+  for (const v of values) if (secrets.delete(v)) registry.n++;
 }
 
 /**
@@ -92,11 +108,11 @@ const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\/]/g, "\
 const VALUE_BEFORE = String.raw`(?:(?:^|[^0-9])[=:]\s{0,8}["']?|\b[Bb]earer\s{1,8}|\b[Bb]asic\s{1,8}|\b[Tt]oken\s{1,8}|:\/\/(?:[^\s/@:]{0,256}:)?)`;
 const VALUE_AFTER = String.raw`(?=$|[\s"'&;,)}\]@#\\]|\.(?:\s|$))`;
 
-/** One pattern for the whole registry, rebuilt when it grows (secrets are only ever added). */
-let compiled: { size: number; pattern: RegExp | null } = { size: -1, pattern: null };
+/** One pattern for the whole registry, rebuilt when it changes. */
+let compiled: { changes: number; pattern: RegExp | null } = { changes: -1, pattern: null };
 
 function registryPattern(): RegExp | null {
-  if (compiled.size === secrets.size) return compiled.pattern;
+  if (compiled.changes === registry.n) return compiled.pattern;
   const long = new Set<string>();
   const short = new Set<string>();
   for (const s of secrets)
@@ -109,7 +125,7 @@ function registryPattern(): RegExp | null {
     alternatives.push(`(?<=${VALUE_BEFORE})${f}${VALUE_AFTER}`, `(?<=")${f}(?=\\\\*")`, `(?<=')${f}(?=')`);
   }
   const pattern = alternatives.length > 0 ? new RegExp(alternatives.join("|"), "g") : null;
-  compiled = { size: secrets.size, pattern };
+  compiled = { changes: registry.n, pattern };
   return pattern;
 }
 

@@ -33,12 +33,16 @@ export class OAuthFetch {
     const base = { server: c.name, allowPrivate: c.allowPrivate, credentialHeaders: [] };
     const get = guardedFetch(this.agent, base);
     const post = guardedFetch(this.agent, { ...base, refuseRedirects: true });
-    return (url, init) => {
+    return async (url, init) => {
       const signal = init?.signal
         ? AbortSignal.any([init.signal, AbortSignal.timeout(c.timeoutMs)])
         : AbortSignal.timeout(c.timeoutMs);
       const method = (init?.method ?? "GET").toUpperCase();
-      return (method === "GET" || method === "HEAD" ? get : post)(url, { ...init, signal });
+      const res = await (method === "GET" || method === "HEAD" ? get : post)(url, { ...init, signal });
+      // undici's own Response class is not the global one, and the SDK tells an error response
+      // from error text with `instanceof Response`: as undici's, an authorization server's
+      // `invalid_grant` would read as "[object Response]", no OAuth error at all.
+      return new Response(res.body, { status: res.status, statusText: res.statusText, headers: res.headers });
     };
   }
 

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { and, eq } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
+import { redact } from "@/server/log";
 import { auditEvents, oauthPending, serverOauth } from "@/server/store/schema";
 import {
   arrive,
@@ -156,6 +157,12 @@ describe("signing in to an OAuth server", () => {
     // The server never had to refuse a token: each was renewed before it was sent.
     expect(world.requests().filter((r) => r.auth === "inactive")).toEqual([]);
     expect((await viewOf(host, "remote")).auth?.connectedBy).toBe("olga");
+    // Two renewals on, the first tokens have left the log's redaction; the current ones have not.
+    expect((await callRemote(host)).httpStatus).toBe(200);
+    expect((await callRemote(host)).httpStatus).toBe(200);
+    const now = storedTokens(host.runtime, "remote");
+    expect(redact(`${before?.access}`)).toBe(before?.access);
+    expect(redact(`${now?.access} ${now?.refresh}`)).toBe("[redacted] [redacted]");
   });
 
   it("renews once on a 401 and sends the request again", async () => {

@@ -14,7 +14,7 @@ import {
 import type { ServerAuthView, SignInOutcome } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import type { ServerConfig } from "../config";
-import { type Logger, redact, registerSecrets } from "../log";
+import { forgetSecrets, type Logger, redact, registerSecrets } from "../log";
 import { messageOf, moreScope } from "../mcp/failures";
 import { type AuthChallenge, SignInRequiredError } from "../mcp/sign-in";
 import { type SecretBox, SecretBoxError } from "../secrets";
@@ -87,6 +87,8 @@ export class OAuthSignIns {
   private readonly notes = new Map<string, string>();
   /** Opened grants, so a request does not open the sealed row each time. */
   private readonly cache = new Map<string, Grant | null>();
+  /** The secrets registered with the log's redaction per server, newest generation last. */
+  private readonly registered = new Map<string, string[][]>();
   /** A renewal under way per server: concurrent requests share it (a rotated refresh token is used once). */
   private readonly renewals = new Map<string, Promise<void>>();
 
@@ -128,15 +130,31 @@ export class OAuthSignIns {
       );
       this.deps.log.warn(`server ${server}: ${err.message}; its sign-in is treated as absent`);
     }
-    if (grant) registerSecrets(secretValues(grant.secrets));
+    if (grant) this.remember(server, grant.secrets);
     this.cache.set(server, grant);
     return grant;
   }
 
   private save(grant: Grant): void {
     this.store.saveGrant(grant);
-    registerSecrets(secretValues(grant.secrets));
+    this.remember(grant.server, grant.secrets);
     this.cache.set(grant.server, grant);
+  }
+
+  /**
+   * Registers a grant's secrets with the log's redaction, and forgets those of generations older
+   * than the one before (an access token is renewed every hour or so: registered for good, they
+   * would grow the redaction without end). The previous generation stays hidden: its access token
+   * may still be valid, and in flight.
+   */
+  private remember(server: string, secrets: GrantSecrets): void {
+    const values = secretValues(secrets);
+    registerSecrets(values);
+    const generations = [...(this.registered.get(server) ?? []), values].slice(-2);
+    const kept = new Set(generations.flat());
+    const older = (this.registered.get(server) ?? []).flat().filter((v) => !kept.has(v));
+    if (older.length > 0) forgetSecrets(older);
+    this.registered.set(server, generations);
   }
 
   /** Whether `c` signs in with OAuth: configured so, asked for by its 401, or signed in before. */
