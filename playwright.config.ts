@@ -49,5 +49,6 @@ export default defineConfig({
     { name: "grants", testMatch: /grants\.spec\.ts/, dependencies: ["journey", "looks"] },
     // After grants: its role edits need olive to be the only owner, which this spec also checks.
     { name: "people", testMatch: /people\.spec\.ts/, dependencies: ["journey", "grants"] },
+    { name: "oauth", testMatch: /oauth\.spec\.ts/, dependencies: ["journey"] },
   ],
 });

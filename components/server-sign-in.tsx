@@ -143,7 +143,7 @@ function SignInBlock({
         <div>
           <p className="font-medium text-violet-900">Waiting for sign-in</p>
           <p className="mt-0.5 whitespace-pre-wrap break-words text-violet-900">
-            {reason ?? "This server asks for an OAuth sign-in, and none is stored."}
+            {reason ? asSentence(reason) : "This server asks for an OAuth sign-in, and none is stored."}
           </p>
           {auth.reason !== null && server.lastError !== null && server.lastError !== auth.reason ? (
             <p className="mt-0.5 whitespace-pre-wrap break-words text-violet-800">
@@ -151,8 +151,7 @@ function SignInBlock({
             </p>
           ) : null}
           <p className="mt-1 text-violet-800">
-            While it waits, nothing is sent to this server and agents' calls to its tools are refused. An
-            owner must press Connect and sign in at its authorization server.
+            While it waits, nothing is sent to this server and agents' calls to its tools are refused.
           </p>
         </div>
       ) : null}
@@ -174,8 +173,7 @@ function SignInBlock({
           ) : null}
           {auth.connectedAt ? (
             <>
-              {" "}
-              <Age at={auth.connectedAt} />
+              , <Age at={auth.connectedAt} />
             </>
           ) : null}
         </p>
@@ -337,7 +335,8 @@ function tokenExpiry(expiresAt: string | null, now: number, renews: boolean): st
 // The way back from a sign-in
 
 interface SignInReturn {
-  name: string;
+  /** Null when the sign-in came back unmatched: used already, or never started here. */
+  name: string | null;
   outcome: SignInOutcome;
 }
 
@@ -389,6 +388,25 @@ export function signInMessage(
   }
 }
 
+/** The banner of a sign-in that came back without a server Gatehouse could name. */
+function unmatchedMessage(outcome: SignInOutcome): { tone: "warning" | "error"; text: string } {
+  return outcome === "expired"
+    ? {
+        tone: "warning",
+        text: "A sign-in came back that Gatehouse could not match to one it started here: it was already used, or took too long. Press Connect again.",
+      }
+    : {
+        tone: "error",
+        text: "A sign-in failed. Press Connect to try again; the Gatehouse log says what went wrong.",
+      };
+}
+
+/** A reason as the server side writes it (lower case, no full stop), as a sentence. */
+function asSentence(text: string): string {
+  const first = text.charAt(0).toUpperCase() + text.slice(1);
+  return /[.!?…]$/.test(first) ? first : `${first}.`;
+}
+
 const bannerTones = {
   success: "border-emerald-200 bg-emerald-50 text-emerald-900",
   warning: "border-amber-200 bg-amber-50 text-amber-900",
@@ -408,9 +426,12 @@ function useSignInReturn(): [SignInReturn | null, () => void] {
 
   useEffect(() => {
     if (!params.has("signin") && !params.has("outcome")) return;
-    const name = params.get("signin");
+    const name = params.get("signin") || null;
     const outcome = params.get("outcome");
-    setFound(name && isSignInOutcome(outcome) ? { name, outcome } : null);
+    // No name: a sign-in Gatehouse could not match to one it started (used already, or unknown).
+    setFound(
+      isSignInOutcome(outcome) && (name !== null || outcome !== "connected") ? { name, outcome } : null,
+    );
     const rest = new URLSearchParams(params);
     rest.delete("signin");
     rest.delete("outcome");
@@ -428,8 +449,10 @@ function useSignInReturn(): [SignInReturn | null, () => void] {
  */
 export function SignInBanner({ servers }: { servers: readonly ServerView[] | undefined }) {
   const [found, dismiss] = useSignInReturn();
-  if (!found || !servers?.some((s) => s.name === found.name)) return null;
-  const { tone, text } = signInMessage(found.name, found.outcome);
+  if (!found || !servers) return null;
+  if (found.name !== null && !servers.some((s) => s.name === found.name)) return null;
+  const { tone, text } =
+    found.name === null ? unmatchedMessage(found.outcome) : signInMessage(found.name, found.outcome);
   return (
     <div
       role={tone === "success" ? "status" : "alert"}

@@ -187,17 +187,20 @@ function ServerCard({ server }: { server: ServerView }) {
       ) : null}
 
       <div className="mt-auto flex flex-wrap items-center gap-3 pt-1">
-        <Button
-          onClick={() => reconnect.mutate()}
-          disabled={reconnect.isPending || !server.enabled}
-          title={
-            server.enabled
-              ? "Drop the connection and dial again now"
-              : "This server is disabled in gatehouse.json"
-          }
-        >
-          Reconnect
-        </Button>
+        {/* A server waiting for a sign-in has Connect: Reconnect would only find it waiting again. */}
+        {signInShowsLastError(server) ? null : (
+          <Button
+            onClick={() => reconnect.mutate()}
+            disabled={reconnect.isPending || !server.enabled}
+            title={
+              server.enabled
+                ? "Drop the connection and dial again now"
+                : "This server is disabled in gatehouse.json"
+            }
+          >
+            Reconnect
+          </Button>
+        )}
         {reconnect.isError ? (
           <ErrorAlert className="flex-1">{errorWithCode(reconnect.error)}</ErrorAlert>
         ) : null}

@@ -26,6 +26,26 @@ export interface E2EState {
    * a {@link ReceivedHook}, the same way.
    */
   hooksDir: string;
+  /** The OAuth authorization server and the MCP resource server behind it (the `hosted` server). */
+  oauth: OAuthFixtures;
+}
+
+/**
+ * What global-setup runs for `hosted`: test/fixtures/oauth/authorization-server.mjs and
+ * test/fixtures/servers/oauth-resource.mjs, each a child process of the runner on a free loopback
+ * port, stopped by global-teardown after Gatehouse.
+ */
+export interface OAuthFixtures {
+  /** `http://127.0.0.1:<port>`, no trailing slash: the origin of its login page too. */
+  issuer: string;
+  /** The MCP URL of the resource server, `hosted`'s `url` and the tokens' `resource`. */
+  resourceUrl: string;
+  /** The authorization server's log entries, one JSON line each (its REQUEST_LOG). */
+  authorizationLog: string;
+  /** The resource server's requests, one JSON line each (its REQUEST_LOG). */
+  resourceLog: string;
+  /** Both children, to stop. */
+  pids: number[];
 }
 
 /** One request the e2e webhook receiver answered (always 200). */

@@ -7,7 +7,14 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { SMTPServer } from "smtp-server";
 import { serverCommand } from "../../scripts/server-command.mjs";
-import { E2E_SECRET, type E2EState, RECEIVERS, type ReceivedHook, STATE_FILE } from "./env";
+import {
+  E2E_SECRET,
+  type E2EState,
+  type OAuthFixtures,
+  RECEIVERS,
+  type ReceivedHook,
+  STATE_FILE,
+} from "./env";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -111,10 +118,104 @@ async function startHookReceiver(dir: string): Promise<{ port: number; close: ()
 }
 
 /**
+ * Runs `node <script>` with `env` added, its stderr (and stdout) appended to `logFile`, and
+ * resolves with its pid once its stdout has a line matching `ready`; rejects if it exits first or
+ * says nothing within 30 s (and stops it then).
+ */
+async function startFixtureProgram(
+  script: string,
+  env: Record<string, string>,
+  ready: RegExp,
+  logFile: string,
+): Promise<number> {
+  const log = createWriteStream(logFile, { flags: "a" });
+  const child = spawn(process.execPath, [script], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  child.stderr.pipe(log);
+  await new Promise<void>((resolve, reject) => {
+    let seen = "";
+    const fail = (why: string) => {
+      clearTimeout(timer);
+      child.kill("SIGTERM");
+      reject(new Error(`${path.basename(script)} ${why}; see ${logFile}`));
+    };
+    const timer = setTimeout(() => fail("did not say it was listening within 30 s"), 30_000);
+    child.once("exit", (code) => fail(`exited with ${code}`));
+    child.stdout.on("data", (chunk: Buffer) => {
+      log.write(chunk);
+      seen += chunk.toString("utf8");
+      if (ready.test(seen)) {
+        clearTimeout(timer);
+        child.removeAllListeners("exit");
+        resolve();
+      }
+    });
+  });
+  // Stopped by global-teardown (by pid); the runner must not wait for it, nor for its pipes.
+  child.unref();
+  (child.stdout as unknown as { unref?: () => void }).unref?.();
+  (child.stderr as unknown as { unref?: () => void }).unref?.();
+  return child.pid ?? 0;
+}
+
+/**
+ * The authorization server (oidc-provider) and the MCP server that checks its bearer tokens,
+ * for the `hosted` server entry. Both ports are chosen first: each names the other's URL.
+ */
+async function startOAuthFixtures(dir: string): Promise<OAuthFixtures> {
+  const asPort = await freePort();
+  let rsPort = await freePort();
+  // The first port is free again once chosen, so the second choice may be the same one.
+  while (rsPort === asPort) rsPort = await freePort();
+  const issuer = `http://127.0.0.1:${asPort}`;
+  const resourceUrl = `http://127.0.0.1:${rsPort}/mcp`;
+  const authorizationLog = path.join(dir, "authorization-server.jsonl");
+  const resourceLog = path.join(dir, "resource-server.jsonl");
+  const pids: number[] = [];
+  try {
+    pids.push(
+      await startFixtureProgram(
+        path.join(root, "test", "fixtures", "oauth", "authorization-server.mjs"),
+        { HOST: "127.0.0.1", PORT: String(asPort), RESOURCE: resourceUrl, REQUEST_LOG: authorizationLog },
+        new RegExp(`^listening ${issuer}$`, "m"),
+        path.join(dir, "authorization-server.log"),
+      ),
+    );
+    pids.push(
+      await startFixtureProgram(
+        path.join(root, "test", "fixtures", "servers", "oauth-resource.mjs"),
+        { HOST: "127.0.0.1", PORT: String(rsPort), AUTHORIZATION_SERVER: issuer, REQUEST_LOG: resourceLog },
+        new RegExp(`^listening ${rsPort}$`, "m"),
+        path.join(dir, "resource-server.log"),
+      ),
+    );
+  } catch (err) {
+    stopPids(pids);
+    throw err;
+  }
+  return { issuer, resourceUrl, authorizationLog, resourceLog, pids };
+}
+
+function stopPids(pids: readonly number[]): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, "SIGTERM");
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+/**
  * Starts, in the runner's process (they live for the whole run; global-teardown stops them once
  * Gatehouse is gone), an SMTP server and a webhook receiver that write what they get into the temp
- * dir, then the production server (server/main.ts) on a fresh temporary store and a config whose
- * notifications go to them, and waits for the setup link Gatehouse prints on its console.
+ * dir, and as child processes an OAuth authorization server and the MCP server behind it (the
+ * `hosted` server, which asks for a sign-in); then the production server (server/main.ts) on a
+ * fresh temporary store and a config whose notifications go to them, and waits for the setup link
+ * Gatehouse prints on its console.
  */
 export default async function globalSetup(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "gatehouse-e2e-"));
@@ -128,6 +229,37 @@ export default async function globalSetup(): Promise<void> {
   (globalThis as Record<symbol, unknown>)[RECEIVERS] = async () => {
     await Promise.allSettled([mail.close(), hooks.close()]);
   };
+  const oauth = await startOAuthFixtures(dir);
+  try {
+    await startGatehouse({
+      dir,
+      dbFile,
+      mailDir,
+      hooksDir,
+      mailPort: mail.port,
+      hooksPort: hooks.port,
+      oauth,
+    });
+  } catch (err) {
+    stopPids(oauth.pids);
+    throw err;
+  }
+}
+
+/**
+ * Writes the config (notifications to the receivers, `hosted` at the resource server), starts
+ * Gatehouse and waits for its setup link, then writes the state file.
+ */
+async function startGatehouse(run: {
+  dir: string;
+  dbFile: string;
+  mailDir: string;
+  hooksDir: string;
+  mailPort: number;
+  hooksPort: number;
+  oauth: OAuthFixtures;
+}): Promise<void> {
+  const { dir, dbFile, mailDir, hooksDir, mailPort, hooksPort, oauth } = run;
   // Links in messages must open this Gatehouse: choose its port before writing the config.
   const port = await freePort();
   const baseURL = `http://127.0.0.1:${port}`;
@@ -172,6 +304,14 @@ export default async function globalSetup(): Promise<void> {
           env: { SHIFTY_TOOLS_FILE: path.join(dir, "shifty-tools.json") },
           enabled: true,
         },
+        // A hosted server behind OAuth (e2e/oauth.spec.ts signs in to it): needs_auth until an
+        // owner connects. Its authorization server and itself are on loopback, hence allowPrivate.
+        hosted: {
+          url: oauth.resourceUrl,
+          enabled: true,
+          allowPrivate: true,
+          auth: { type: "oauth", scopes: ["read", "write"] },
+        },
       },
       approvals: { expireAfterSeconds: 900, waitSeconds: 60, selfApproval: false },
       // Four eyes, and a deny with a condition, for tokens no other spec uses (e2e/grants.spec.ts
@@ -200,14 +340,14 @@ export default async function globalSetup(): Promise<void> {
         webhooks: [
           {
             name: "e2e-hook",
-            url: `http://127.0.0.1:${hooks.port}/hook`,
+            url: `http://127.0.0.1:${hooksPort}/hook`,
             secret: "${E2E_SECRET}",
             events: ["call.pending", "call.decided"],
             allowPrivate: true,
           },
         ],
         email: {
-          smtp: `smtp://127.0.0.1:${mail.port}`,
+          smtp: `smtp://127.0.0.1:${mailPort}`,
           from: "gatehouse@e2e.test",
           events: ["call.pending"],
           allowPrivate: true,
@@ -256,6 +396,7 @@ export default async function globalSetup(): Promise<void> {
     logFile,
     mailDir,
     hooksDir,
+    oauth,
   };
   writeFileSync(STATE_FILE, JSON.stringify(state));
 }

@@ -221,7 +221,11 @@ describe("signing in to an OAuth server", () => {
     );
     expect(await world.as.isActive(tokens?.refresh ?? "")).toBe(false);
     expect(await world.as.isActive(tokens?.access ?? "")).toBe(false);
-    expect(host.runtime.db.select().from(serverOauth).all()).toEqual([]);
+    // No token is left; the client registration is, for the next Connect.
+    expect(storedTokens(host.runtime, "remote")).toBeNull();
+    expect(host.runtime.db.select().from(serverOauth).all()).toEqual([
+      expect.objectContaining({ server: "remote", connectedBy: null, accessExpiresAt: null, scope: null }),
+    ]);
     await waitForState(host, "remote", "needs_auth");
     expect((await viewOf(host, "remote")).auth?.reason).toMatch(/olga disconnected it/);
     expect(audit(host, "server.oauth.disconnected")).toEqual([
@@ -231,5 +235,9 @@ describe("signing in to an OAuth server", () => {
     const again = await request("DELETE", "/api/servers/remote/oauth", { cookie: host.cookie });
     expect(again.status).toBe(409);
     expect(((await again.json()) as { error: { code: string } }).error.code).toBe("not_signed_in");
+    // Connecting again uses the client registered the first time: no second one is left behind.
+    expect(await signIn(host, world, "remote")).toBe("connected");
+    await waitForState(host, "remote", "ready");
+    expect(world.as.log.filter((e) => e.kind === "registration")).toHaveLength(1);
   });
 });

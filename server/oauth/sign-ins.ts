@@ -436,7 +436,12 @@ export class OAuthSignIns {
   async finish(params: URLSearchParams, binding: string | null): Promise<SignInResult> {
     const state = params.get("state");
     const pending = state ? this.store.takePending(sha256Hex(state)) : null;
-    if (!pending) return { server: null, outcome: "expired" };
+    if (!pending) {
+      this.deps.log.warn(
+        "a sign-in came back with a state Gatehouse does not hold (used already, cleaned up after 10 minutes, or never issued here); nothing was stored",
+      );
+      return { server: null, outcome: "expired" };
+    }
     const server = pending.server;
     const c = this.byName.get(server);
     const refuse = (outcome: SignInOutcome, why: string): SignInResult => {
@@ -538,18 +543,31 @@ export class OAuthSignIns {
   async disconnect(server: string, actor: string): Promise<Revocation> {
     const c = this.config(server);
     const grant = this.grant(server);
-    if (!grant) throw new GatehouseError("not_signed_in", `nobody is signed in to ${server}`);
-    const tokens = grant.secrets.tokens;
-    const { revocation, problem } = tokens
-      ? await revokeTokens({
-          endpoint: revocationEndpoint(grant.secrets),
-          tokens,
-          client: this.clientOf(c, grant.secrets),
-          fetch: this.fetchFor(c),
-        })
-      : { revocation: "not_offered" as const, problem: null };
+    if (!grant?.secrets.tokens) throw new GatehouseError("not_signed_in", `nobody is signed in to ${server}`);
+    const { revocation, problem } = await revokeTokens({
+      endpoint: revocationEndpoint(grant.secrets),
+      tokens: grant.secrets.tokens,
+      client: this.clientOf(c, grant.secrets),
+      fetch: this.fetchFor(c),
+    });
+    // The client registration is kept, for the next Connect: forgotten, every reconnect would
+    // leave one more registered client behind at the authorization server.
+    const { tokens: _, ...kept } = grant.secrets;
     this.deps.db.transaction(() => {
-      this.store.deleteGrant(server);
+      if (kept.client) {
+        this.save({
+          ...grant,
+          secrets: kept,
+          scope: null,
+          accessExpiresAt: null,
+          connectedBy: null,
+          connectedAt: null,
+          refreshedAt: null,
+          problem: null,
+        });
+      } else {
+        this.store.deleteGrant(server);
+      }
       this.store.dropPending(server);
       writeAudit(this.deps.db, {
         actor,
@@ -558,7 +576,7 @@ export class OAuthSignIns {
         detail: JSON.stringify({ revocation, ...(problem ? { problem: redact(problem) } : {}) }),
       });
     });
-    this.cache.set(server, null);
+    if (!kept.client) this.cache.set(server, null);
     this.stepUps.delete(server);
     this.notes.set(server, `${actor} disconnected it: an owner can press Connect to sign in again`);
     if (problem) this.deps.log.warn(`server ${server}: revoking its tokens failed: ${redact(problem)}`);
