@@ -200,6 +200,8 @@ test.describe
       // The refused sign-in used its state up: page A finishing it now connects nothing either.
       await signInAtAuthorizationServer(page, "alice");
       await expect(page).toHaveURL(`${baseURL}/servers`);
+      // …and is told so, though the callback could name no server.
+      await expect(page.getByTestId("sign-in-banner")).toContainText("could not match to one it started");
       await expectWaiting(page);
       expect(codeExchanges().length).toBe(exchangesBefore);
       const servers = (await (await page.request.get("/api/servers")).json()) as {

@@ -242,9 +242,13 @@ export class GuardedHttpTransport implements Transport {
       if (opts.kind === "http") res = await this.checkSession(init, res, methods);
       if (!res.body || res.status === 204 || res.status === 304) return res;
       const type = res.headers.get("content-type") ?? "";
+      // Only an accepted POST's stream carries its answers: a refusal (a 401 the SDK answers by
+      // renewing the token and sending the request again, any error status the SDK reports
+      // itself) must not have an answer made up for it while the request is still on its way.
+      const carriesAnswers = res.ok && answerable.length > 0;
       const body = limitBody(res.body, opts.maxFrameBytes, type.includes("text/event-stream"), (error) => {
         if (error instanceof FrameTooLargeError) opts.onFatal(error);
-        if (answerable.length > 0) this.settle(answerable, error);
+        if (carriesAnswers) this.settle(answerable, error);
       });
       return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
     };

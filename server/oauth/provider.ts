@@ -1,6 +1,6 @@
 import "server-only";
 import type {
-  OAuthClientInformationMixed,
+  OAuthClientInformationContext,
   OAuthClientMetadata,
   OAuthClientProvider,
   OAuthDiscoveryState,
@@ -83,10 +83,15 @@ export class FlowProvider implements OAuthClientProvider {
     return this.flow.state;
   }
 
-  clientInformation(): StoredOAuthClientInformation | undefined {
+  clientInformation(ctx?: OAuthClientInformationContext): StoredOAuthClientInformation | undefined {
     const configured = this.opts.configured;
     if (configured) {
-      const info: OAuthClientInformationMixed = { client_id: configured.clientId };
+      // Bound by the config to whatever authorization server the server names: stamped with
+      // the one discovery found, as the SDK expects of a stored credential (unstamped, it warns).
+      const info: StoredOAuthClientInformation = {
+        client_id: configured.clientId,
+        ...(ctx ? { issuer: ctx.issuer } : {}),
+      };
       if (configured.clientSecret !== null) info.client_secret = configured.clientSecret;
       return info;
     }

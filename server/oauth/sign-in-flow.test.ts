@@ -176,9 +176,11 @@ describe("signing in to an OAuth server", () => {
     const call = await callRemote(host);
     expect(call.httpStatus).toBe(200);
     expect(world.requests().filter((r) => r.auth === "inactive").length).toBeGreaterThan(0);
-    expect(world.as.log.filter((e) => e.kind === "token" && e.grantType === "refresh_token")).toEqual([
-      expect.objectContaining({ ok: true }),
-    ]);
+    // Each refused request renews (a request already on its way with the old token, the listen
+    // stream's, may be refused too and renew once more); every renewal is granted.
+    const renewals = world.as.log.filter((e) => e.kind === "token" && e.grantType === "refresh_token");
+    expect(renewals.length).toBeGreaterThan(0);
+    expect(renewals.every((e) => e.kind === "token" && e.ok)).toBe(true);
     expect(storedTokens(host.runtime, "remote")?.access).not.toBe(before?.access);
   });
 

@@ -173,7 +173,7 @@ export class OAuthSignIns {
       return { needsSignIn: grant?.problem ?? this.notes.get(c.name) ?? this.waitingReason(c) };
     }
     if (grant.resource !== c.url) {
-      return { needsSignIn: "the server's URL changed since the sign-in: an owner must sign in again" };
+      return { needsSignIn: URL_CHANGED };
     }
     if (grant.problem) return { needsSignIn: grant.problem };
     return { provider: this.bearer(c) };
@@ -592,7 +592,8 @@ export class OAuthSignIns {
   view(c: ServerConfig): ServerAuthView | null {
     if (!this.isOAuth(c)) return null;
     const grant = this.grant(c.name);
-    const connected = grant?.secrets.tokens !== undefined && grant.problem === null;
+    const moved = grant?.secrets.tokens !== undefined && grant.resource !== c.url;
+    const connected = grant?.secrets.tokens !== undefined && grant.problem === null && !moved;
     const stepUp = this.stepUps.get(c.name);
     const origin = this.deps.publicOrigin?.replace(/\/$/, "");
     const client = c.auth?.clientId
@@ -603,10 +604,9 @@ export class OAuthSignIns {
           ? "registered dynamically"
           : "registered dynamically at the first sign-in";
     let reason: string | null = null;
-    if (!connected) reason = grant?.problem ?? this.notes.get(c.name) ?? this.waitingReason(c);
+    if (moved) reason = URL_CHANGED;
+    else if (!connected) reason = grant?.problem ?? this.notes.get(c.name) ?? this.waitingReason(c);
     else if (stepUp) reason = moreScope(stepUp.scope);
-    else if (grant && grant.resource !== c.url)
-      reason = "the server's URL changed since the sign-in: an owner must sign in again";
     return {
       kind: "oauth",
       source: c.auth?.type === "oauth" ? "config" : "challenge",
@@ -640,6 +640,8 @@ export function checkAuthorizationUrl(url: URL): void {
     `the authorization endpoint ${url.protocol === "http:" ? "is plain http on a remote host" : `uses ${url.protocol}`}; only https is followed`,
   );
 }
+
+const URL_CHANGED = "the server's URL changed since the sign-in: an owner must sign in again";
 
 /** Error codes with which an authorization server says a grant or client is no longer good. */
 const REFUSED_GRANT = new Set<string>([

@@ -45,6 +45,8 @@ export interface TestRuntimeOptions {
   publicOrigin?: string;
   /** The OAuth requests' address policy (`RuntimeOptions.refuseAddress`); default the guard's. */
   refuseAddress?: (ip: string) => string | null;
+  /** The environment the config's `${VAR}` references are expanded from; default none (`{}`). */
+  env?: Record<string, string>;
 }
 
 export interface TestRuntime {
@@ -73,7 +75,7 @@ export async function startTestRuntime(opts: TestRuntimeOptions = {}): Promise<T
     },
     ...opts.config,
   };
-  const result = validateConfig(raw, { env: {}, baseDir: REPO_ROOT });
+  const result = validateConfig(raw, { env: opts.env ?? {}, baseDir: REPO_ROOT });
   if (!result.config) {
     rmSync(dir, { recursive: true, force: true });
     throw new Error(`test config is invalid:\n${formatIssues(result)}`);
