@@ -18,17 +18,19 @@ const log = logger("http");
 /**
  * The cookie that binds a started sign-in to the browser that pressed Connect: HttpOnly,
  * SameSite=Lax (the authorization server's redirect back is a cross-site navigation, on which a
- * Strict cookie, like the session's, is not sent), only for `/oauth`, ten minutes. Over https
- * it has the `__Secure-` prefix, so no plain-http page can set it.
+ * Strict cookie, like the session's, is not sent), ten minutes. Path=/, so a second Connect reads
+ * it and keeps it (two sign-ins side by side both come back). Over https it has the `__Host-`
+ * prefix, as the session cookie does: neither a plain-http page nor a sibling subdomain can set
+ * one, so nobody can plant a binding a browser would then use.
  */
 function bindingCookieName(secure: boolean): string {
-  return secure ? "__Secure-gh_oauth" : "gh_oauth";
+  return secure ? "__Host-gh_oauth" : "gh_oauth";
 }
 
 function bindingCookie(value: string, secure: boolean, maxAgeSeconds: number): string {
   const parts = [
     `${bindingCookieName(secure)}=${value}`,
-    "Path=/oauth",
+    "Path=/",
     "HttpOnly",
     "SameSite=Lax",
     `Max-Age=${maxAgeSeconds}`,
@@ -46,6 +48,15 @@ export async function startSignIn(ctx: RouteContext<undefined, undefined>): Prom
   const { runtime, req, params } = ctx;
   const origin = req.headers.get("origin");
   if (origin === null) throw new GatehouseError("bad_origin", "a sign-in is started from the console page");
+  // The authorization server sends the browser back to the public origin, and the binding cookie
+  // is the host's it was set on: pressed elsewhere, the sign-in could never be finished.
+  const publicOrigin = runtime.publicOrigin?.replace(/\/$/, "");
+  if (publicOrigin && origin !== publicOrigin) {
+    throw new GatehouseError(
+      "bad_request",
+      `open Gatehouse at ${publicOrigin} to sign in: the authorization server sends the browser back there (GATEHOUSE_PUBLIC_ORIGIN)`,
+    );
+  }
   const secure = isSecure(req);
   const held = readCookie(req.headers.get("cookie"), bindingCookieName(secure));
   const { authorizationUrl, binding } = await runtime.signIns.begin({

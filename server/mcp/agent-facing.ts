@@ -89,7 +89,7 @@ export function upstreamErrorForAgents(
   if (opts.connectionFailed) return `server ${name}: the connection failed during the request; ${WHERE}`;
   if (isSignInRequired(err)) return unavailableForAgents(name, "needs_auth");
   if (err instanceof InsufficientScopeError) {
-    return `server ${name} needs a scope for this request that Gatehouse was not granted; an owner can sign in again on the Servers page to grant it`;
+    return `server ${name} needs a scope for this request that Gatehouse's credentials do not carry; ${WHERE}`;
   }
   if (unreached(err))
     return `server ${name} could not be reached, or its answer did not arrive whole; ${WHERE}`;

@@ -254,7 +254,14 @@ export function classifyFailure(
   const signIn = all.find(isSignInRequired);
   if (signIn) return { kind: "needs_auth", reason: signIn.message };
   const scope = all.find((e): e is InsufficientScopeError => e instanceof InsufficientScopeError);
-  if (scope) return { kind: "needs_auth", reason: moreScope(scope.requiredScope) };
+  if (scope && ctx.oauth) return { kind: "needs_auth", reason: moreScope(scope.requiredScope) };
+  if (scope) {
+    // No OAuth grant to widen: the credentials in its headers do not allow what it needs.
+    return {
+      kind: "permanent",
+      reason: `the server refused access (HTTP 403 insufficient_scope${scope.requiredScope ? `, asking for ${oneLine(scope.requiredScope)}` : ""}): check the credentials in its headers in gatehouse.json and what they allow`,
+    };
+  }
   const refused = all.find(
     (e): e is Error => e instanceof Error && (e as { code?: unknown }).code === "GATEHOUSE_REFUSED_ADDRESS",
   );
@@ -336,13 +343,21 @@ const SERVER_TEXT_MAX = 200;
  * carries the whole body, which the server chose.
  */
 function httpReason(err: Error, status: number): string {
-  const text = err.message
-    .replace(/^(Streamable HTTP error|SSE error): /, "")
-    .replace(/^(Error POSTing to endpoint|Failed to open SSE stream)(: )?/, "")
-    .replace(/\s+/g, " ")
-    .trim();
-  const shown = text.length > SERVER_TEXT_MAX ? `${text.slice(0, SERVER_TEXT_MAX)}…` : text;
+  const shown = oneLine(
+    err.message
+      .replace(/^(Streamable HTTP error|SSE error): /, "")
+      .replace(/^(Error POSTing to endpoint|Failed to open SSE stream)(: )?/, ""),
+  );
   return `the server answered HTTP ${status}${shown ? `: ${shown}` : ""}`;
+}
+
+/**
+ * Text a server or an authorization server chose, as a reason may carry it: one line, at most
+ * {@link SERVER_TEXT_MAX} characters (an error body can be a page long).
+ */
+export function oneLine(text: string): string {
+  const line = text.replace(/\s+/g, " ").trim();
+  return line.length > SERVER_TEXT_MAX ? `${line.slice(0, SERVER_TEXT_MAX)}…` : line;
 }
 
 /**

@@ -61,6 +61,18 @@ describe("a sign-in an owner must give is needs_auth, with the reason", () => {
   });
 });
 
+describe("insufficient_scope from a server without OAuth", () => {
+  it("is a permanent refusal naming its headers: there is no grant to widen, and no Connect to press", () => {
+    const failure = classifyFailure(new InsufficientScopeError({ requiredScope: "admin" }), {
+      credentials: true,
+    });
+    expect(failure.kind).toBe("permanent");
+    expect(failure.reason).toBe(
+      "the server refused access (HTTP 403 insufficient_scope, asking for admin): check the credentials in its headers in gatehouse.json and what they allow",
+    );
+  });
+});
+
 describe("readChallenge reads a Bearer WWW-Authenticate header", () => {
   it("takes resource_metadata, scope and error, quoted or not, first occurrence winning", () => {
     expect(

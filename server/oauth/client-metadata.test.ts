@@ -11,6 +11,7 @@ import { clientMetadataDocument } from "@/server/http/oauth";
 import {
   connect,
   type OAuthWorld,
+  pressConnect,
   type SignInHost,
   startOAuthWorld,
   startSignInHost,
@@ -51,13 +52,20 @@ describe("the client ID metadata document", () => {
     expect(clientMetadataDocument().status).toBe(404);
   });
 
-  it("with a public origin, the callback is on it whatever origin Connect was pressed on; an authorization server without metadata-document support gets a registration for it", async () => {
+  it("with a public origin, Connect is pressed there and the callback is on it; an authorization server without metadata-document support gets a registration for it", async () => {
     world = await startOAuthWorld({ dir: mkdtempSync(path.join(tmpdir(), "gh-cimd-")) });
     host = await startSignInHost(
       { remote: { url: world.url, enabled: true, allowPrivate: true, auth: { type: "oauth" } } },
       { publicOrigin: "https://gatehouse.example.com" },
     );
-    const url = await connect(host, "remote");
+    // Pressed on another origin Gatehouse answers, the sign-in could never come back to its cookie.
+    const elsewhere = await pressConnect(host, "remote");
+    expect(elsewhere.status).toBe(400);
+    expect(((await elsewhere.json()) as { error: { message: string } }).error.message).toMatch(
+      /^open Gatehouse at https:\/\/gatehouse\.example\.com to sign in/,
+    );
+    expect(world.as.log).toEqual([]);
+    const url = await connect(host, "remote", { origin: "https://gatehouse.example.com" });
     expect(url.searchParams.get("redirect_uri")).toBe("https://gatehouse.example.com/oauth/callback");
     expect(world.as.log.filter((e) => e.kind === "registration")).toEqual([
       expect.objectContaining({ ok: true, redirectUris: ["https://gatehouse.example.com/oauth/callback"] }),

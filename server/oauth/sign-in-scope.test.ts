@@ -90,7 +90,7 @@ describe("scope", () => {
     const refused = await callRemote(host, "remote_write_note", { text: "hello" });
     expect(refused.call.status).toBe("failed");
     expect(refused.call.error?.message).toMatch(
-      /server remote needs a scope for this request that Gatehouse was not granted; an owner can sign in again/,
+      /server remote needs a scope for this request that Gatehouse's credentials do not carry; an owner can see why on the Servers page/,
     );
     expect(world.requests().filter((r) => r.auth === "insufficient_scope" && r.status === 403)).toHaveLength(
       1,

@@ -15,7 +15,7 @@ import type { ServerAuthView, SignInOutcome } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import type { ServerConfig } from "../config";
 import { forgetSecrets, type Logger, redact, registerSecrets } from "../log";
-import { messageOf, moreScope } from "../mcp/failures";
+import { messageOf, moreScope, oneLine } from "../mcp/failures";
 import { type AuthChallenge, SignInRequiredError } from "../mcp/sign-in";
 import { type SecretBox, SecretBoxError } from "../secrets";
 import { writeAudit } from "../store/audit";
@@ -23,7 +23,7 @@ import type { Db } from "../store/db";
 import { type AddressPolicy, OAuthFetch } from "./fetch";
 import { emptyFlow, FlowProvider, type FlowState } from "./provider";
 import { type Revocation, revokeTokens } from "./revoke";
-import { type Grant, type GrantSecrets, OAuthStore, sha256Hex } from "./store";
+import { type Grant, type GrantSecrets, OAuthStore, type SavedClient, sha256Hex } from "./store";
 
 /** How long a started sign-in waits for the browser to come back. */
 export const SIGN_IN_TTL_MS = 10 * 60 * 1000;
@@ -89,8 +89,8 @@ export class OAuthSignIns {
   private readonly cache = new Map<string, Grant | null>();
   /** The secrets registered with the log's redaction per server, newest generation last. */
   private readonly registered = new Map<string, string[][]>();
-  /** A renewal under way per server: concurrent requests share it (a rotated refresh token is used once). */
-  private readonly renewals = new Map<string, Promise<void>>();
+  /** The renewal under way per server, and the grant it renews: requests of that grant share it. */
+  private readonly renewals = new Map<string, { grant: Grant | null; done: Promise<void> }>();
 
   constructor(private readonly deps: SignInsDeps) {
     this.store = new OAuthStore(deps.db, deps.secrets);
@@ -196,15 +196,27 @@ export class OAuthSignIns {
       : "nobody has signed in to this server yet: an owner can press Connect";
   }
 
-  /** The bearer source of a signed-in server: renewed before expiry, and once on a 401. */
+  /** Why `c` waits for a sign-in now: the grant's problem, a note (a Disconnect), or nobody signed in. */
+  private waiting(c: ServerConfig): string {
+    return this.grant(c.name)?.problem ?? this.notes.get(c.name) ?? this.waitingReason(c);
+  }
+
+  /**
+   * The bearer source of a signed-in server: renewed before expiry, and once on a 401. It belongs
+   * to the sign-in it was made for (told by when it was connected): once that sign-in has ended
+   * (Disconnect, a new sign-in), a 401 on its connection renews nothing and refuses nothing.
+   */
   private bearer(c: ServerConfig): AuthProvider {
+    const signIn = this.grant(c.name)?.connectedAt ?? null;
+    const current = () => {
+      const grant = this.grant(c.name);
+      return grant?.secrets.tokens && !grant.problem && grant.connectedAt === signIn ? grant : null;
+    };
     return {
       token: async () => {
-        const grant = this.grant(c.name);
+        const grant = current();
         const tokens = grant?.secrets.tokens;
-        if (!grant || !tokens || grant.problem) {
-          throw new SignInRequiredError(grant?.problem ?? this.waitingReason(c));
-        }
+        if (!grant || !tokens) throw new SignInRequiredError(this.waiting(c));
         const expiresAt = grant.accessExpiresAt ? Date.parse(grant.accessExpiresAt) : null;
         const margin = this.deps.refreshMarginMs ?? REFRESH_MARGIN_MS;
         if (expiresAt !== null && expiresAt - margin <= this.now()) {
@@ -213,38 +225,55 @@ export class OAuthSignIns {
             throw new SignInRequiredError(
               this.refuseGrant(
                 c,
+                grant,
                 "the access token expired and the authorization server gave no refresh token: an owner must sign in again",
               ),
             );
           }
           await this.renew(c);
-          return this.grant(c.name)?.secrets.tokens?.access_token;
+          const renewed = current()?.secrets.tokens?.access_token;
+          if (!renewed) throw new SignInRequiredError(this.waiting(c));
+          return renewed;
         }
         return tokens.access_token;
       },
       onUnauthorized: async () => {
+        if (!current()) throw new SignInRequiredError(this.waiting(c));
         await this.renew(c);
       },
     };
   }
 
-  /** Renews the access token with the refresh token; one renewal per server at a time. */
+  /**
+   * Renews the access token with the refresh token: one renewal per grant at a time (a rotated
+   * refresh token works once). A renewal of a grant that has since been replaced is no one
+   * else's to wait for.
+   */
   private renew(c: ServerConfig): Promise<void> {
+    const grant = this.grant(c.name);
     const running = this.renewals.get(c.name);
-    if (running) return running;
-    const p = this.renewOnce(c).finally(() => this.renewals.delete(c.name));
-    this.renewals.set(c.name, p);
-    return p;
+    if (running && running.grant === grant) return running.done;
+    const done = this.renewOnce(c, grant).finally(() => {
+      if (this.renewals.get(c.name)?.done === done) this.renewals.delete(c.name);
+    });
+    this.renewals.set(c.name, { grant, done });
+    return done;
   }
 
-  private async renewOnce(c: ServerConfig): Promise<void> {
-    const grant = this.grant(c.name);
+  /**
+   * One renewal. Its answer is kept only for the grant it started from: a grant saved or
+   * forgotten meanwhile (a Disconnect, a new sign-in) wins, and a late answer, tokens or refusal,
+   * is dropped rather than bringing back or spoiling what is there now.
+   */
+  private async renewOnce(c: ServerConfig, grant: Grant | null): Promise<void> {
     const tokens = grant?.secrets.tokens;
     const discovery = grant?.secrets.discovery;
-    if (!grant || !tokens?.refresh_token || !discovery) {
+    if (!grant || !tokens) throw new SignInRequiredError(this.waiting(c));
+    if (!tokens.refresh_token || !discovery) {
       throw new SignInRequiredError(
         this.refuseGrant(
           c,
+          grant,
           "the server refused the access token and there is no refresh token: an owner must sign in again",
         ),
       );
@@ -252,7 +281,7 @@ export class OAuthSignIns {
     const client = this.clientOf(c, grant.secrets);
     if (!client) {
       throw new SignInRequiredError(
-        this.refuseGrant(c, "the registered client was lost: an owner must sign in again"),
+        this.refuseGrant(c, grant, "the registered client was lost: an owner must sign in again"),
       );
     }
     let renewed: Awaited<ReturnType<typeof refreshAuthorization>>;
@@ -265,17 +294,27 @@ export class OAuthSignIns {
         fetchFn: this.fetchFor(c),
       });
     } catch (err) {
+      // Superseded while it ran: its refusal, like its tokens, was about a grant that is gone.
+      if (this.grant(c.name) !== grant) return;
       if (err instanceof OAuthError && REFUSED_GRANT.has(err.code)) {
+        // A client the authorization server no longer knows is registered anew at the next Connect.
+        const clientGone = err.code !== OAuthErrorCode.InvalidGrant;
         throw new SignInRequiredError(
           this.refuseGrant(
             c,
+            grant,
             `the authorization server refused to renew the sign-in (${err.code}): an owner must sign in again`,
+            clientGone,
           ),
         );
       }
       // Unreached, a 5xx, a refused address: worth another try, at the supervisor's pace.
-      this.deps.log.warn(`server ${c.name}: renewing the access token failed: ${redact(messageOf(err))}`);
+      this.deps.log.warn(`server ${c.name}: renewing the access token failed: ${shortWhy(err)}`);
       throw err;
+    }
+    if (this.grant(c.name) !== grant) {
+      this.deps.log.info(`server ${c.name}: a renewal ended after its sign-in did; its tokens are dropped`);
+      return;
     }
     const now = this.now();
     const next: Grant = {
@@ -290,23 +329,23 @@ export class OAuthSignIns {
   }
 
   /**
-   * Forgets the tokens of a grant the authorization server no longer honours, keeping its client
-   * registration, and records `reason` (audited); returns it, for the error thrown.
+   * Forgets the tokens of `grant`, which the authorization server no longer honours, keeping its
+   * client registration unless `dropClient`, and records `reason` (audited); returns it, for the
+   * error thrown. Nothing is written when `grant` is no longer the server's current one.
    */
-  private refuseGrant(c: ServerConfig, reason: string): string {
-    const grant = this.grant(c.name);
-    if (grant) {
-      const { tokens: _, ...rest } = grant.secrets;
-      this.deps.db.transaction(() => {
-        this.save({ ...grant, secrets: rest, accessExpiresAt: null, problem: reason });
-        writeAudit(this.deps.db, {
-          actor: "gatehouse",
-          action: "server.oauth.expired",
-          subject: c.name,
-          detail: reason,
-        });
+  private refuseGrant(c: ServerConfig, grant: Grant, reason: string, dropClient = false): string {
+    if (this.grant(c.name) !== grant) return this.waiting(c);
+    const { tokens: _, client, ...rest } = grant.secrets;
+    const secrets = dropClient || !client ? rest : { ...rest, client };
+    this.deps.db.transaction(() => {
+      this.save({ ...grant, secrets, accessExpiresAt: null, problem: reason });
+      writeAudit(this.deps.db, {
+        actor: "gatehouse",
+        action: "server.oauth.expired",
+        subject: c.name,
+        detail: reason,
       });
-    }
+    });
     this.deps.log.warn(`server ${c.name}: ${reason}`);
     return reason;
   }
@@ -352,9 +391,7 @@ export class OAuthSignIns {
       ) ?? null;
     const state = randomBytes(32).toString("base64url");
     const flow = emptyFlow(state);
-    // A registration is reused, unless the server now asks for more scope: authorization servers
-    // hold a registered client to the scope it registered with, so a step-up registers anew.
-    flow.client = stepUp ? null : (grant?.secrets.client ?? null);
+    flow.client = this.reusableClient(c.name, grant, stepUp !== undefined);
     const provider = this.provider(c, flow, redirectUri, scope);
     const challenge = this.challenges.get(c.name) ?? stepUp;
     try {
@@ -404,9 +441,24 @@ export class OAuthSignIns {
     return { authorizationUrl: flow.authorizationUrl.href, binding };
   }
 
+  /**
+   * The registration a Connect may use again, or null to register anew: not for a step-up
+   * (authorization servers hold a registered client to the scope it registered with), not once its
+   * secret has expired (RFC 7591 `client_secret_expires_at`), and not while an earlier sign-in of
+   * this server never came back (its authorization server may have refused the client on its own
+   * page, where Gatehouse cannot see it: a client it forgot would otherwise be sent for good).
+   */
+  private reusableClient(server: string, grant: Grant | null, stepUp: boolean): SavedClient | null {
+    const client = grant?.secrets.client;
+    if (!client || stepUp || this.store.hasPending(server)) return null;
+    const expiresAt = client.client_secret_expires_at;
+    if (typeof expiresAt === "number" && expiresAt > 0 && expiresAt * 1000 <= this.now()) return null;
+    return client;
+  }
+
   /** A sign-in that could not start, in the owner's words (the guard's refusal said as it is). */
   private unavailable(c: ServerConfig, err: unknown): GatehouseError {
-    const why = redact(messageOf(err));
+    const why = shortWhy(err);
     this.deps.log.warn(`server ${c.name}: the sign-in could not start: ${why}`);
     return new GatehouseError("sign_in_unavailable", `the sign-in to ${c.name} could not start: ${why}`);
   }
@@ -493,7 +545,7 @@ export class OAuthSignIns {
           "the authorization response came from another issuer than the one asked (RFC 9207)",
         );
       }
-      const why = redact(messageOf(err));
+      const why = shortWhy(err);
       if (isRefusedAddress(err)) return refuse("refused_address", why);
       return refuse("failed", `exchanging the code failed: ${why}`);
     }
@@ -573,13 +625,14 @@ export class OAuthSignIns {
         actor,
         action: "server.oauth.disconnected",
         subject: server,
-        detail: JSON.stringify({ revocation, ...(problem ? { problem: redact(problem) } : {}) }),
+        detail: JSON.stringify({ revocation, ...(problem ? { problem: oneLine(redact(problem)) } : {}) }),
       });
     });
     if (!kept.client) this.cache.set(server, null);
     this.stepUps.delete(server);
     this.notes.set(server, `${actor} disconnected it: an owner can press Connect to sign in again`);
-    if (problem) this.deps.log.warn(`server ${server}: revoking its tokens failed: ${redact(problem)}`);
+    if (problem)
+      this.deps.log.warn(`server ${server}: revoking its tokens failed: ${oneLine(redact(problem))}`);
     this.deps.log.info(`server ${server}: disconnected by ${actor} (${revocation})`);
     this.deps.onGrantChanged(server);
     return revocation;
@@ -649,6 +702,15 @@ const REFUSED_GRANT = new Set<string>([
   OAuthErrorCode.InvalidClient,
   OAuthErrorCode.UnauthorizedClient,
 ]);
+
+/**
+ * An error in the owner's words, as the log, the audit and an API error carry it: an
+ * authorization server's error text is its own (its `error_description`, a whole error body), so
+ * it is cut to one short line, with Gatehouse's secrets redacted.
+ */
+function shortWhy(err: unknown): string {
+  return oneLine(redact(messageOf(err)));
+}
 
 function splitScope(scope: string | null | undefined): string[] {
   return (scope ?? "").split(" ").filter((s) => s.length > 0);

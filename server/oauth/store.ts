@@ -159,6 +159,17 @@ export class OAuthStore {
     });
   }
 
+  /** Whether a sign-in of `server` was started and has not come back (expired ones included). */
+  hasPending(server: string): boolean {
+    return (
+      this.db
+        .select({ s: oauthPending.server })
+        .from(oauthPending)
+        .where(eq(oauthPending.server, server))
+        .get() !== undefined
+    );
+  }
+
   /** Forgets every started sign-in of `server` (a Disconnect ends those too). */
   dropPending(server: string): void {
     this.db.delete(oauthPending).where(eq(oauthPending.server, server)).run();

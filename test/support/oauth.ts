@@ -131,17 +131,25 @@ export async function startSignInHost(
 }
 
 /** The owner's Connect through the real route; keeps the sign-in cookie it sets, as a browser would. */
-export async function pressConnect(host: SignInHost, server: string): Promise<Response> {
+export async function pressConnect(
+  host: SignInHost,
+  server: string,
+  opts: { origin?: string; headers?: Record<string, string> } = {},
+): Promise<Response> {
   const cookie = host.binding ? `${host.cookie}; ${host.binding}` : host.cookie;
-  const res = await request("POST", `/api/servers/${server}/oauth`, { cookie });
+  const res = await request("POST", `/api/servers/${server}/oauth`, { cookie, ...opts });
   const set = res.headers.get("set-cookie");
   if (set) host.binding = set.split(";")[0] ?? null;
   return res;
 }
 
 /** Connect, answered 200: the authorization URL the browser is sent to. */
-export async function connect(host: SignInHost, server: string): Promise<URL> {
-  const res = await pressConnect(host, server);
+export async function connect(
+  host: SignInHost,
+  server: string,
+  opts: { origin?: string } = {},
+): Promise<URL> {
+  const res = await pressConnect(host, server, opts);
   const body = (await res.json()) as { authorizationUrl?: string; error?: unknown };
   if (res.status !== 200 || !body.authorizationUrl) {
     throw new Error(`Connect answered ${res.status}: ${JSON.stringify(body)}`);
