@@ -169,9 +169,7 @@ export class OAuthSignIns {
   credentialsFor(c: ServerConfig): { provider: AuthProvider } | { needsSignIn: string } | null {
     if (!this.isOAuth(c)) return null;
     const grant = this.grant(c.name);
-    if (!grant?.secrets.tokens) {
-      return { needsSignIn: grant?.problem ?? this.notes.get(c.name) ?? this.waitingReason(c) };
-    }
+    if (!grant?.secrets.tokens) return { needsSignIn: this.waiting(c) };
     if (grant.resource !== c.url) {
       return { needsSignIn: URL_CHANGED };
     }
@@ -186,6 +184,9 @@ export class OAuthSignIns {
   }
 
   needsScope(server: string, challenge: AuthChallenge): void {
+    // A server without OAuth has no grant to widen: its refusal is the supervisor's to report.
+    const c = this.byName.get(server);
+    if (!c || !this.isOAuth(c)) return;
     this.stepUps.set(server, challenge);
     this.deps.log.info(`server ${server}: ${moreScope(challenge.scope)}`);
   }
