@@ -19,6 +19,11 @@ export interface CallerSpec {
   /** Bearer token (Gatehouse rows). */
   token?: string;
   tool: string;
+  /**
+   * When true, every call sends a different argument value (`{text: "hi <n>"}`, n counting up),
+   * as agents do; otherwise every call sends `{text: "hi"}`. Default false.
+   */
+  vary?: boolean;
   warmup: number;
   seq: number;
   conc: number;
@@ -28,15 +33,17 @@ export interface CallerSpec {
 }
 
 const spec = JSON.parse(process.argv[2] ?? "{}") as CallerSpec;
-const args = { text: "hi" };
+let n = 0;
+const nextArguments = spec.vary ? () => ({ text: `hi ${n++}` }) : () => ({ text: "hi" });
 let call: () => Promise<unknown>;
 let close: () => Promise<void>;
 
 if (spec.kind === "rest") {
   const agent = new Agent({ connections: 64, keepAliveTimeout: 60_000 });
   const headers = { authorization: `Bearer ${spec.token}`, "content-type": "application/json" };
-  const body = JSON.stringify({ tool: spec.tool, arguments: args });
+  const fixed = JSON.stringify({ tool: spec.tool, arguments: nextArguments() });
   call = async () => {
+    const body = spec.vary ? JSON.stringify({ tool: spec.tool, arguments: nextArguments() }) : fixed;
     const res = await request(spec.url ?? "", { method: "POST", headers, body, dispatcher: agent });
     const text = await res.body.text();
     if (res.statusCode !== 200) throw new Error(`REST call answered ${res.statusCode}: ${text}`);
@@ -52,7 +59,7 @@ if (spec.kind === "rest") {
   const client = new Client({ name: "bench", version: "1.0.0" });
   await client.connect(transport);
   call = async () => {
-    const result = await client.callTool({ name: spec.tool, arguments: args });
+    const result = await client.callTool({ name: spec.tool, arguments: nextArguments() });
     if (result.isError) throw new Error(`the call failed: ${JSON.stringify(result)}`);
   };
   close = () => client.close();

@@ -1,16 +1,26 @@
-/** Starts a real Gatehouse (the production server, server/main.ts, on the existing build) for the benchmark. */
+/**
+ * Starts a real Gatehouse for the benchmark the way users run it: `npm start` (config check, then
+ * the bundled production server, server/main.ts, on the existing build) with
+ * `NODE_ENV=production`.
+ */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Agent, request } from "undici";
-import { serverCommand } from "../scripts/server-command.mjs";
-import { cpuMsOf, freePort, root, type Started, startProcess } from "./support";
+import { serverBundle } from "../scripts/server-command.mjs";
+import { cpuMsOf, descendantMatching, freePort, root, type Started, startProcess } from "./support";
 
 export interface Gatehouse {
   base: string;
+  /** The serving process (the server bundle under `npm start`), whose CPU and RSS are measured. */
   pid: number;
+  /** The owner's session cookie, `name=value`. */
   cookie: string;
+  /** A reviewer's session cookie, `name=value` (the owner made the agent token, so may not approve). */
+  reviewerCookie: string;
   token: string;
+  /** Everything the server process tree wrote to stdout and stderr so far. */
+  output(): string;
   /** Keep-alive pool for agent requests. */
   agent: Agent;
   call(
@@ -23,7 +33,7 @@ export interface Gatehouse {
 }
 
 /** Resolves once `pid` used under 2 % of a core over half a second, or after `maxMs`. */
-async function quiet(pid: number, maxMs: number): Promise<void> {
+export async function quiet(pid: number, maxMs: number): Promise<void> {
   const deadline = Date.now() + maxMs;
   let before = cpuMsOf(pid);
   while (Date.now() < deadline) {
@@ -41,21 +51,34 @@ export async function startGatehouse(servers: Record<string, unknown>, enable: s
   writeFileSync(config, JSON.stringify({ mcpServers: servers }));
   const port = await freePort();
   let started: Started;
+  let pid = 0;
   try {
     // GATEHOUSE_BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the server.
-    const nodeArgs = (process.env.GATEHOUSE_BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
-    const server = serverCommand(root, nodeArgs);
-    started = await startProcess(server.command, server.args, {
+    // It reaches the server through NODE_OPTIONS, so npm, scripts/start.mjs and the config
+    // check write profiles too: the server's file names the pid printed as "server pid".
+    const nodeArgs = process.env.GATEHOUSE_BENCH_NODE_ARGS ?? "";
+    started = await startProcess("npm", ["start", "--silent"], {
       env: {
+        NODE_ENV: "production",
         GATEHOUSE_CONFIG: config,
         GATEHOUSE_DB: path.join(dir, "gatehouse.db"),
         HOST: "127.0.0.1",
         PORT: String(port),
         GATEHOUSE_LOG_LEVEL: "warn",
+        ...(nodeArgs ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} ${nodeArgs}`.trim() } : {}),
       },
       ready: /\/setup\?code=(\S+)/,
       port,
+      // The config check (tsx) and Next's start share a loaded CI machine.
+      timeoutMs: 180_000,
     });
+    const bundle = path.basename(serverBundle(root));
+    pid = descendantMatching(started.child.pid ?? 0, new RegExp(bundle.replaceAll(".", "\\."))) ?? 0;
+    if (pid === 0) {
+      await started.stop();
+      throw new Error(`npm start is serving, but no ${bundle} process was found under it`);
+    }
+    if (nodeArgs) console.log(`  server pid ${pid}`);
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     throw err;
@@ -104,7 +127,7 @@ export async function startGatehouse(servers: Record<string, unknown>, enable: s
     }
     // Next keeps loading its page bundles in the background after it answers; measuring
     // starts once the server has gone quiet (at most 20 s), as it would be after a minute of uptime.
-    await quiet(started.child.pid ?? 0, 20_000);
+    await quiet(pid, 20_000);
     const tok = await request(`${base}/api/tokens`, {
       method: "POST",
       headers: owner,
@@ -134,9 +157,11 @@ export async function startGatehouse(servers: Record<string, unknown>, enable: s
 
     return {
       base,
-      pid: started.child.pid ?? 0,
+      pid,
       cookie,
+      reviewerCookie,
       token,
+      output: started.output,
       agent,
       async call(tool, args) {
         const res = await request(`${base}/api/calls`, {

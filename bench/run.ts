@@ -3,8 +3,12 @@
  * peer, in one run, printing medians and ratios. Needs a production build (`npm run build`).
  *
  * Rows: the SDK Client straight to the echo server (stdio, streamable HTTP); a bare SDK
- * pass-through (the minimal proxy floor); Gatehouse's REST API and /mcp with a real agent token,
- * an enabled read-only tool and audit on; supergateway over the same stdio server.
+ * pass-through (the minimal proxy floor); Gatehouse (started by `npm start` with
+ * `NODE_ENV=production`) through its REST API and /mcp with a real agent token, an enabled
+ * read-only tool and audit on, to the stdio echo server and to the same server over streamable
+ * HTTP (a `url` server), and REST again while an owner's browser shows /tools and a reviewer's
+ * /approvals; supergateway over the same stdio server. Rows marked "varying" send a different
+ * argument value on every call; the others one value throughout.
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -13,19 +17,21 @@ import { gzipSync } from "node:zlib";
 import type { Tool } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { chromium } from "@playwright/test";
+import type { Page } from "@playwright/test";
 import { syncServerTools } from "../server/catalogue/catalogue";
 import type { ServerConfig } from "../server/config";
 import { McpManager } from "../server/mcp/manager";
 import { openDb } from "../server/store/db";
+import { launchBrowser, signedIn } from "./browser";
 import type { CallerSpec } from "./caller";
-import { type Gatehouse, startGatehouse } from "./gatehouse";
-import { freePort, mib, percentiles, root, rssOf, type Stats, startProcess } from "./support";
+import { type Gatehouse, quiet, startGatehouse } from "./gatehouse";
+import { freePort, mib, percentiles, root, rssOf, type Started, type Stats, startProcess } from "./support";
 
 const smoke = process.argv.includes("--smoke");
+const startedAt = performance.now();
 /**
  * `--only=minimal,gatehouse` runs just those sections (the first word of each as printed:
- * floor, minimal, gatehouse, supergateway, dial, catalogue, memory, tools) and writes
+ * floor, minimal, gatehouse, dashboards, supergateway, dial, catalogue, memory, tools) and writes
  * bench/results/partial.json; the default is all of them.
  */
 const only = process.argv
@@ -66,6 +72,12 @@ if (!existsSync(path.join(root, buildDir, "BUILD_ID"))) {
 
 interface Row {
   name: string;
+  /** What other rows refer to it by, for their ratios. */
+  id?: string;
+  /** Whether each call sent a different argument value. */
+  vary: boolean;
+  /** The `id` of the row this one's calls/s is compared with as "direct" (the same tool server without Gatehouse). */
+  direct?: string;
   seq: Stats;
   rps: number;
   /** CPU the serving process spent per call during the concurrent run (µs), when there is one. */
@@ -86,9 +98,12 @@ async function measure(
   name: string,
   target: Pick<CallerSpec, "kind" | "command" | "args" | "url" | "token" | "tool">,
   serverPid?: number,
+  opts: { id?: string; vary?: boolean; direct?: string } = {},
 ): Promise<void> {
+  const vary = opts.vary ?? false;
   const spec: CallerSpec = {
     ...target,
+    vary,
     warmup: SIZE.warmup,
     seq: SIZE.seq,
     conc: SIZE.conc,
@@ -108,11 +123,75 @@ async function measure(
   );
   const line = /^\{"seq".*\}$/m.exec(caller.output())?.[0] ?? "{}";
   await caller.stop();
-  const { seq, rps, serverCpuUs } = JSON.parse(line) as Omit<Row, "name">;
-  rows.push({ name, seq, rps, serverCpuUs });
+  const { seq, rps, serverCpuUs } = JSON.parse(line) as Pick<Row, "seq" | "rps" | "serverCpuUs">;
+  rows.push({ name, id: opts.id, vary, direct: opts.direct, seq, rps, serverCpuUs });
   console.log(
-    `  ${name}: p50 ${seq.p50.toFixed(3)} ms, p99 ${seq.p99.toFixed(3)} ms, ${rps.toFixed(0)} calls/s${serverCpuUs === null ? "" : `, server CPU ${serverCpuUs.toFixed(0)} µs/call`}`,
+    `  ${name}${vary ? " [varying]" : ""}: p50 ${seq.p50.toFixed(3)} ms, p99 ${seq.p99.toFixed(3)} ms, ${rps.toFixed(0)} calls/s${serverCpuUs === null ? "" : `, server CPU ${serverCpuUs.toFixed(0)} µs/call`}`,
   );
+}
+
+/**
+ * The echo server over streamable HTTP, one process for the whole run: the direct rows call it
+ * with the SDK Client, Gatehouse's HTTP rows through a `url` server.
+ */
+const shared: { httpEcho: Started | null } = { httpEcho: null };
+async function httpEchoUrl(): Promise<string> {
+  shared.httpEcho ??= await startProcess(process.execPath, [echoServer, "--http"], {
+    ready: /listening (\d+)/,
+  });
+  return `http://127.0.0.1:${shared.httpEcho.port}/mcp`;
+}
+
+/**
+ * An owner's browser on /tools and a reviewer's on /approvals, each signed in and holding the
+ * page's live-event stream, as two people watching would. `requests()` counts the API requests
+ * the pages made (the stream itself excluded) since the last `reset()`.
+ */
+async function openDashboards(g: Gatehouse): Promise<{
+  requests(): number;
+  reset(): void;
+  close(): Promise<void>;
+}> {
+  const browser = await launchBrowser();
+  let requests = 0;
+  const open = async (cookie: string, pathname: string): Promise<Page> => {
+    const context = await signedIn(browser, g.base, cookie);
+    const page = await context.newPage();
+    page.on("request", (req) => {
+      const at = new URL(req.url()).pathname;
+      if (at.startsWith("/api/") && at !== "/api/events") requests++;
+    });
+    const stream = page.waitForResponse((res) => new URL(res.url()).pathname === "/api/events", {
+      timeout: 120_000,
+    });
+    await page.goto(`${g.base}${pathname}`, { waitUntil: "commit", timeout: 120_000 });
+    const res = await stream;
+    if (res.status() !== 200 || new URL(page.url()).pathname !== pathname)
+      throw new Error(`${pathname}: live events answered ${res.status()} at ${page.url()}`);
+    return page;
+  };
+  try {
+    const tools = await open(g.cookie, "/tools");
+    await tools.getByRole("row").filter({ hasText: "echo_echo" }).first().waitFor({ timeout: 120_000 });
+    await open(g.reviewerCookie, "/approvals");
+    // The pages refetch everything once their stream opens; measuring starts after that.
+    let seen = -1;
+    for (let i = 0; i < 30 && seen !== requests; i++) {
+      seen = requests;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    await quiet(g.pid, 10_000);
+  } catch (err) {
+    await browser.close();
+    throw err;
+  }
+  return {
+    requests: () => requests,
+    reset() {
+      requests = 0;
+    },
+    close: () => browser.close(),
+  };
 }
 
 async function sdkClient(transport: StreamableHTTPClientTransport): Promise<Client> {
@@ -130,13 +209,13 @@ if (want("floor")) {
     args: [echoServer],
     tool: "echo",
   });
-  const srv = await startProcess(process.execPath, [echoServer, "--http"], { ready: /listening (\d+)/ });
-  await measure("direct streamable HTTP (SDK Client)", {
-    kind: "http",
-    url: `http://127.0.0.1:${srv.port}/mcp`,
-    tool: "echo",
+  const url = await httpEchoUrl();
+  await measure("direct streamable HTTP (SDK Client)", { kind: "http", url, tool: "echo" });
+  // The baseline of Gatehouse's HTTP rows: the same server, the same SDK Client, varying arguments.
+  await measure("direct HTTP echo (SDK Client)", { kind: "http", url, tool: "echo" }, undefined, {
+    id: "direct-http",
+    vary: true,
   });
-  await srv.stop();
 }
 
 // 2. The minimal proxy floor.
@@ -149,55 +228,97 @@ if (want("minimal")) {
     "minimal proxy (SDK server → Client)",
     { kind: "http", url: `http://127.0.0.1:${proxy.port}/mcp`, tool: "echo" },
     proxy.child.pid,
+    { id: "floor" },
   );
   await proxy.stop();
 }
 
-// 3. Gatehouse.
-if (want("gatehouse")) {
+// 3. Gatehouse, to the stdio echo server and to the HTTP one; then with two dashboards open.
+if (want("gatehouse") || want("dashboards")) {
   console.log("gatehouse");
   let gh: Gatehouse | null = null;
   try {
-    gh = await startGatehouse({ echo: { command: process.execPath, args: [echoServer], enabled: true } }, [
-      "echo_echo",
-      "echo_write",
-    ]);
-    const g = gh;
-    await measure(
-      "Gatehouse REST POST /api/calls",
-      { kind: "rest", url: `${g.base}/api/calls`, token: g.token, tool: "echo_echo" },
-      g.pid,
+    gh = await startGatehouse(
+      {
+        echo: { command: process.execPath, args: [echoServer], enabled: true },
+        httpecho: { url: await httpEchoUrl(), allowPrivate: true, enabled: true },
+      },
+      ["echo_echo", "echo_write", "httpecho_echo"],
     );
-    if (existsSync(path.join(root, "app", "mcp", "route.ts"))) {
-      await measure(
-        "Gatehouse /mcp",
-        { kind: "http", url: `${g.base}/mcp`, token: g.token, tool: "echo_echo" },
-        g.pid,
+    const g = gh;
+    const rssAtStart = rssOf(g.pid);
+    const hasMcp = existsSync(path.join(root, "app", "mcp", "route.ts"));
+    if (!hasMcp) notes.push("Gatehouse /mcp: not measured (no app/mcp/route.ts in this build)");
+    const rest = (tool: string) => ({
+      kind: "rest" as const,
+      url: `${g.base}/api/calls`,
+      token: g.token,
+      tool,
+    });
+    const mcp = (tool: string) => ({ kind: "http" as const, url: `${g.base}/mcp`, token: g.token, tool });
+    if (want("gatehouse")) {
+      await measure("Gatehouse REST POST /api/calls", rest("echo_echo"), g.pid);
+      if (hasMcp) await measure("Gatehouse /mcp", mcp("echo_echo"), g.pid);
+      await measure("Gatehouse REST POST /api/calls", rest("echo_echo"), g.pid, { vary: true });
+      if (hasMcp) await measure("Gatehouse /mcp", mcp("echo_echo"), g.pid, { vary: true });
+      const viaHttp = { vary: true, direct: "direct-http" };
+      await measure("Gatehouse REST → HTTP echo", rest("httpecho_echo"), g.pid, viaHttp);
+      if (hasMcp) await measure("Gatehouse /mcp → HTTP echo", mcp("httpecho_echo"), g.pid, viaHttp);
+
+      // Reviewer approval → agent result, the tool itself being instant.
+      const latencies: number[] = [];
+      for (let i = 0; i < SIZE.approvals; i++) {
+        const pending = await g.call("echo_write", { text: `w${i}` });
+        const id = String(pending.body.id);
+        const waiting = g.waitFor(id, 30);
+        // Let the long-poll reach the server before the decision (it subscribes, then waits).
+        await new Promise((r) => setTimeout(r, 20));
+        const t = performance.now();
+        const status = await g.approve(id);
+        const done = await waiting;
+        const ms = performance.now() - t;
+        if (status !== 200 || done.status !== "succeeded")
+          throw new Error(`approval run ${i}: ${status} ${done.status}`);
+        latencies.push(ms);
+      }
+      extra.approvalToResult = percentiles(latencies);
+      console.log(
+        `  approve click → agent result: p50 ${percentiles(latencies).p50.toFixed(2)} ms, p99 ${percentiles(latencies).p99.toFixed(2)} ms`,
       );
-    } else {
-      notes.push("Gatehouse /mcp: not measured (no app/mcp/route.ts in this build)");
     }
 
-    // Reviewer approval → agent result, the tool itself being instant.
-    const latencies: number[] = [];
-    for (let i = 0; i < SIZE.approvals; i++) {
-      const pending = await g.call("echo_write", { text: `w${i}` });
-      const id = String(pending.body.id);
-      const waiting = g.waitFor(id, 30);
-      // Let the long-poll reach the server before the decision (it subscribes, then waits).
-      await new Promise((r) => setTimeout(r, 20));
-      const t = performance.now();
-      const status = await g.approve(id);
-      const done = await waiting;
-      const ms = performance.now() - t;
-      if (status !== 200 || done.status !== "succeeded")
-        throw new Error(`approval run ${i}: ${status} ${done.status}`);
-      latencies.push(ms);
+    if (want("dashboards")) {
+      const dashboards = await openDashboards(g);
+      try {
+        dashboards.reset();
+        await measure("Gatehouse REST, /tools + /approvals open", rest("echo_echo"), g.pid, { vary: true });
+        const calls = SIZE.warmup + SIZE.seq + SIZE.conc;
+        extra.dashboardRequests = { calls, requests: dashboards.requests() };
+        console.log(
+          `  the two pages made ${dashboards.requests()} API requests during those ${calls} calls (${((dashboards.requests() * 100) / calls).toFixed(1)} per 100 calls)`,
+        );
+      } finally {
+        await dashboards.close();
+      }
     }
-    extra.approvalToResult = percentiles(latencies);
-    console.log(
-      `  approve click → agent result: p50 ${percentiles(latencies).p50.toFixed(2)} ms, p99 ${percentiles(latencies).p99.toFixed(2)} ms`,
+
+    const rssAtEnd = rssOf(g.pid);
+    extra.gatehouseRss = { atStart: rssAtStart, atEnd: rssAtEnd };
+    notes.push(
+      `Gatehouse RSS ${mib(rssAtStart)} MiB before its rows, ${mib(rssAtEnd)} MiB after (${((rssAtEnd / rssAtStart - 1) * 100).toFixed(0)} %)`,
     );
+    // What the server itself said under load (warnings such as MaxListenersExceededWarning name a
+    // leak on its path); one note per distinct message.
+    const said = new Set(
+      g
+        .output()
+        .split("\n")
+        // Node's process warnings ("(node:123) MaxListenersExceededWarning: …") and Gatehouse's
+        // own WARN and ERROR log lines.
+        .filter((l) => /[A-Za-z]*(?:Warning|Error):|^\S+ (?:WARN|ERROR) \[/.test(l))
+        .map((l) => l.replace(/^\(node:\d+\) /, "").slice(0, 300)),
+    );
+    for (const l of said) notes.push(`Gatehouse printed: ${l}`);
   } finally {
     await gh?.stop();
   }
@@ -222,11 +343,12 @@ if (want("supergateway")) {
     ],
     { ready: /Listening on port|listening/i, port, timeoutMs: 30_000 },
   );
-  await measure(
-    "supergateway (stdio → streamable HTTP)",
-    { kind: "http", url: `http://127.0.0.1:${port}/mcp`, tool: "echo" },
-    sg.child.pid,
-  );
+  const sgTarget = { kind: "http" as const, url: `http://127.0.0.1:${port}/mcp`, tool: "echo" };
+  await measure("supergateway (stdio → streamable HTTP)", sgTarget, sg.child.pid, { id: "peer" });
+  await measure("supergateway (stdio → streamable HTTP)", sgTarget, sg.child.pid, {
+    id: "peer-vary",
+    vary: true,
+  });
   await sg.stop();
 }
 
@@ -380,22 +502,9 @@ if (want("tools")) {
     };
   }
   const g = await startGatehouse(servers, []);
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--no-first-run",
-      "--disable-quic",
-    ],
-  });
+  const browser = await launchBrowser();
   try {
-    const context = await browser.newContext();
-    const [name, value] = g.cookie.split("=");
-    await context.addCookies([{ name: name ?? "", value: value ?? "", url: g.base }]);
+    const context = await signedIn(browser, g.base, g.cookie);
     const page = await context.newPage();
     // Sizes are read when the first visit is over: every script's body is awaited then.
     const scripts: Promise<number>[] = [];
@@ -438,21 +547,28 @@ if (want("tools")) {
   }
 }
 
-// The table.
-const floor = rows.find((r) => r.name.startsWith("minimal proxy"));
-const peer = rows.find((r) => r.name.startsWith("supergateway"));
+// The table. "rps/peer" compares with supergateway in this run, sending the same kind of
+// arguments (fixed or varying); "rps/direct" compares a row through Gatehouse to an HTTP tool
+// server with the SDK Client calling that server itself.
+const byId = (id: string) => rows.find((r) => r.id === id);
+const floor = byId("floor");
 const pad = (s: string, n: number) => s.padEnd(n);
+const ratio = (r: Row, base: Row | undefined) => (base ? (r.rps / base.rps).toFixed(2) : "-");
 const lines = [
-  `${pad("path", 40)} ${pad("p50 ms", 9)} ${pad("p99 ms", 9)} ${pad("calls/s@32", 11)} ${pad("server µs/call", 15)} ${pad("+p50 vs floor", 14)} ${pad("rps/floor", 10)} rps/peer`,
+  `${pad("path", 42)} ${pad("args", 8)} ${pad("p50 ms", 9)} ${pad("p99 ms", 9)} ${pad("calls/s@32", 11)} ${pad("server µs/call", 15)} ${pad("+p50 vs floor", 14)} ${pad("rps/floor", 10)} ${pad("rps/peer", 9)} rps/direct`,
 ];
 for (const r of rows) {
+  const peer = (r.vary ? byId("peer-vary") : undefined) ?? byId("peer");
   const dp50 = floor ? `${(r.seq.p50 - floor.seq.p50).toFixed(3)} ms` : "-";
   lines.push(
-    `${pad(r.name, 40)} ${pad(r.seq.p50.toFixed(3), 9)} ${pad(r.seq.p99.toFixed(3), 9)} ${pad(r.rps.toFixed(0), 11)} ${pad(r.serverCpuUs === null ? "-" : r.serverCpuUs.toFixed(0), 15)} ${pad(dp50, 14)} ${pad(floor ? (r.rps / floor.rps).toFixed(2) : "-", 10)} ${peer ? (r.rps / peer.rps).toFixed(2) : "-"}`,
+    `${pad(r.name, 42)} ${pad(r.vary ? "varying" : "fixed", 8)} ${pad(r.seq.p50.toFixed(3), 9)} ${pad(r.seq.p99.toFixed(3), 9)} ${pad(r.rps.toFixed(0), 11)} ${pad(r.serverCpuUs === null ? "-" : r.serverCpuUs.toFixed(0), 15)} ${pad(dp50, 14)} ${pad(ratio(r, floor), 10)} ${pad(ratio(r, peer), 9)} ${r.direct ? ratio(r, byId(r.direct)) : "-"}`,
   );
 }
 console.log(`\n${smoke ? "SMOKE RUN (small sizes; figures are not comparable)\n" : ""}${lines.join("\n")}`);
+console.log('args: "fixed" sends {text: "hi"} on every call, "varying" {text: "hi <n>"} with n counting up.');
 for (const n of notes) console.log(`note: ${n}`);
+console.log(`benchmark took ${((performance.now() - startedAt) / 1000).toFixed(0)} s`);
+await shared.httpEcho?.stop();
 const resultsDir = path.join(root, "bench", "results");
 mkdirSync(resultsDir, { recursive: true });
 writeFileSync(

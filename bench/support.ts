@@ -1,6 +1,6 @@
 /** Process and measurement helpers for the benchmark (bench/run.ts). */
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
 
 export const root = new URL("..", import.meta.url).pathname;
@@ -147,3 +147,36 @@ export function rssOf(pid: number): number {
 }
 
 export const mib = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
+
+/** Parent pid of a process, from /proc; null once it is gone. */
+function parentOf(pid: number): number | null {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+    return Number(fields[1] ?? 0);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The first descendant of `ancestor` whose command line matches `pattern`, or null: a process
+ * started through `npm start` is a grandchild of what the benchmark spawned (npm, a shell,
+ * scripts/start.mjs, then the server), and it is the server's CPU and RSS that are measured.
+ */
+export function descendantMatching(ancestor: number, pattern: RegExp): number | null {
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    let cmdline: string;
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
+    } catch {
+      continue;
+    }
+    if (!pattern.test(cmdline)) continue;
+    for (let p: number | null = parentOf(pid); p !== null && p > 1; p = parentOf(p)) {
+      if (p === ancestor) return pid;
+    }
+  }
+  return null;
+}
