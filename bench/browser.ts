@@ -1,19 +1,9 @@
-/** Debian's Chromium for the benchmark's page rows, started with the flags of playwright.config.ts. */
+/** Debian's Chromium for the benchmark's page rows, started as the end-to-end tests start it (e2e/support/chromium.ts). */
 import { type Browser, type BrowserContext, chromium } from "@playwright/test";
+import { chromiumLaunch } from "../e2e/support/chromium";
 
 export function launchBrowser(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--no-first-run",
-      "--disable-quic",
-    ],
-  });
+  return chromium.launch(chromiumLaunch);
 }
 
 /** A browser context signed in with `cookie` (`name=value`, as bench/gatehouse.ts holds it) on `base`. */

@@ -114,18 +114,28 @@ function audit(h: SignInHost, action: string) {
     .all();
 }
 
+/**
+ * A world whose token endpoint is behind {@link tokenProxy}, with tokens of 30 s (under the
+ * minute before expiry at which Gatehouse renews: every call renews), and olga signed in.
+ */
+async function signedInBehindProxy() {
+  const asPort = await freePort();
+  const proxy = await tokenProxy(`http://127.0.0.1:${asPort}`);
+  const w = await startOAuthWorld({
+    dir: dir(),
+    as: { port: asPort, tokenEndpointOverride: `${proxy.url}/token`, accessTokenTtlSeconds: 30 },
+  });
+  world = w;
+  const h = await startSignInHost(remote(w.url));
+  host = h;
+  expect(await signIn(h, w, "remote")).toBe("connected");
+  await waitForState(h, "remote", "ready");
+  return { proxy, world: w, host: h };
+}
+
 describe("a renewal answered after its sign-in ended", () => {
   it("after a Disconnect, its tokens are dropped: nothing comes back, and the reason stays the Disconnect's", async () => {
-    const asPort = await freePort();
-    const proxy = await tokenProxy(`http://127.0.0.1:${asPort}`);
-    // Tokens of 30 s, under the minute before expiry at which Gatehouse renews: a call renews.
-    world = await startOAuthWorld({
-      dir: dir(),
-      as: { port: asPort, tokenEndpointOverride: `${proxy.url}/token`, accessTokenTtlSeconds: 30 },
-    });
-    host = await startSignInHost(remote(world.url));
-    expect(await signIn(host, world, "remote")).toBe("connected");
-    await waitForState(host, "remote", "ready");
+    const { proxy, host } = await signedInBehindProxy();
 
     proxy.hold();
     const call = callRemote(host);
@@ -146,15 +156,7 @@ describe("a renewal answered after its sign-in ended", () => {
   });
 
   it("after a new sign-in, the old renewal's refusal neither forgets nor spoils the new grant", async () => {
-    const asPort = await freePort();
-    const proxy = await tokenProxy(`http://127.0.0.1:${asPort}`);
-    world = await startOAuthWorld({
-      dir: dir(),
-      as: { port: asPort, tokenEndpointOverride: `${proxy.url}/token`, accessTokenTtlSeconds: 30 },
-    });
-    host = await startSignInHost(remote(world.url));
-    expect(await signIn(host, world, "remote")).toBe("connected");
-    await waitForState(host, "remote", "ready");
+    const { proxy, host, world } = await signedInBehindProxy();
 
     // The next token request, a renewal, is held and then refused, as if its grant had been
     // revoked in between.
