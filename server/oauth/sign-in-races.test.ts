@@ -151,7 +151,7 @@ describe("a renewal answered after its sign-in ended", () => {
     await waitForState(host, "remote", "needs_auth");
     const view = await viewOf(host, "remote");
     expect(view.auth?.connected).toBe(false);
-    expect(view.auth?.reason).toMatch(/olga disconnected it/);
+    expect(view.auth?.reason).toMatch(/disconnected by olga:/);
     expect(audit(host, "server.oauth.expired")).toEqual([]);
   });
 

@@ -631,7 +631,7 @@ export class OAuthSignIns {
     });
     if (!kept.client) this.cache.set(server, null);
     this.stepUps.delete(server);
-    this.notes.set(server, `${actor} disconnected it: an owner can press Connect to sign in again`);
+    this.notes.set(server, `disconnected by ${actor}: an owner can press Connect to sign in again`);
     if (problem)
       this.deps.log.warn(`server ${server}: revoking its tokens failed: ${oneLine(redact(problem))}`);
     this.deps.log.info(`server ${server}: disconnected by ${actor} (${revocation})`);
