@@ -1,6 +1,6 @@
 import { QueryClient, QueryObserver } from "@tanstack/react-query";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { invalidate, pacedInvalidation } from "./use-live-events";
+import { invalidate, liveEventInvalidation, pacedInvalidation } from "./use-live-events";
 
 describe("live events refresh what is cached", () => {
   it("an event during a query's first fetch is not lost: the answer fetched before it is replaced", async () => {
@@ -41,7 +41,7 @@ describe("live events refresh what is cached", () => {
   });
 });
 
-describe("catalogue events refetch at a bounded pace", () => {
+describe("catalogue and call events refetch at a bounded pace", () => {
   afterEach(() => {
     vi.useRealTimers();
   });
@@ -92,6 +92,43 @@ describe("catalogue events refetch at a bounded pace", () => {
     await settled();
     expect(q.fetches()).toBe(initial + 3);
     paced.stop();
+    q.done();
+  });
+
+  it("a burst of call events refetches the calls at once, then at most once per half second", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const q = observed(["calls", "pending"]);
+    await settled();
+    const initial = q.fetches();
+    const live = liveEventInvalidation(q.client);
+
+    // The first of a burst shows at once: a reviewer sees a new pending call without waiting.
+    live.apply("call");
+    await settled();
+    expect(q.fetches()).toBe(initial + 1);
+    for (let i = 0; i < 200; i++) live.apply("call");
+    await settled();
+    expect(q.fetches()).toBe(initial + 1);
+    vi.advanceTimersByTime(499);
+    await settled();
+    expect(q.fetches()).toBe(initial + 1);
+    // The window's end brings the burst's last: two fetches in the first half second, no more.
+    vi.advanceTimersByTime(1);
+    await settled();
+    expect(q.fetches()).toBe(initial + 2);
+    // Events keep coming: one more per window.
+    for (let i = 0; i < 200; i++) live.apply("call");
+    vi.advanceTimersByTime(500);
+    await settled();
+    expect(q.fetches()).toBe(initial + 3);
+    // A quiet window, then a call: refetched at once again.
+    vi.advanceTimersByTime(2_000);
+    await settled();
+    expect(q.fetches()).toBe(initial + 3);
+    live.apply("call");
+    await settled();
+    expect(q.fetches()).toBe(initial + 4);
+    live.stop();
     q.done();
   });
 });

@@ -19,20 +19,35 @@ const REOPEN_MAX_MS = 30_000;
 const GATHER_MS = 1_000;
 
 /**
+ * How often, at most, `call` events refetch the calls after the first (which refetches at once).
+ * Agents make thousands of calls a second, and each refetch of the pending queue or the recent
+ * list also cancels the one in flight. The server already thins each stream's `call` events to
+ * the same pace (`CALL_GATHER_MS`, server/events.ts); pacing here too keeps the page's bound from
+ * depending on what the stream sends. With the same length the two do not add up: the server's
+ * window-end event reaches the page as the page's own window ends, so it passes at once or after
+ * the difference of two network delays, where a longer window here would hold it again. 500 ms
+ * is how long a reviewer waits, at most, to see a new pending call during a burst; after a quiet
+ * spell it shows at once.
+ */
+const CALLS_PACE_MS = 500;
+
+/**
  * Which cached queries an event makes stale: `now`, refetched at once; `paced`, refetched at once
- * too but then at most once per {@link GATHER_MS} while events keep coming (a server whose tools
- * flap sends catalogue events in a stream; the last of a burst is refetched at the window's end);
- * and `gathered`, refetched at most once per {@link GATHER_MS} however many events arrive (a busy
- * agent's calls each change a grant's uses or a rule's hits, and the rule list counts over every
- * call). A catalogue change also changes a server's tool counts, may add to the change feed, may
- * end grants and changes the tools a rule matches. An agent reading resources sends one event a
- * read, so the list of reads is paced like the catalogue.
+ * too but then at most once per window while events keep coming (the last of a burst is
+ * refetched at the window's end; see {@link paceFor}): agents' calls come thousands a second, and
+ * a server whose tools flap sends catalogue events in a stream; and `gathered`, refetched at most
+ * once per {@link GATHER_MS} however many events arrive (a busy agent's calls each change a
+ * grant's uses or a rule's hits, and the rule list counts over every call). A catalogue change
+ * also changes a server's tool counts, may add to the change feed, may end grants and changes the
+ * tools a rule matches. An agent reading resources sends one event a read, so the list of reads
+ * is paced like the catalogue. Only the event's type counts: the server sends one `call` event
+ * for a burst of many calls, so its `id` and `status` are not those of every call.
  */
 function keysFor(type: LiveEvent["type"]): { now: QueryKey[]; paced: QueryKey[]; gathered: QueryKey[] } {
   const slow = [queryKeys.grants.all, queryKeys.rules.all];
   switch (type) {
     case "call":
-      return { now: [queryKeys.calls.all], paced: [], gathered: slow };
+      return { now: [], paced: [queryKeys.calls.all], gathered: slow };
     case "catalogue":
       return {
         now: [],
@@ -49,15 +64,22 @@ function keysFor(type: LiveEvent["type"]): { now: QueryKey[]; paced: QueryKey[];
   }
 }
 
+/** A paced key's window: {@link CALLS_PACE_MS} for the calls, {@link GATHER_MS} for the rest. */
+function paceFor(queryKey: QueryKey): number {
+  return queryKey === queryKeys.calls.all ? CALLS_PACE_MS : GATHER_MS;
+}
+
 /**
- * Invalidation of keys at most once per `windowMs` each: a key not asked for in the current
- * window is invalidated at once and opens a window; asked for again within it, it is invalidated
- * once more when the window ends (opening the next). `stop` cancels what is pending.
+ * Invalidation of keys at most once per window each: a key not asked for in the current window
+ * is invalidated at once and opens a window; asked for again within it, it is invalidated once
+ * more when the window ends (opening the next). `windowMs` is one length for every key, or each
+ * key's own (default {@link GATHER_MS}). `stop` cancels what is pending.
  */
 export function pacedInvalidation(
   client: QueryClient,
-  windowMs: number = GATHER_MS,
+  windowMs: number | ((queryKey: QueryKey) => number) = GATHER_MS,
 ): { ask(keys: QueryKey[]): void; stop(): void } {
+  const lengthOf = typeof windowMs === "number" ? () => windowMs : windowMs;
   const windows = new Map<string, { timer: ReturnType<typeof setTimeout>; again: boolean }>();
   const open = (id: string, queryKey: QueryKey) => {
     const timer = setTimeout(() => {
@@ -66,7 +88,7 @@ export function pacedInvalidation(
       if (!again) return;
       invalidate(client, [queryKey]);
       open(id, queryKey);
-    }, windowMs);
+    }, lengthOf(queryKey));
     windows.set(id, { timer, again: false });
   };
   return {
@@ -101,6 +123,42 @@ export function invalidate(client: QueryClient, keys: QueryKey[]): void {
 }
 
 /**
+ * What live events do to `client`'s cache: `apply(type)` invalidates the queries an event of
+ * that type makes stale, at once, paced or gathered as {@link keysFor} says; `stop` cancels what
+ * is pending.
+ */
+export function liveEventInvalidation(client: QueryClient): {
+  apply(type: LiveEvent["type"]): void;
+  stop(): void;
+} {
+  const gathering = new Map<string, ReturnType<typeof setTimeout>>();
+  const paced = pacedInvalidation(client, paceFor);
+  return {
+    apply(type) {
+      const keys = keysFor(type);
+      invalidate(client, keys.now);
+      paced.ask(keys.paced);
+      for (const queryKey of keys.gathered) {
+        const id = JSON.stringify(queryKey);
+        if (gathering.has(id)) continue;
+        gathering.set(
+          id,
+          setTimeout(() => {
+            gathering.delete(id);
+            invalidate(client, [queryKey]);
+          }, GATHER_MS),
+        );
+      }
+    },
+    stop() {
+      for (const timer of gathering.values()) clearTimeout(timer);
+      gathering.clear();
+      paced.stop();
+    },
+  };
+}
+
+/**
  * Opens one EventSource on `/api/events` for as long as the calling component is mounted and
  * turns each event into react-query invalidations; nothing polls. The browser reconnects a
  * dropped stream by itself; when it gives up for good (readyState CLOSED, e.g. a 5xx answer),
@@ -118,24 +176,8 @@ export function useLiveEvents(): void {
     let hadError = false;
     let stopped = false;
 
-    const gathering = new Map<string, ReturnType<typeof setTimeout>>();
-    const paced = pacedInvalidation(client);
-    const apply = (type: LiveEvent["type"]) => {
-      const keys = keysFor(type);
-      invalidate(client, keys.now);
-      paced.ask(keys.paced);
-      for (const queryKey of keys.gathered) {
-        const id = JSON.stringify(queryKey);
-        if (gathering.has(id)) continue;
-        gathering.set(
-          id,
-          setTimeout(() => {
-            gathering.delete(id);
-            invalidate(client, [queryKey]);
-          }, GATHER_MS),
-        );
-      }
-    };
+    const invalidation = liveEventInvalidation(client);
+    const apply = invalidation.apply;
     const onEvent = (type: LiveEvent["type"]) => () => apply(type);
     const handlers = EVENT_TYPES.map((type) => [type, onEvent(type)] as const);
     // A message without an `event:` line still carries its type in the JSON.
@@ -201,8 +243,7 @@ export function useLiveEvents(): void {
     return () => {
       stopped = true;
       if (reopenTimer) clearTimeout(reopenTimer);
-      for (const timer of gathering.values()) clearTimeout(timer);
-      paced.stop();
+      invalidation.stop();
       close();
     };
   }, [client]);

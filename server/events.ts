@@ -18,7 +18,9 @@ export interface CallProgressEvent {
 
 /**
  * The in-process event bus: call decisions wake long-polls and held MCP requests, and every
- * event is forwarded to browsers over server-sent events. Listeners must not throw.
+ * event is forwarded to browsers over server-sent events, those that only mean "refetch" thinned
+ * per browser ({@link gatherRefetchEvents}); subscribers here see every one. Listeners must not
+ * throw.
  *
  * A call's progress ({@link CallProgressEvent}) travels apart, on a channel of its own per call:
  * it is for the requests waiting on that call alone. On the main channel every browser would
@@ -59,52 +61,78 @@ function progressChannel(id: string): string {
   return `progress:${id}`;
 }
 
-/** How often one server's `catalogue` events reach a browser at most (see {@link gatherCatalogueEvents}). */
+/** How often one server's `catalogue` events reach a browser at most (see {@link gatherRefetchEvents}). */
 export const CATALOGUE_GATHER_MS = 1_000;
 
-/** Which events are thinned together: one server's catalogue events, and all resource reads. */
-function gatherKey(event: LiveEvent): string | null {
-  if (event.type === "catalogue") return `catalogue:${event.server}`;
-  if (event.type === "resources") return "resources";
-  return null;
+/** How often resource-read events (`resources`, all servers together) reach a browser at most. */
+export const RESOURCES_GATHER_MS = 1_000;
+
+/**
+ * How often `call` events (all calls together) reach a browser at most. Shorter than the
+ * catalogue's: a reviewer acts on the pending queue, so a new call must show within half a
+ * second during a burst; agents making thousands of calls a second still cost each open page at
+ * most two refetches per window, not one a call.
+ */
+export const CALL_GATHER_MS = 500;
+
+/**
+ * Which events are thinned together, and over how long: one server's catalogue events, all
+ * resource reads, all calls. `null`: the event passes at once (a server's state, grants).
+ */
+function gatherWindow(event: LiveEvent): { key: string; ms: number } | null {
+  switch (event.type) {
+    case "catalogue":
+      return { key: `catalogue:${event.server}`, ms: CATALOGUE_GATHER_MS };
+    case "resources":
+      return { key: "resources", ms: RESOURCES_GATHER_MS };
+    case "call":
+      return { key: "call", ms: CALL_GATHER_MS };
+    case "server":
+    case "grants":
+      return null;
+  }
 }
 
 /**
- * `listener`, but with each server's `catalogue` events thinned to at most one per `gatherMs`:
- * the first of a burst passes at once, and if more came meanwhile, the last of them passes when
- * the window ends (which opens the next one). Every such event means "refetch the catalogue",
- * so the last one alone says all; a server whose tools flap, or an owner's bulk action, costs
- * each browser one refetch a second, not one an event. Resource reads (`resources`, "refetch
- * the reads") are thinned the same way, all servers together. Other events pass at once. `stop`
- * drops what is held and cancels the timers (unref'd, never keeping the process up).
+ * `listener`, but with the events that only mean "refetch" thinned per key, each key to at most
+ * one event per its window: the first of a burst passes at once, and if more came meanwhile, the
+ * last of them passes when the window ends (which opens the next one). The last one alone says
+ * all, so a server whose tools flap, an owner's bulk action or agents' thousands of calls a
+ * second cost each browser a refetch a window, not one an event. Each server's `catalogue`
+ * events are thinned apart ({@link CATALOGUE_GATHER_MS}); resource reads ({@link
+ * RESOURCES_GATHER_MS}) and calls ({@link CALL_GATHER_MS}) each all together, so a held `call`
+ * event's `id` and `status` are only the latest call's: a reader must take it as "refetch the
+ * calls", never as the story of one call. Other events pass at once. For browsers only: whoever
+ * needs every event (a long-poll, a held MCP request, the notifier) subscribes to the bus itself.
+ * `stop` drops what is held and cancels the timers (unref'd, never keeping the process up).
  */
-export function gatherCatalogueEvents(
-  listener: (event: LiveEvent) => void,
-  gatherMs: number = CATALOGUE_GATHER_MS,
-): { listener: (event: LiveEvent) => void; stop(): void } {
+export function gatherRefetchEvents(listener: (event: LiveEvent) => void): {
+  listener: (event: LiveEvent) => void;
+  stop(): void;
+} {
   const windows = new Map<string, { timer: NodeJS.Timeout; held: LiveEvent | null }>();
-  const open = (key: string) => {
+  const open = (key: string, ms: number) => {
     const timer = setTimeout(() => {
       const held = windows.get(key)?.held ?? null;
       windows.delete(key);
       if (!held) return;
       listener(held);
-      open(key);
-    }, gatherMs);
+      open(key, ms);
+    }, ms);
     timer.unref();
     windows.set(key, { timer, held: null });
   };
   return {
     listener(event) {
-      const key = gatherKey(event);
-      if (key === null) return listener(event);
-      const window = windows.get(key);
+      const gather = gatherWindow(event);
+      if (gather === null) return listener(event);
+      const window = windows.get(gather.key);
       if (window) {
         window.held = event;
         return;
       }
       listener(event);
-      open(key);
+      open(gather.key, gather.ms);
     },
     stop() {
       for (const { timer } of windows.values()) clearTimeout(timer);

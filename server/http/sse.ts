@@ -1,5 +1,5 @@
 import "server-only";
-import { type EventBus, gatherCatalogueEvents } from "../events";
+import { type EventBus, gatherRefetchEvents } from "../events";
 
 /** Comment line sent this often so proxies and browsers keep the stream open. */
 const HEARTBEAT_MS = 15_000;
@@ -8,11 +8,13 @@ const HEARTBEAT_MS = 15_000;
 const RECHECK_MS = 1000;
 
 /**
- * A `text/event-stream` response carrying every bus event as `event: <type>` +
- * `data: <json>`, until the client disconnects (`signal`); each server's `catalogue` events at
- * most once a second (see {@link gatherCatalogueEvents}). `stillAllowed` (default: always) is
- * asked before an event is sent, at most once a second, and at every heartbeat: once it says no
- * (the reader's session ended, say), the stream ends without sending anything more.
+ * A `text/event-stream` response carrying every bus event as `event: <type>` + `data: <json>`,
+ * until the client disconnects (`signal`); the events that only mean "refetch" are thinned for
+ * this stream alone (see {@link gatherRefetchEvents}): each server's `catalogue` events and the
+ * resource reads to about one a second, the `call` events to about one per `CALL_GATHER_MS`
+ * (500 ms). `stillAllowed` (default: always) is asked before an event is sent, at most once a
+ * second, and at every heartbeat: once it says no (the reader's session ended, say), the stream
+ * ends without sending anything more.
  */
 export function eventStream(
   bus: EventBus,
@@ -39,7 +41,7 @@ export function eventStream(
         return false;
       };
       send(": connected\n\nretry: 2000\n\n");
-      const gathered = gatherCatalogueEvents((e) => {
+      const gathered = gatherRefetchEvents((e) => {
         if (allowed(false)) send(`event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
       });
       const unsubscribe = bus.subscribe(gathered.listener);
