@@ -53,10 +53,10 @@ export async function startGatehouse(servers: Record<string, unknown>, enable: s
   let started: Started;
   let pid = 0;
   try {
-    // GATEHOUSE_BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the server.
-    // It reaches the server through NODE_OPTIONS, so npm, scripts/start.mjs and the config
-    // check write profiles too: the server's file names the pid printed as "server pid".
-    const nodeArgs = process.env.GATEHOUSE_BENCH_NODE_ARGS ?? "";
+    // GATEHOUSE_BENCH_PROFILE=<dir> profiles the server process (bench/cpu-profile.cjs, preloaded
+    // through NODE_OPTIONS, which refuses --cpu-prof itself).
+    const profileDir = process.env.GATEHOUSE_BENCH_PROFILE ?? "";
+    const preload = `--require ${path.join(root, "bench", "cpu-profile.cjs")}`;
     started = await startProcess("npm", ["start", "--silent"], {
       env: {
         NODE_ENV: "production",
@@ -65,7 +65,7 @@ export async function startGatehouse(servers: Record<string, unknown>, enable: s
         HOST: "127.0.0.1",
         PORT: String(port),
         GATEHOUSE_LOG_LEVEL: "warn",
-        ...(nodeArgs ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} ${nodeArgs}`.trim() } : {}),
+        ...(profileDir ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} ${preload}`.trim() } : {}),
       },
       ready: /\/setup\?code=(\S+)/,
       port,
@@ -78,7 +78,7 @@ export async function startGatehouse(servers: Record<string, unknown>, enable: s
       await started.stop();
       throw new Error(`npm start is serving, but no ${bundle} process was found under it`);
     }
-    if (nodeArgs) console.log(`  server pid ${pid}`);
+    if (profileDir) console.log(`  server pid ${pid}`);
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     throw err;

@@ -1,4 +1,5 @@
 import "server-only";
+import type { Readable } from "node:stream";
 import {
   type AuthProvider,
   type FetchLike,
@@ -9,6 +10,7 @@ import {
   type Transport,
   type TransportSendOptions,
 } from "@modelcontextprotocol/client";
+import { discard, type GuardedAnswer, type GuardedRequest, NULL_BODY_STATUSES } from "../net/guarded-fetch";
 import { SessionLostError, STREAM_ENDED_CODE } from "./failures";
 import { type AuthChallenge, readChallenge } from "./sign-in";
 
@@ -69,22 +71,25 @@ function requestsOf(body: unknown): { ids: RequestId[]; methods: string[] } {
 /** Most of a 400 answer read to see whether it names the session; such answers are short. */
 const REFUSAL_PEEK_BYTES = 4096;
 
-/** The first `max` bytes of a body as text; the rest is cancelled, never read. */
-async function peekText(body: ReadableStream<Uint8Array>, max: number): Promise<string> {
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    while (size < max) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      size += value.byteLength;
-    }
-  } finally {
-    await reader.cancel().catch(() => undefined);
-  }
-  return Buffer.concat(chunks).subarray(0, max).toString("utf8");
+/** The first `max` bytes of a body as text; the rest is dropped, never read. */
+function peekText(body: Readable, max: number): Promise<string> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = () => {
+      body.off("data", onData);
+      discard(body);
+      resolve(Buffer.concat(chunks).subarray(0, max).toString("utf8"));
+    };
+    const onData = (chunk: Buffer) => {
+      chunks.push(chunk);
+      size += chunk.byteLength;
+      if (size >= max) done();
+    };
+    body.on("data", onData);
+    body.once("end", done);
+    body.once("error", done);
+  });
 }
 
 /**
@@ -115,77 +120,118 @@ const LOST_SESSION_PHRASES = [
 ];
 
 /**
- * Counts a response body as it flows and errors it once it passes `max` bytes: for an event
- * stream, bytes since the last event boundary (a blank line); otherwise the whole body. The
- * over-long message is never held whole. `onEnd` runs once, when the body ends or breaks.
+ * Counts the bytes of an event stream since its last event boundary (a blank line), across
+ * chunks: `add` answers whether the event in progress has passed `max` bytes. The over-long
+ * event is never held whole.
  */
-function limitBody(
-  body: ReadableStream<Uint8Array>,
-  max: number,
-  eventStream: boolean,
-  onEnd: (error: Error | null) => void,
-): ReadableStream<Uint8Array> {
+function eventSizeCounter(max: number): (chunk: Uint8Array) => boolean {
   let count = 0;
   let lineEmpty = true;
+  return (chunk) => {
+    let pos = 0;
+    for (;;) {
+      const nl = chunk.indexOf(10, pos);
+      if (nl === -1) {
+        const rest = chunk.byteLength - pos;
+        if (rest > 1 || (rest === 1 && chunk[pos] !== 13)) lineEmpty = false;
+        count += rest;
+        break;
+      }
+      const len = nl - pos;
+      const content = len > 0 && chunk[nl - 1] === 13 ? len - 1 : len;
+      count = lineEmpty && content === 0 ? 0 : count + len + 1;
+      lineEmpty = true;
+      pos = nl + 1;
+    }
+    return count > max;
+  };
+}
+
+function tooLarge(what: string, max: number): FrameTooLargeError {
+  return new FrameTooLargeError(`server sent ${what} larger than maxFrameBytes (${max} bytes)`);
+}
+
+/**
+ * An event-stream body as the web stream the SDK parses, each event capped at `max` bytes as it
+ * flows: over the cap, the stream errors and the connection is dropped. `onEnd` runs once, when
+ * the body ends, breaks or is cancelled.
+ */
+function cappedEventStream(
+  body: Readable,
+  max: number,
+  onEnd: (error: Error | null) => void,
+): ReadableStream<Uint8Array> {
+  const over = eventSizeCounter(max);
   let ended = false;
   const end = (error: Error | null) => {
-    if (ended) return;
+    if (ended) return false;
     ended = true;
     onEnd(error);
+    return true;
   };
-  const limiter = new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, controller) {
-      if (!eventStream) {
-        count += chunk.byteLength;
-      } else {
-        let pos = 0;
-        for (;;) {
-          const nl = chunk.indexOf(10, pos);
-          if (nl === -1) {
-            const rest = chunk.byteLength - pos;
-            if (rest > 1 || (rest === 1 && chunk[pos] !== 13)) lineEmpty = false;
-            count += rest;
-            break;
-          }
-          const len = nl - pos;
-          const content = len > 0 && chunk[nl - 1] === 13 ? len - 1 : len;
-          count = lineEmpty && content === 0 ? 0 : count + len + 1;
-          lineEmpty = true;
-          pos = nl + 1;
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      body.on("data", (chunk: Buffer) => {
+        if (ended) return;
+        if (over(chunk)) {
+          const error = tooLarge("an event", max);
+          end(error);
+          discard(body);
+          controller.error(error);
+          return;
         }
-      }
-      if (count > max) {
-        const what = eventStream ? "an event" : "a response";
-        const error = new FrameTooLargeError(`server sent ${what} larger than maxFrameBytes (${max} bytes)`);
-        end(error);
-        controller.error(error);
-        return;
-      }
-      controller.enqueue(chunk);
+        controller.enqueue(chunk);
+        if ((controller.desiredSize ?? 0) <= 0) body.pause();
+      });
+      body.once("end", () => {
+        if (end(null)) controller.close();
+      });
+      // A body that breaks (network error, server reset) never ends.
+      body.once("error", (err) => {
+        if (end(err)) controller.error(err);
+      });
     },
-    flush() {
+    pull() {
+      body.resume();
+    },
+    cancel() {
       end(null);
+      discard(body);
     },
   });
-  const piped = body.pipeThrough(limiter);
-  // A body that breaks (network error, server reset) never reaches flush.
-  const reader = piped.getReader();
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { value, done } = await reader.read();
-        if (done) controller.close();
-        else controller.enqueue(value);
-      } catch (err) {
-        const error = err instanceof Error ? err : new Error(String(err));
-        end(error);
-        controller.error(error);
+}
+
+/**
+ * A whole response body, at most `max` bytes: over it, the body is dropped and the read fails
+ * with {@link FrameTooLargeError}. `onEnd` runs once, when the body has ended or failed.
+ */
+function readCapped(body: Readable, max: number, onEnd: (error: Error | null) => void): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let ended = false;
+    const fail = (error: Error) => {
+      if (ended) return;
+      ended = true;
+      onEnd(error);
+      reject(error);
+    };
+    body.on("data", (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (size > max) {
+        discard(body);
+        fail(tooLarge("a response", max));
+        return;
       }
-    },
-    cancel(reason) {
-      end(null);
-      return reader.cancel(reason);
-    },
+      chunks.push(chunk);
+    });
+    body.once("end", () => {
+      if (ended) return;
+      ended = true;
+      onEnd(null);
+      resolve(chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks, size));
+    });
+    body.once("error", fail);
   });
 }
 
@@ -193,7 +239,8 @@ export interface HttpTransportOptions {
   url: URL;
   kind: "http" | "sse";
   headers: Record<string, string>;
-  fetch: FetchLike;
+  /** The server's guarded requests (server/net/guarded-fetch.ts). */
+  send: GuardedRequest;
   maxFrameBytes: number;
   /** A message over the cap: the connection is no longer trustworthy. */
   onFatal(error: Error): void;
@@ -234,23 +281,35 @@ export class GuardedHttpTransport implements Transport {
       // Nor for the era probe: a made-up error would read as a 2025 server's answer to it, and
       // turn a broken stream (worth a retry) into a 2025 handshake a 2026-07-28 server refuses.
       const answerable = ids.filter((_, i) => methods[i] !== LISTEN_METHOD && methods[i] !== DISCOVER_METHOD);
-      let res = await opts.fetch(url, init);
+      const res = await opts.send(url, init);
       if (res.status === 401 || res.status === 403) {
         const challenge = readChallenge(res.headers.get("www-authenticate"));
         if (challenge) opts.onChallenge?.(res.status, challenge);
       }
-      if (opts.kind === "http") res = await this.checkSession(init, res, methods);
-      if (!res.body || res.status === 204 || res.status === 304) return res;
-      const type = res.headers.get("content-type") ?? "";
+      const init2 = { status: res.status, statusText: res.statusText, headers: res.headers };
+      if (opts.kind === "http") {
+        const refusal = await this.checkSession(init, res, methods);
+        if (refusal) return refusal;
+      }
+      if (NULL_BODY_STATUSES.has(res.status)) {
+        res.body.resume();
+        return new Response(null, init2);
+      }
       // Only an accepted POST's stream carries its answers: a refusal (a 401 the SDK answers by
       // renewing the token and sending the request again, any error status the SDK reports
       // itself) must not have an answer made up for it while the request is still on its way.
-      const carriesAnswers = res.ok && answerable.length > 0;
-      const body = limitBody(res.body, opts.maxFrameBytes, type.includes("text/event-stream"), (error) => {
+      const carriesAnswers = res.status >= 200 && res.status < 300 && answerable.length > 0;
+      const onEnd = (error: Error | null) => {
         if (error instanceof FrameTooLargeError) opts.onFatal(error);
         if (carriesAnswers) this.settle(answerable, error);
-      });
-      return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+      };
+      // An event stream is handed on as it flows; any other body (a JSON answer, an error page)
+      // is read whole first, which spares it the web streams an event stream needs.
+      if ((res.headers.get("content-type") ?? "").includes("text/event-stream")) {
+        return new Response(cappedEventStream(res.body, opts.maxFrameBytes, onEnd), init2);
+      }
+      const whole = await readCapped(res.body, opts.maxFrameBytes, onEnd);
+      return new Response(whole as Uint8Array<ArrayBuffer>, init2);
     };
     const requestInit = { headers: opts.headers };
     const auth = opts.authProvider ? { authProvider: opts.authProvider } : {};
@@ -280,30 +339,31 @@ export class GuardedHttpTransport implements Transport {
   /**
    * Throws {@link SessionLostError} when the server answers a request that carried our
    * `Mcp-Session-Id` as one whose session is gone: 404 (the transport spec's word for it), or a
-   * 400 that names the session. Otherwise returns the response (rebuilt when its body was read).
+   * 400 that names the session. A 400 that does not is answered with what was read of it; any
+   * other answer is left to the caller (null).
    */
   private async checkSession(
     init: RequestInit | undefined,
-    res: Response,
+    res: GuardedAnswer,
     methods: string[],
-  ): Promise<Response> {
+  ): Promise<Response | null> {
     const method = (init?.method ?? "GET").toUpperCase();
     const sent = new Headers(init?.headers).has("mcp-session-id");
-    if (method === "GET" && res.ok && sent) this.eventStreamSeen = true;
-    if (!sent || (res.status !== 404 && res.status !== 400)) return res;
-    if (method !== "POST" && method !== "GET") return res;
+    if (method === "GET" && res.status >= 200 && res.status < 300 && sent) this.eventStreamSeen = true;
+    if (!sent || (res.status !== 404 && res.status !== 400)) return null;
+    if (method !== "POST" && method !== "GET") return null;
     // A GET refused from the start only says the server offers no event stream (some answer 404
     // rather than 405); refused after a stream of this session was open, the session is gone.
-    if (method === "GET" && !this.eventStreamSeen) return res;
+    if (method === "GET" && !this.eventStreamSeen) return null;
     if (res.status === 400) {
-      const text = res.body ? await peekText(res.body, REFUSAL_PEEK_BYTES) : "";
+      const text = await peekText(res.body, REFUSAL_PEEK_BYTES);
       if (!namesLostSession(text)) {
         const headers = new Headers(res.headers);
         headers.delete("content-length");
         return new Response(text, { status: res.status, statusText: res.statusText, headers });
       }
     } else {
-      await res.body?.cancel();
+      discard(res.body);
     }
     throw new SessionLostError(methods, res.status);
   }

@@ -2,7 +2,7 @@ import "server-only";
 import type { AuthProvider, Transport } from "@modelcontextprotocol/client";
 import type { Agent } from "undici";
 import type { ServerConfig } from "../config";
-import { createGuardedAgent, guardedFetch } from "../net/guarded-fetch";
+import { createGuardedAgent, guardedRequest } from "../net/guarded-fetch";
 import { GuardedHttpTransport } from "./http-transport";
 import type { AuthChallenge } from "./sign-in";
 import { BoundedStdioTransport, type LineRing } from "./stdio-transport";
@@ -65,7 +65,7 @@ export function createTransport(config: ServerConfig, deps: TransportDeps): Tran
     url: new URL(c.url ?? ""),
     kind: c.transport === "sse" ? "sse" : "http",
     headers: c.headers,
-    fetch: guardedFetch(deps.agent.get(), {
+    send: guardedRequest(deps.agent.get(), {
       allowPrivate: c.allowPrivate,
       server: c.name,
       credentialHeaders: Object.keys(c.headers),

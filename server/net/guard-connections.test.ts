@@ -3,9 +3,11 @@
  * minIntervalMs, kept-alive connections reused, and proxy environment variables ignored. The
  * servers and the loopback-only safety net are in guard-fixtures.ts.
  */
+import { getEventListeners } from "node:events";
+import type { ServerResponse } from "node:http";
 import { EnvHttpProxyAgent, fetch as undiciFetch } from "undici";
 import { describe, expect, it, vi } from "vitest";
-import { client, listen, registerGuardHooks, type Seen } from "./guard-fixtures";
+import { client, failure, listen, registerGuardHooks, type Seen } from "./guard-fixtures";
 
 registerGuardHooks();
 
@@ -86,6 +88,75 @@ describe("pacing and connection reuse", () => {
     const [, bToC] = gaps(server.requests);
     // Counted from B's scheduled time instead, C would go out at once (B's timer fired 150 ms late).
     expect(bToC).toBeGreaterThanOrEqual(PACED);
+  });
+});
+
+describe("requests sharing one signal (an MCP connection's)", () => {
+  /** A server that holds every request until `count` have arrived, then answers them all. */
+  async function holding(count: number) {
+    const held: ServerResponse[] = [];
+    let all: () => void = () => {};
+    const arrived = new Promise<void>((resolve) => {
+      all = resolve;
+    });
+    const server = await listen("127.0.0.1", (_req, res) => {
+      held.push(res);
+      if (held.length === count) all();
+    });
+    return {
+      url: `http://127.0.0.1:${server.port}/`,
+      arrived,
+      release: () => {
+        for (const r of held) r.end("ok");
+      },
+    };
+  }
+
+  it("forty requests in flight put one abort listener on the shared signal, not one each", async () => {
+    const server = await holding(40);
+    const fetch = client({ allowPrivate: true });
+    const shared = new AbortController();
+    const answers = Array.from({ length: 40 }, () => fetch(server.url, { signal: shared.signal }));
+    await server.arrived;
+    expect(getEventListeners(shared.signal, "abort")).toHaveLength(1);
+    server.release();
+    for (const answer of answers) expect(await (await answer).text()).toBe("ok");
+    expect(getEventListeners(shared.signal, "abort").length).toBeLessThanOrEqual(1);
+    // Sequential requests, each read to its end, leave nothing behind either.
+    for (let i = 0; i < 20; i++) {
+      const one = await holding(1);
+      const answer = fetch(one.url, { signal: shared.signal });
+      await one.arrived;
+      one.release();
+      await (await answer).text();
+    }
+    expect(getEventListeners(shared.signal, "abort").length).toBeLessThanOrEqual(1);
+  });
+
+  it("aborting the shared signal aborts every request in flight, with its reason", async () => {
+    const server = await holding(5);
+    const fetch = client({ allowPrivate: true });
+    const shared = new AbortController();
+    const answers = Array.from({ length: 5 }, () => fetch(server.url, { signal: shared.signal }));
+    await server.arrived;
+    const reason = new Error("connection closed");
+    shared.abort(reason);
+    for (const answer of answers) expect(await failure(answer)).toBe(reason);
+  });
+
+  it("a body still streaming when the shared signal aborts fails with the reason", async () => {
+    const server = await listen("127.0.0.1", (_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write(": open\n\n");
+    });
+    const fetch = client({ allowPrivate: true });
+    const shared = new AbortController();
+    const res = await fetch(`http://127.0.0.1:${server.port}/`, { signal: shared.signal });
+    const reader = res.body?.getReader();
+    expect(new TextDecoder().decode((await reader?.read())?.value)).toBe(": open\n\n");
+    const reason = new Error("connection closed");
+    shared.abort(reason);
+    expect(await failure(reader?.read() ?? Promise.resolve())).toBe(reason);
   });
 });
 

@@ -1,8 +1,9 @@
 import "server-only";
 import dns from "node:dns";
 import { isIP } from "node:net";
+import { Readable } from "node:stream";
 import type { FetchLike } from "@modelcontextprotocol/client";
-import { Agent, buildConnector, fetch as undiciFetch } from "undici";
+import { Agent, buildConnector, type Dispatcher } from "undici";
 import { refusedAddressKind } from "./address-policy";
 
 export interface GuardOptions {
@@ -125,27 +126,44 @@ function withoutCredentials(headers: RequestInit["headers"], configured: string[
 }
 
 /**
- * The fetch an MCP transport uses for one server, through its guarded Agent. Redirects are
- * resolved here, so every hop is dialled (and address-checked) again: a server with
+ * What one guarded request answered: its status and headers, and its body still to be read. The
+ * caller must read the body to its end or destroy it: until then the request holds its
+ * connection, and its abort listener on the caller's signal.
+ */
+export interface GuardedAnswer {
+  status: number;
+  statusText: string;
+  headers: Headers;
+  body: Readable;
+}
+
+/** `fetch`'s arguments, `fetch`'s redirect rules (below), a {@link GuardedAnswer} back. */
+export type GuardedRequest = (input: string | URL, init?: RequestInit) => Promise<GuardedAnswer>;
+
+/**
+ * Requests through one server's guarded Agent with undici's dispatcher API rather than its
+ * `fetch`: the same connection pool and connect-time address check, without fetch's per-request
+ * Request, Response and web-stream objects. Those cost an MCP server's HTTP calls more CPU than
+ * the rest of Gatehouse's call path, and fetch's Request adds a listener to the caller's signal
+ * that only a garbage collection removes, where the SDK passes one long-lived signal for every
+ * request of a connection (docs/PERFORMANCE.md). Here the listener goes when the body closes.
+ *
+ * Redirects are resolved here, so every hop is dialled (and address-checked) again: a server with
  * `allowPrivate` follows none; others follow at most {@link MAX_REDIRECTS}, never from https to
  * http, and drop the configured headers (and Authorization, cookies, the MCP session) when the
- * origin changes. The SDK never sees a redirect response.
+ * origin changes. The caller never sees a redirect response.
  */
-export function guardedFetch(agent: Agent, opts: GuardedFetchOptions): FetchLike {
+export function guardedRequest(agent: Agent, opts: GuardedFetchOptions): GuardedRequest {
   const pace = pacer(opts.minIntervalMs ?? 0);
-  return (async (input: string | URL, init?: RequestInit) => {
+  return async (input, init) => {
     let url = new URL(String(input));
     let request: RequestInit = { ...init };
     for (let hop = 0; ; hop++) {
       if (pace) await pace();
-      const res = await undiciFetch(url, {
-        ...(request as Parameters<typeof undiciFetch>[1]),
-        dispatcher: agent,
-        redirect: "manual",
-      });
+      const res = await sendOnce(agent, url, request);
       const location = res.headers.get("location");
-      if (res.status < 300 || res.status >= 400 || location === null) return res as unknown as Response;
-      await res.body?.cancel();
+      if (res.status < 300 || res.status >= 400 || location === null) return res;
+      discard(res.body);
       if (opts.refuseRedirects) {
         throw new RedirectRefusedError(
           `refused: ${opts.server} answered with a redirect (${res.status}); it must answer itself`,
@@ -187,5 +205,116 @@ export function guardedFetch(agent: Agent, opts: GuardedFetchOptions): FetchLike
       }
       url = next;
     }
-  }) as FetchLike;
+  };
+}
+
+/**
+ * Drops a body unread, closing its connection. undici reports a destroyed body as an abort on
+ * its error event, which nobody else listens to here.
+ */
+export function discard(body: Readable): void {
+  body.on("error", () => undefined);
+  body.destroy();
+}
+
+/** The requests in flight under each caller's signal (see {@link childSignal}). */
+const inFlight = new WeakMap<AbortSignal, Set<AbortController>>();
+
+/**
+ * A signal of one request's own that aborts when `parent` does, until `release` (called once its
+ * body has closed). However many requests share `parent` (the SDK passes one signal for every
+ * request of a connection, dozens in flight under load), `parent` carries one listener: a
+ * listener each would make every request's `addEventListener` walk all the others', and trip
+ * Node's leak warning past ten.
+ */
+function childSignal(parent: AbortSignal): { signal: AbortSignal; release(): void } {
+  if (parent.aborted) return { signal: parent, release: () => undefined };
+  let children = inFlight.get(parent);
+  if (!children) {
+    const set = new Set<AbortController>();
+    parent.addEventListener(
+      "abort",
+      () => {
+        for (const child of set) child.abort(parent.reason);
+        set.clear();
+      },
+      { once: true },
+    );
+    inFlight.set(parent, set);
+    children = set;
+  }
+  const child = new AbortController();
+  const siblings = children;
+  siblings.add(child);
+  return { signal: child.signal, release: () => siblings.delete(child) };
+}
+
+/** Statuses whose responses have no body (the fetch standard's "null body status"). */
+export const NULL_BODY_STATUSES: ReadonlySet<number> = new Set([101, 103, 204, 205, 304]);
+
+/**
+ * {@link guardedRequest} as a `fetch`, for callers that want one (the SDK's OAuth client,
+ * webhooks): the answer is the global `Response`, whose body streams from the connection.
+ */
+export function guardedFetch(agent: Agent, opts: GuardedFetchOptions): FetchLike {
+  const send = guardedRequest(agent, opts);
+  return async (input, init) => {
+    const res = await send(input, init);
+    const empty = NULL_BODY_STATUSES.has(res.status) || (init?.method ?? "GET").toUpperCase() === "HEAD";
+    if (empty) res.body.resume();
+    const body = empty ? null : (Readable.toWeb(res.body) as ReadableStream<Uint8Array>);
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
+}
+
+/** One request, no redirect followed. Rejects as `fetch` would (on a URL with credentials in it, too). */
+async function sendOnce(agent: Agent, url: URL, init: RequestInit): Promise<GuardedAnswer> {
+  if (url.username || url.password) throw new TypeError("a request URL may not include credentials");
+  const headers: Record<string, string> = {};
+  new Headers(init.headers).forEach((value, name) => {
+    headers[name] = value;
+  });
+  const body = await bodyOf(init.body, headers);
+  const signal = init.signal ? childSignal(init.signal) : null;
+  let res: Dispatcher.ResponseData;
+  try {
+    res = await agent.request({
+      origin: url.origin,
+      path: `${url.pathname}${url.search}`,
+      method: (init.method ?? "GET").toUpperCase() as Dispatcher.HttpMethod,
+      headers,
+      body,
+      signal: signal?.signal,
+    });
+  } catch (err) {
+    signal?.release();
+    // As `fetch` fails: the signal's reason when it was aborted, else "fetch failed" with the
+    // reason (the guard's refusal, ECONNREFUSED, a reset) as its cause, which is how the rest of
+    // Gatehouse tells an unreachable server from one that answered.
+    if (init.signal?.aborted) throw init.signal.reason;
+    throw new TypeError("fetch failed", { cause: err });
+  }
+  if (signal) res.body.once("close", signal.release);
+  const answerHeaders = new Headers();
+  for (const [name, value] of Object.entries(res.headers)) {
+    if (Array.isArray(value)) for (const v of value) answerHeaders.append(name, v);
+    else if (value !== undefined) answerHeaders.append(name, value);
+  }
+  return { status: res.statusCode, statusText: res.statusText ?? "", headers: answerHeaders, body: res.body };
+}
+
+/**
+ * A request body as bytes or text, its content type added as `fetch` would when none was set (a
+ * form's, for the OAuth token requests). Strings and bytes, what MCP transports send, pass as they are.
+ */
+async function bodyOf(
+  body: RequestInit["body"],
+  headers: Record<string, string>,
+): Promise<string | Uint8Array | null> {
+  if (body === undefined || body === null) return null;
+  if (typeof body === "string" || body instanceof Uint8Array) return body;
+  const extracted = new Response(body);
+  const type = extracted.headers.get("content-type");
+  if (type !== null && headers["content-type"] === undefined) headers["content-type"] = type;
+  return new Uint8Array(await extracted.arrayBuffer());
 }

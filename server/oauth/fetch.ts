@@ -38,11 +38,9 @@ export class OAuthFetch {
         ? AbortSignal.any([init.signal, AbortSignal.timeout(c.timeoutMs)])
         : AbortSignal.timeout(c.timeoutMs);
       const method = (init?.method ?? "GET").toUpperCase();
-      const res = await (method === "GET" || method === "HEAD" ? get : post)(url, { ...init, signal });
-      // undici's own Response class is not the global one, and the SDK tells an error response
-      // from error text with `instanceof Response`: as undici's, an authorization server's
-      // `invalid_grant` would read as "[object Response]", no OAuth error at all.
-      return new Response(res.body, { status: res.status, statusText: res.statusText, headers: res.headers });
+      // The global Response (guardedFetch's): the SDK tells an error response from error text
+      // with `instanceof Response`, and undici's own class would fail it.
+      return (method === "GET" || method === "HEAD" ? get : post)(url, { ...init, signal });
     };
   }
 
