@@ -22,11 +22,20 @@ if (dir && /gatehouse-server\.mjs$/.test(process.argv[1] ?? "")) {
     snapshots += 1;
     v8.writeHeapSnapshot(path.join(dir, `server-${process.pid}-${snapshots}.heapsnapshot`));
   });
-  process.on("exit", () => {
-    // An in-process session answers synchronously: the profile is written before the exit ends.
+  let written = false;
+  const write = () => {
+    if (written) return;
+    written = true;
+    // An in-process session answers synchronously: the profile is written before this returns.
     session.post("Profiler.stop", (err, result) => {
-      if (!err)
+      if (!err) {
         fs.writeFileSync(path.join(dir, `server-${process.pid}.cpuprofile`), JSON.stringify(result.profile));
+      }
     });
-  });
+  };
+  // At the stop signal, before the server's own shutdown, which a slow machine may not finish
+  // before the benchmark's SIGKILL; at exit for any other end.
+  process.prependListener("SIGTERM", write);
+  process.prependListener("SIGINT", write);
+  process.on("exit", write);
 }

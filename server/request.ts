@@ -27,9 +27,23 @@ export async function readJsonBody(
 ): Promise<JsonBody> {
   const body = await readBody(req, maxBytes);
   if (body.tooLarge) return { ok: false, problem: "too_large" };
-  if (body.text === "" && "emptyAs" in opts) return { ok: true, value: opts.emptyAs };
+  return parsedJson(body.text, opts);
+}
+
+/** {@link readJsonBody} for a body the edge has read already (server/http/hot-path.ts). */
+export function jsonBodyOf(
+  bytes: Buffer,
+  maxBytes = MAX_REQUEST_BODY_BYTES,
+  opts: { emptyAs?: unknown } = {},
+): JsonBody {
+  if (bytes.byteLength > maxBytes) return { ok: false, problem: "too_large" };
+  return parsedJson(bytes.toString("utf8"), opts);
+}
+
+function parsedJson(text: string, opts: { emptyAs?: unknown }): JsonBody {
+  if (text === "" && "emptyAs" in opts) return { ok: true, value: opts.emptyAs };
   try {
-    return { ok: true, value: JSON.parse(body.text) as unknown };
+    return { ok: true, value: JSON.parse(text) as unknown };
   } catch {
     return { ok: false, problem: "not_json" };
   }

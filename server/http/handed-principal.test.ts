@@ -16,6 +16,7 @@ import {
 } from "@/test/support/runtime";
 import type { Principal } from "../auth/access";
 import { tokenFromSecret } from "../auth/tokens";
+import { MAX_REQUEST_BODY_BYTES } from "../request";
 import * as callsApi from "./calls-api";
 import * as mcpApi from "./mcp-api";
 
@@ -73,6 +74,37 @@ describe("route() with a principal from the edge", () => {
     const secret = createAgentToken(rt.runtime, "bot");
     expect((await callsApi.POST(callRequest(), { params })).status).toBe(401);
     expect((await callsApi.POST(callRequest(secret), { params })).status).toBe(200);
+  });
+});
+
+describe("route() with a body from the edge", () => {
+  it("takes the handed body and never reads the Request's: one without a body is called as the handed one says", async () => {
+    rt = await startTestRuntime();
+    enableTool(rt.runtime, LIST_NOTES);
+    const bot = agentPrincipal(rt, "bot");
+    const bare = new Request(`${ORIGIN}/api/calls`, {
+      method: "POST",
+      headers: { host: "127.0.0.1:3000", "content-type": "application/json" },
+    });
+    const body = Buffer.from(JSON.stringify({ tool: LIST_NOTES, arguments: {} }));
+    const res = await callsApi.POST(bare, { params, principal: bot, body });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { tool: string }).tool).toBe(LIST_NOTES);
+    // The handed body is what counts: an unknown tool in it is refused, whatever the Request says.
+    const wrong = Buffer.from(JSON.stringify({ tool: "nope", arguments: {} }));
+    expect((await callsApi.POST(callRequest(), { params, principal: bot, body: wrong })).status).toBe(404);
+  });
+
+  it("a handed body that is not JSON, or over the limit, is refused as one read from the Request would be", async () => {
+    rt = await startTestRuntime();
+    const bot = agentPrincipal(rt, "bot");
+    const bare = () =>
+      new Request(`${ORIGIN}/api/calls`, { method: "POST", headers: { host: "127.0.0.1:3000" } });
+    const notJson = await callsApi.POST(bare(), { params, principal: bot, body: Buffer.from("{nope") });
+    expect(notJson.status).toBe(400);
+    const huge = Buffer.alloc(MAX_REQUEST_BODY_BYTES + 1, 32);
+    const tooLarge = await callsApi.POST(bare(), { params, principal: bot, body: huge });
+    expect(tooLarge.status).toBe(413);
   });
 });
 

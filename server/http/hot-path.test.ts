@@ -7,6 +7,7 @@ import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Principal } from "../auth/access";
 import { answerHot, type RouteHandler } from "./hot-path";
+import type { HandlerContext } from "./route";
 
 const servers: http.Server[] = [];
 afterEach(async () => {
@@ -99,6 +100,63 @@ describe("the hot path", () => {
     expect(seen).toEqual([
       { url: "http://127.0.0.1:3000/api/calls?x=1", body: '{"tool":"t"}', principal: good },
     ]);
+  });
+
+  it("a route() handler is handed the body as read, in a Request that carries none", async () => {
+    const got: { requestBody: string; handed: string | undefined }[] = [];
+    const handler = Object.assign(
+      async (req: Request, ctx: HandlerContext) => {
+        got.push({ requestBody: await req.text(), handed: ctx.body?.toString("utf8") });
+        return Response.json({ ok: true });
+      },
+      { bodyFromContext: true as const },
+    );
+    const server = http.createServer((req, res) => {
+      void answerHot(req, res, handler, {
+        listenHost: "127.0.0.1:3000",
+        authenticate: () => good,
+        extraHeaders: [],
+      });
+    });
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const port = (server.address() as net.AddressInfo).port;
+    const res = await fetch(`http://127.0.0.1:${port}/api/calls`, { method: "POST", body: '{"tool":"t"}' });
+    expect(res.status).toBe(200);
+    expect(got).toEqual([{ requestBody: "", handed: '{"tool":"t"}' }]);
+  });
+
+  it("a JSON answer goes out whole with its Content-Length; an event stream goes out chunked, each part as it is produced", async () => {
+    const seen: Seen[] = [];
+    let more: (text: string) => void = () => {};
+    const port = await serve(async (req) => {
+      if (new URL(req.url).pathname === "/json") return Response.json({ answer: "x".repeat(300) });
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode("event: a\n\n"));
+          more = (text) => {
+            controller.enqueue(new TextEncoder().encode(text));
+            controller.close();
+          };
+        },
+      });
+      return new Response(stream, { headers: { "content-type": "text/event-stream" } });
+    }, seen);
+    const head =
+      "POST /json HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer good\r\nContent-Length: 0\r\n\r\n";
+    const json = await raw(port, head, /\}$/);
+    expect(json).toMatch(/\r\ncontent-length: 313\r\n/i);
+    expect(json).not.toMatch(/transfer-encoding/i);
+    // The first event arrives while the stream is still open; the second once it is produced.
+    const sse = raw(port, head.replace("/json", "/events"), /event: b/);
+    await new Promise<void>((resolve) => {
+      const check = () => (seen.length === 2 ? resolve() : setImmediate(check));
+      check();
+    });
+    more("event: b\n\n");
+    const text = await sse;
+    expect(text).toMatch(/\r\ntransfer-encoding: chunked\r\n/i);
+    expect(text.indexOf("event: a")).toBeLessThan(text.indexOf("event: b"));
   });
 
   it("an unexpected failure of the handler is answered 500 internal, not a reset connection", async () => {

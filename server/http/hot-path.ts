@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Principal } from "../auth/access";
 import { forwardedHttps } from "../request";
 import { BRIDGE_MAX_BODY_BYTES, headersOf, readBody, sendResponse, webRequest } from "./node-bridge";
-import { errorResponse, type HandlerContext, payloadTooLarge } from "./route";
+import { errorResponse, type HandlerContext, payloadTooLarge, type RouteHandlerFn } from "./route";
 
 /** A route module's handler, as Next would call it, or as the hot path does with the principal it found. */
 export type RouteHandler = (req: Request, ctx: HandlerContext) => Promise<Response>;
@@ -22,6 +22,7 @@ export interface HotPathOptions {
 }
 
 const noParams = Promise.resolve({});
+const EMPTY = Buffer.alloc(0);
 
 /**
  * Answers one request with a route handler, without Next (server/main.ts): credentials first,
@@ -52,8 +53,12 @@ export async function answerHot(
       return;
     }
     const origin = `${forwardedHttps(headers) ? "https" : "http"}://${opts.listenHost}`;
-    const request = webRequest(req, res, origin, body, headers);
-    const response = await handler(request, { params: noParams, principal });
+    // A route() handler takes the body as read: the web Request then carries none, which spares
+    // it the stream a body needs, and the handler reading that stream back.
+    const handsBody = (handler as Partial<RouteHandlerFn>).bodyFromContext === true;
+    const request = webRequest(req, res, origin, handsBody ? EMPTY : body, headers);
+    const ctx = handsBody ? { params: noParams, principal, body } : { params: noParams, principal };
+    const response = await handler(request, ctx);
     await sendResponse(res, response, opts.extraHeaders);
   } catch (err) {
     if (res.headersSent || res.destroyed) res.destroy();

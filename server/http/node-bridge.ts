@@ -117,8 +117,8 @@ export function webRequest(
 
 /**
  * Writes a web `Response` to a Node response: status, headers (each `Set-Cookie` on its own
- * line), then the body as it is produced, so event streams reach the client unbuffered. A
- * client that goes away cancels the body's stream. `extraHeaders` are set unless the response
+ * line), then the body: an event stream as it is produced, so it reaches the client unbuffered
+ * (a client that goes away cancels it); any other body whole, with its `Content-Length`. `extraHeaders` are set unless the response
  * sets the same header itself.
  */
 export async function sendResponse(
@@ -137,11 +137,27 @@ export async function sendResponse(
   for (const [name, value] of response.headers) if (name !== "set-cookie") headers[name] = value;
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) headers["set-cookie"] = cookies;
-  res.writeHead(response.status, headers);
   if (!response.body) {
+    res.writeHead(response.status, headers);
     res.end();
     return;
   }
+  if (!(response.headers.get("content-type") ?? "").includes("text/event-stream")) {
+    // Anything but an event stream (a JSON answer) goes out whole, in one write with its length,
+    // rather than as chunks: an agent's call answer is a few hundred bytes.
+    let body: Buffer;
+    try {
+      body = Buffer.from(await response.arrayBuffer());
+    } catch {
+      res.destroy();
+      return;
+    }
+    headers["content-length"] = body.byteLength;
+    res.writeHead(response.status, headers);
+    res.end(body);
+    return;
+  }
+  res.writeHead(response.status, headers);
   const reader = response.body.getReader();
   let gone = false;
   res.once("close", () => {

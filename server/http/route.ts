@@ -6,7 +6,7 @@ import { hostProblem } from "../agent-mcp/guard";
 import { type Access, allows, authenticate, checkOrigin, type Principal } from "../auth/access";
 import { isSecure } from "../auth/signin";
 import { logger } from "../log";
-import { MAX_REQUEST_BODY_BYTES, readJsonBody } from "../request";
+import { jsonBodyOf, MAX_REQUEST_BODY_BYTES, readJsonBody } from "../request";
 import { getRuntime, type Runtime } from "../runtime";
 import { edgePeers, HOST_REFUSED_CODE } from "./peers";
 
@@ -106,7 +106,21 @@ export interface HandlerContext {
    * (`null`: nobody); absent on Next's own path, where the handler authenticates itself.
    */
   principal?: Principal | null;
+  /**
+   * The request's body, when the hot path has read it already and built `req` without it (only
+   * for handlers made by {@link route}, which say so with `bodyFromContext`); absent on Next's
+   * own path, where the body is read from `req`.
+   */
+  body?: Buffer;
 }
+
+/**
+ * A handler made by {@link route}: it reads its body from {@link HandlerContext.body} when one
+ * is handed over, so the hot path need not put the body into the web `Request` at all.
+ */
+export type RouteHandlerFn = ((req: Request, ctx: HandlerContext) => Promise<Response>) & {
+  readonly bodyFromContext: true;
+};
 
 /**
  * The one wrapper every API route goes through: checks `Host` against the allow-list `/mcp`
@@ -119,8 +133,8 @@ export interface HandlerContext {
 export function route<B extends Schema | undefined = undefined, Q extends Schema | undefined = undefined>(
   opts: RouteOptions<B, Q>,
   handler: (ctx: RouteContext<B, Q>) => Promise<unknown> | unknown,
-): (req: Request, ctx: HandlerContext) => Promise<Response> {
-  return async (req, handlerCtx) => {
+): RouteHandlerFn {
+  const handle = async (req: Request, handlerCtx: HandlerContext): Promise<Response> => {
     try {
       const runtime = getRuntime();
       const badHost = hostProblem(req.headers.get("host"), edgePeers(runtime));
@@ -153,7 +167,9 @@ export function route<B extends Schema | undefined = undefined, Q extends Schema
       }
       let body: unknown;
       if (opts.body) {
-        const raw = await readJsonBody(req, undefined, opts.bodyOptional ? { emptyAs: {} } : {});
+        const empty = opts.bodyOptional ? { emptyAs: {} } : {};
+        const handed = handlerCtx?.body;
+        const raw = handed ? jsonBodyOf(handed, undefined, empty) : await readJsonBody(req, undefined, empty);
         if (!raw.ok) {
           if (raw.problem === "too_large") throw payloadTooLarge();
           throw new GatehouseError("invalid_body", "the request body must be JSON");
@@ -181,6 +197,7 @@ export function route<B extends Schema | undefined = undefined, Q extends Schema
       return errorResponse(err);
     }
   };
+  return Object.assign(handle, { bodyFromContext: true as const });
 }
 
 /** The principal of a non-public route (the wrapper guarantees it). */
