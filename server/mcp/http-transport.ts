@@ -10,7 +10,13 @@ import {
   type Transport,
   type TransportSendOptions,
 } from "@modelcontextprotocol/client";
-import { discard, type GuardedAnswer, type GuardedRequest, NULL_BODY_STATUSES } from "../net/guarded-fetch";
+import {
+  discard,
+  type GuardedAnswer,
+  type GuardedRequest,
+  NULL_BODY_STATUSES,
+  webStreamOf,
+} from "../net/guarded-fetch";
 import { SessionLostError, STREAM_ENDED_CODE } from "./failures";
 import { type AuthChallenge, readChallenge } from "./sign-in";
 
@@ -162,43 +168,7 @@ function cappedEventStream(
   onEnd: (error: Error | null) => void,
 ): ReadableStream<Uint8Array> {
   const over = eventSizeCounter(max);
-  let ended = false;
-  const end = (error: Error | null) => {
-    if (ended) return false;
-    ended = true;
-    onEnd(error);
-    return true;
-  };
-  return new ReadableStream<Uint8Array>({
-    start(controller) {
-      body.on("data", (chunk: Buffer) => {
-        if (ended) return;
-        if (over(chunk)) {
-          const error = tooLarge("an event", max);
-          end(error);
-          discard(body);
-          controller.error(error);
-          return;
-        }
-        controller.enqueue(chunk);
-        if ((controller.desiredSize ?? 0) <= 0) body.pause();
-      });
-      body.once("end", () => {
-        if (end(null)) controller.close();
-      });
-      // A body that breaks (network error, server reset) never ends.
-      body.once("error", (err) => {
-        if (end(err)) controller.error(err);
-      });
-    },
-    pull() {
-      body.resume();
-    },
-    cancel() {
-      end(null);
-      discard(body);
-    },
-  });
+  return webStreamOf(body, { check: (chunk) => (over(chunk) ? tooLarge("an event", max) : null), onEnd });
 }
 
 /**

@@ -160,6 +160,59 @@ describe("requests sharing one signal (an MCP connection's)", () => {
   });
 });
 
+describe("a body cancelled unread", () => {
+  it("at once or while data is still arriving, raises nothing, and the server is asked again", async () => {
+    const uncaught: unknown[] = [];
+    const onUncaught = (err: unknown) => uncaught.push(err);
+    process.on("uncaughtException", onUncaught);
+    try {
+      let sent: () => void = () => {};
+      const allSent = new Promise<void>((resolve) => {
+        sent = resolve;
+      });
+      const server = await listen("127.0.0.1", (req, res) => {
+        if (req.url === "/next") {
+          res.end("next");
+          return;
+        }
+        if (req.url === "/short") {
+          res.writeHead(500);
+          res.write("part one, ");
+          res.end("part two");
+          return;
+        }
+        // Many chunks in quick succession: some are on their way when the client cancels.
+        let n = 0;
+        const more = () => {
+          if (n++ === 200) {
+            res.end();
+            sent();
+            return;
+          }
+          res.write("x".repeat(1024), () => setImmediate(more));
+        };
+        more();
+      });
+      const fetch = client({ allowPrivate: true });
+      const res = await fetch(`http://127.0.0.1:${server.port}/`);
+      const reader = res.body?.getReader();
+      await reader?.read();
+      await reader?.cancel();
+      await Promise.race([allSent, new Promise((resolve) => setTimeout(resolve, 500))]);
+      // As a webhook sender drops a receiver's answer: cancelled before a byte is read.
+      for (let i = 0; i < 50; i++) {
+        const answer = await fetch(`http://127.0.0.1:${server.port}/short`);
+        await answer.body?.cancel();
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(uncaught).toEqual([]);
+      expect(await (await fetch(`http://127.0.0.1:${server.port}/next`)).text()).toBe("next");
+    } finally {
+      process.off("uncaughtException", onUncaught);
+    }
+  });
+});
+
 describe("proxy environment variables are ignored", () => {
   it("a request reaches the real server and the proxy sees nothing", async () => {
     const proxy = await listen("127.0.0.1", (_req, res) => {

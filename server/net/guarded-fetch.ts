@@ -1,7 +1,7 @@
 import "server-only";
 import dns from "node:dns";
 import { isIP } from "node:net";
-import { Readable } from "node:stream";
+import type { Readable } from "node:stream";
 import type { FetchLike } from "@modelcontextprotocol/client";
 import { Agent, buildConnector, type Dispatcher } from "undici";
 import { refusedAddressKind } from "./address-policy";
@@ -249,6 +249,55 @@ function childSignal(parent: AbortSignal): { signal: AbortSignal; release(): voi
   return { signal: child.signal, release: () => siblings.delete(child) };
 }
 
+/**
+ * A Node body as a web stream that pulls from it (Node 20's `Readable.toWeb` throws from its data
+ * handler when the web stream was cancelled while data was on its way). `check` (default none)
+ * sees each chunk first: an error it returns errors the stream and drops the body. `onEnd`
+ * (default none) runs once, when the body ends, breaks, fails `check` or is cancelled.
+ */
+export function webStreamOf(
+  body: Readable,
+  opts: { check?(chunk: Buffer): Error | null; onEnd?(error: Error | null): void } = {},
+): ReadableStream<Uint8Array> {
+  let ended = false;
+  const end = (error: Error | null) => {
+    if (ended) return false;
+    ended = true;
+    opts.onEnd?.(error);
+    return true;
+  };
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      body.on("data", (chunk: Buffer) => {
+        if (ended) return;
+        const error = opts.check?.(chunk) ?? null;
+        if (error) {
+          end(error);
+          discard(body);
+          controller.error(error);
+          return;
+        }
+        controller.enqueue(chunk);
+        if ((controller.desiredSize ?? 0) <= 0) body.pause();
+      });
+      body.once("end", () => {
+        if (end(null)) controller.close();
+      });
+      // A body that breaks (network error, server reset) never ends.
+      body.once("error", (err) => {
+        if (end(err)) controller.error(err);
+      });
+    },
+    pull() {
+      body.resume();
+    },
+    cancel() {
+      end(null);
+      discard(body);
+    },
+  });
+}
+
 /** Statuses whose responses have no body (the fetch standard's "null body status"). */
 export const NULL_BODY_STATUSES: ReadonlySet<number> = new Set([101, 103, 204, 205, 304]);
 
@@ -262,7 +311,7 @@ export function guardedFetch(agent: Agent, opts: GuardedFetchOptions): FetchLike
     const res = await send(input, init);
     const empty = NULL_BODY_STATUSES.has(res.status) || (init?.method ?? "GET").toUpperCase() === "HEAD";
     if (empty) res.body.resume();
-    const body = empty ? null : (Readable.toWeb(res.body) as ReadableStream<Uint8Array>);
+    const body = empty ? null : webStreamOf(res.body);
     return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 }
