@@ -3,7 +3,8 @@
  * (bench/gatehouse.ts puts it in NODE_OPTIONS, which refuses `--cpu-prof` itself): in the server
  * bundle's process only, it runs the V8 CPU profiler from the first line and writes
  * `<dir>/server-<pid>.cpuprofile` (Chrome DevTools' format) when the process exits. Also a heap
- * snapshot on SIGUSR2 (`<dir>/server-<pid>-<n>.heapsnapshot`), for what grows.
+ * snapshot on SIGUSR2 (`<dir>/server-<pid>-<n>.heapsnapshot`, after `process.memoryUsage()` on stderr),
+ * for what grows.
  */
 const fs = require("node:fs");
 const path = require("node:path");
@@ -20,7 +21,9 @@ if (dir && /gatehouse-server\.mjs$/.test(process.argv[1] ?? "")) {
   let snapshots = 0;
   process.on("SIGUSR2", () => {
     snapshots += 1;
-    v8.writeHeapSnapshot(path.join(dir, `server-${process.pid}-${snapshots}.heapsnapshot`));
+    const file = path.join(dir, `server-${process.pid}-${snapshots}.heapsnapshot`);
+    process.stderr.write(`memory before snapshot ${file}: ${JSON.stringify(process.memoryUsage())}\n`);
+    v8.writeHeapSnapshot(file);
   });
   let written = false;
   const write = () => {

@@ -31,7 +31,7 @@ const smoke = process.argv.includes("--smoke");
 const startedAt = performance.now();
 /**
  * `--only=minimal,gatehouse` runs just those sections (the first word of each as printed:
- * floor, minimal, gatehouse, dashboards, supergateway, dial, catalogue, memory, tools) and writes
+ * floor, minimal, gatehouse, dashboards, supergateway, dial, catalogue, memory, soak, tools) and writes
  * bench/results/partial.json; the default is all of them.
  */
 const only = process.argv
@@ -50,6 +50,7 @@ const SIZE = smoke
       catServers: 10,
       catTools: 100,
       flood: 64,
+      soak: 2000,
     }
   : {
       seq: 2000,
@@ -61,6 +62,7 @@ const SIZE = smoke
       catServers: 100,
       catTools: 500,
       flood: 300,
+      soak: 100_000,
     };
 const CONCURRENCY = 32;
 const echoServer = path.join(root, "bench", "echo-server.mjs");
@@ -110,6 +112,15 @@ async function measure(
     concurrency: CONCURRENCY,
     serverPid,
   };
+  const { seq, rps, serverCpuUs } = await runCaller(spec);
+  rows.push({ name, id: opts.id, vary, direct: opts.direct, seq, rps, serverCpuUs });
+  console.log(
+    `  ${name}${vary ? " [varying]" : ""}: p50 ${seq.p50.toFixed(3)} ms, p99 ${seq.p99.toFixed(3)} ms, ${rps.toFixed(0)} calls/s${serverCpuUs === null ? "" : `, server CPU ${serverCpuUs.toFixed(0)} µs/call`}`,
+  );
+}
+
+/** Runs one caller process (bench/caller.ts) with `spec` and returns what it measured. */
+async function runCaller(spec: CallerSpec): Promise<Pick<Row, "seq" | "rps" | "serverCpuUs">> {
   const caller = await startProcess(
     process.execPath,
     [
@@ -123,11 +134,7 @@ async function measure(
   );
   const line = /^\{"seq".*\}$/m.exec(caller.output())?.[0] ?? "{}";
   await caller.stop();
-  const { seq, rps, serverCpuUs } = JSON.parse(line) as Pick<Row, "seq" | "rps" | "serverCpuUs">;
-  rows.push({ name, id: opts.id, vary, direct: opts.direct, seq, rps, serverCpuUs });
-  console.log(
-    `  ${name}${vary ? " [varying]" : ""}: p50 ${seq.p50.toFixed(3)} ms, p99 ${seq.p99.toFixed(3)} ms, ${rps.toFixed(0)} calls/s${serverCpuUs === null ? "" : `, server CPU ${serverCpuUs.toFixed(0)} µs/call`}`,
-  );
+  return JSON.parse(line) as Pick<Row, "seq" | "rps" | "serverCpuUs">;
 }
 
 /**
@@ -486,6 +493,45 @@ if (want("memory")) {
   console.log(
     `  ${SIZE.flood} MB stdio flood at maxFrameBytes ${mib(result.maxFrameBytes)} MiB: RSS growth ${mib(result.growth)} MiB (${(result.growth / result.maxFrameBytes).toFixed(2)} × maxFrameBytes), call failed after ${result.failedAfterMs.toFixed(0)} ms`,
   );
+}
+
+// 7b. RSS over many calls in one Gatehouse: flat, or something keeps a piece of every call.
+if (want("soak")) {
+  console.log("soak");
+  const g = await startGatehouse(
+    {
+      echo: { command: process.execPath, args: [echoServer], enabled: true },
+      httpecho: { url: await httpEchoUrl(), allowPrivate: true, enabled: true },
+    },
+    ["echo_echo", "httpecho_echo"],
+  );
+  try {
+    // In turns, the paths with the most per-call machinery: REST to the HTTP echo (undici, the
+    // SDK's client transport) and /mcp to the stdio echo (the SDK's server transport).
+    const chunk = { warmup: 0, seq: 1, concurrency: CONCURRENCY, vary: true, serverPid: g.pid };
+    const targets: CallerSpec[] = [
+      { ...chunk, kind: "rest", url: `${g.base}/api/calls`, token: g.token, tool: "httpecho_echo", conc: 0 },
+      { ...chunk, kind: "http", url: `${g.base}/mcp`, token: g.token, tool: "echo_echo", conc: 0 },
+    ];
+    // A first round settles the heap (JIT, caches, pools) before the baseline.
+    const per = SIZE.soak / 10;
+    for (const t of targets) await runCaller({ ...t, conc: per });
+    const start = rssOf(g.pid);
+    const samples: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      await runCaller({ ...(targets[i % 2] as CallerSpec), conc: per });
+      samples.push(rssOf(g.pid));
+    }
+    const end = samples.at(-1) ?? start;
+    const peak = Math.max(...samples);
+    extra.soak = { calls: SIZE.soak, rssStart: start, rssEnd: end, rssPeak: peak, samples };
+    const pct = (v: number) => `${v >= start ? "+" : ""}${((v / start - 1) * 100).toFixed(1)} %`;
+    const said = `RSS over ${SIZE.soak} calls after a first ${per * 2}: ${mib(start)} → ${mib(end)} MiB (${pct(end)}), peak ${mib(peak)} MiB (${pct(peak)}); every ${per}: ${samples.map(mib).join(", ")}`;
+    console.log(`  ${said}`);
+    notes.push(`Gatehouse ${said}`);
+  } finally {
+    await g.stop();
+  }
 }
 
 // 8. The tools page with many rows: first-load JS (gzip) and time until the table shows.

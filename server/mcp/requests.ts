@@ -171,15 +171,19 @@ export class ServerRequests {
         // a timeout of its own: the deadline is a signal of Gatehouse's.)
         const listed = this.listedDefinitions.get(name);
         const toolDefinition = listed ? { ...listed, outputSchema: undefined } : undefined;
-        const deadline = AbortSignal.timeout(config.timeoutMs);
-        return await client.callTool(
-          { name, arguments: args, ...meta },
-          {
-            ...options,
-            signal: signal ? AbortSignal.any([signal, deadline]) : deadline,
-            ...(toolDefinition ? { toolDefinition } : {}),
-          },
-        );
+        const deadline = deadlineFor(config.timeoutMs, signal);
+        try {
+          return await client.callTool(
+            { name, arguments: args, ...meta },
+            {
+              ...options,
+              signal: deadline.signal,
+              ...(toolDefinition ? { toolDefinition } : {}),
+            },
+          );
+        } finally {
+          deadline.done();
+        }
       } finally {
         route?.done();
       }
@@ -263,4 +267,29 @@ export class ServerRequests {
     }
     return told;
   }
+}
+
+/**
+ * A signal that aborts after `ms` (a `TimeoutError`, as `AbortSignal.timeout`'s) or when `parent`
+ * does, until `done`. Not `AbortSignal.timeout`: its timer keeps the signal, and with it every
+ * listener on it, alive for the whole `ms` after the call has ended; the SDK's listener holds
+ * the call's request and answer, so a busy server kept a minute of calls in memory
+ * (docs/PERFORMANCE.md).
+ */
+export function deadlineFor(ms: number, parent?: AbortSignal): { signal: AbortSignal; done(): void } {
+  const controller = new AbortController();
+  const timer = setTimeout(
+    () => controller.abort(new DOMException("the call's deadline passed", "TimeoutError")),
+    ms,
+  );
+  const onAbort = () => controller.abort(parent?.reason);
+  if (parent?.aborted) onAbort();
+  else parent?.addEventListener("abort", onAbort, { once: true });
+  return {
+    signal: controller.signal,
+    done: () => {
+      clearTimeout(timer);
+      parent?.removeEventListener("abort", onAbort);
+    },
+  };
 }
