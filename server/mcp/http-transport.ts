@@ -127,8 +127,8 @@ const LOST_SESSION_PHRASES = [
 
 /**
  * Counts the bytes of an event stream since its last event boundary (a blank line), across
- * chunks: `add` answers whether the event in progress has passed `max` bytes. The over-long
- * event is never held whole.
+ * chunks: the function returned answers, for each chunk, whether the event in progress has now
+ * passed `max` bytes. The over-long event is never held whole.
  */
 function eventSizeCounter(max: number): (chunk: Uint8Array) => boolean {
   let count = 0;
@@ -256,14 +256,14 @@ export class GuardedHttpTransport implements Transport {
         const challenge = readChallenge(res.headers.get("www-authenticate"));
         if (challenge) opts.onChallenge?.(res.status, challenge);
       }
-      const init2 = { status: res.status, statusText: res.statusText, headers: res.headers };
+      const answerInit = { status: res.status, statusText: res.statusText, headers: res.headers };
       if (opts.kind === "http") {
         const refusal = await this.checkSession(init, res, methods);
         if (refusal) return refusal;
       }
       if (NULL_BODY_STATUSES.has(res.status)) {
         res.body.resume();
-        return new Response(null, init2);
+        return new Response(null, answerInit);
       }
       // Only an accepted POST's stream carries its answers: a refusal (a 401 the SDK answers by
       // renewing the token and sending the request again, any error status the SDK reports
@@ -276,10 +276,10 @@ export class GuardedHttpTransport implements Transport {
       // An event stream is handed on as it flows; any other body (a JSON answer, an error page)
       // is read whole first, which spares it the web streams an event stream needs.
       if ((res.headers.get("content-type") ?? "").includes("text/event-stream")) {
-        return new Response(cappedEventStream(res.body, opts.maxFrameBytes, onEnd), init2);
+        return new Response(cappedEventStream(res.body, opts.maxFrameBytes, onEnd), answerInit);
       }
       const whole = await readCapped(res.body, opts.maxFrameBytes, onEnd);
-      return new Response(whole as Uint8Array<ArrayBuffer>, init2);
+      return new Response(whole as Uint8Array<ArrayBuffer>, answerInit);
     };
     const requestInit = { headers: opts.headers };
     const auth = opts.authProvider ? { authProvider: opts.authProvider } : {};
