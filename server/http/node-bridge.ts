@@ -118,8 +118,8 @@ export function webRequest(
 /**
  * Writes a web `Response` to a Node response: status, headers (each `Set-Cookie` on its own
  * line), then the body: an event stream as it is produced, so it reaches the client unbuffered
- * (a client that goes away cancels it); any other body whole, with its `Content-Length`. `extraHeaders` are set unless the response
- * sets the same header itself.
+ * (a client that goes away cancels it); any other body whole, with its `Content-Length`.
+ * `extraHeaders` are set unless the response sets the same header itself.
  */
 export async function sendResponse(
   res: ServerResponse,
