@@ -5,11 +5,10 @@ import Link from "next/link";
 import { type FormEvent, type InputHTMLAttributes, useId, useState } from "react";
 import { Age } from "@/components/age";
 import { CallStatusBadge } from "@/components/call-status-badge";
-import { decisionSourceOf, decisionSourceText } from "@/components/grant-text";
+import { decisionText, RUN_TIME_MEANING, serverOf } from "@/components/call-text";
 import { ResourceReads } from "@/components/resource-reads";
 import { Button, EmptyState, ErrorAlert, inputClass, Loading, PageHeader, thClass } from "@/components/ui";
 import { type CallView, callStatuses } from "@/lib/api-types";
-import { approvalsText, decidersText } from "@/lib/decision-text";
 import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatDateTime, formatDuration } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
@@ -100,7 +99,7 @@ export function ActivityView({ initial }: { initial: ActivityFilters }) {
     <div>
       <PageHeader
         title="Activity"
-        subtitle="Every call, newest first: refused, pending, decided, run. Open one for its whole story."
+        subtitle="Every call, newest first: refused, pending, decided, run. Open one for its whole story. Run time is the tool's: from when Gatehouse sent the call to when the answer came."
       />
       <form
         key={formKey}
@@ -213,8 +212,8 @@ export function ActivityView({ initial }: { initial: ActivityFilters }) {
                   <th scope="col" className={thClass}>
                     Decision
                   </th>
-                  <th scope="col" className={thClass}>
-                    Ran for
+                  <th scope="col" className={thClass} title={RUN_TIME_MEANING}>
+                    Run time
                   </th>
                 </tr>
               </thead>
@@ -254,27 +253,9 @@ function FilterField({
   );
 }
 
-function decision(call: CallView): string {
-  const source = decisionSourceOf(call);
-  // What a rule or grant decided alone; a held call goes on to say who decided it.
-  if (source && source.kind !== "held") return decisionSourceText(source);
-  const held = source ? ` (${decisionSourceText(source)})` : "";
-  const sofar = call.approvalsNeeded > 1 ? approvalsText(call.approvedBy.length, call.approvalsNeeded) : null;
-  if (call.status === "denied")
-    return `denied by ${call.decidedBy ?? "?"}${call.reason ? `: ${call.reason}` : ""}`;
-  if (call.status === "refused") {
-    const code = call.error ? `refused: ${call.error.code}` : "refused";
-    return call.decidedBy ? `${code} when ${call.decidedBy} approved` : code;
-  }
-  if (call.decidedBy) return `approved by ${decidersText(call)}${held}`;
-  if (call.status === "pending") return sofar ? `waiting (${sofar})` : "waiting";
-  if (call.status === "expired") return sofar ? `nobody finished deciding (${sofar})` : "nobody decided";
-  if (call.status === "withdrawn") return "withdrawn by the requester";
-  return call.destructive ? "—" : "read-only, no review";
-}
-
 function ActivityRow({ call }: { call: CallView }) {
-  const text = decision(call);
+  const text = decisionText(call);
+  const server = serverOf(call);
   return (
     <tr data-testid={`activity-${call.id}`} className="hover:bg-zinc-50/60">
       <td className="px-3 py-2 align-top text-zinc-700">
@@ -290,9 +271,11 @@ function ActivityRow({ call }: { call: CallView }) {
         >
           {call.tool}
         </Link>
-        <span className="block text-xs text-zinc-500">
-          on <span className="font-mono">{call.server || "—"}</span>
-        </span>
+        {server ? (
+          <span className="block text-xs text-zinc-500">
+            on <span className="font-mono">{server}</span>
+          </span>
+        ) : null}
       </td>
       <td className="px-3 py-2 align-top">
         <span className="block break-all text-zinc-800">{call.requester.name}</span>
@@ -301,7 +284,7 @@ function ActivityRow({ call }: { call: CallView }) {
       <td className="px-3 py-2 align-top">
         <CallStatusBadge status={call.status} />
         {call.resultTruncated ? (
-          <span className="mt-1 block text-xs text-amber-700">result truncated</span>
+          <span className="mt-1 block text-xs text-amber-700">Result truncated</span>
         ) : null}
       </td>
       <td className="px-3 py-2 align-top">

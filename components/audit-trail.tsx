@@ -1,38 +1,27 @@
+import { approversIn, auditStepWords } from "@/components/call-text";
 import type { AuditEventView } from "@/lib/api-types";
-import { formatDateTime, formatDuration } from "@/lib/format";
+import { formatDateTime } from "@/lib/format";
 
-/** What each step of a call reads as, on a call's page and in its story in Activity. */
-const ACTIONS: Record<string, string> = {
-  "call.pending": "Requested; waiting for approval",
-  // The detail says why: read-only, an allow rule, or a grant.
-  "call.started": "Requested; ran at once",
-  "call.approval": "Approved; more approvals needed",
-  "call.approved": "Approved",
-  "grant.created": "Granted with the approval",
-  "grant.revoked": "Grant revoked",
-  "grant.ended": "Grant ended",
-  "call.denied": "Denied",
-  "call.expired": "Expired without a decision",
-  "call.refused": "Refused",
-  "call.succeeded": "Succeeded",
-  "call.failed": "Failed",
-  "call.interrupted": "Interrupted: outcome unknown",
-  "call.withdrawn": "Withdrawn by the requester",
-};
-
-function durationText(event: AuditEventView): string | null {
-  if (event.durationMs === null) return null;
-  const d = formatDuration(event.durationMs);
-  if (event.action === "call.succeeded" || event.action === "call.failed") return `ran ${d}`;
-  return `after ${d}`;
-}
-
-/** A call's audit rows, oldest first: when, what, by whom, and the detail (a denial's reason). */
-export function AuditTrail({ events, label = "Audit trail" }: { events: AuditEventView[]; label?: string }) {
+/**
+ * A call's audit rows, oldest first: when, what happened and by whom (see `auditStepWords`), and
+ * the detail under a label that says what it is (why it waited, a denial's reason, an error).
+ * `approvalsNeeded`, when given, lets a waiting row say how many approvals it waits for;
+ * without it the row says "waiting for approval".
+ */
+export function AuditTrail({
+  events,
+  label = "Audit trail",
+  approvalsNeeded,
+}: {
+  events: AuditEventView[];
+  label?: string;
+  approvalsNeeded?: number;
+}) {
+  const approvers = approversIn(events);
   return (
     <ol aria-label={label} className="divide-y divide-zinc-100 rounded-lg border border-zinc-200 bg-white">
       {events.map((event) => {
-        const duration = durationText(event);
+        const step = auditStepWords(event, { approvers, approvalsNeeded });
         return (
           <li
             key={event.id}
@@ -42,13 +31,13 @@ export function AuditTrail({ events, label = "Audit trail" }: { events: AuditEve
               {formatDateTime(event.at)}
             </time>
             <div className="min-w-0">
-              <span className="font-medium text-zinc-900">{ACTIONS[event.action] ?? event.action}</span>
-              <span className="break-words text-zinc-600">
-                {" "}
-                by {event.actor}
-                {duration ? ` · ${duration}` : ""}
-              </span>
-              {event.detail ? <p className="break-words text-zinc-600">{event.detail}</p> : null}
+              <span className="break-words font-medium text-zinc-900">{step.what}</span>
+              {step.more ? <span className="break-words text-zinc-600"> · {step.more}</span> : null}
+              {step.detail ? (
+                <p className="break-words text-zinc-600">
+                  <span className="text-zinc-500">{step.detailLabel}:</span> {step.detail}
+                </p>
+              ) : null}
             </div>
           </li>
         );

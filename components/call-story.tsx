@@ -7,6 +7,7 @@ import { Age } from "@/components/age";
 import { ApprovalReason } from "@/components/approval-reason";
 import { AuditTrail } from "@/components/audit-trail";
 import { CallStatusBadge } from "@/components/call-status-badge";
+import { runTimeText, serverOf } from "@/components/call-text";
 import { DecisionSourceText } from "@/components/decision-source";
 import { decisionSourceOf } from "@/components/grant-text";
 import { JsonView } from "@/components/json-view";
@@ -14,7 +15,7 @@ import { ErrorAlert, Loading, Section } from "@/components/ui";
 import type { CallStoryView, CallView } from "@/lib/api-types";
 import { decidersText, namesText } from "@/lib/decision-text";
 import { endpoints } from "@/lib/endpoints";
-import { errorWithCode, formatBytes, formatDateTime, formatDuration } from "@/lib/format";
+import { errorWithCode, formatBytes, formatDateTime } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
 
 /** How the stored form of a result over the cap looks (`capResult` in server/calls/call-row.ts). */
@@ -56,6 +57,8 @@ function Story({ story: { call, audit, grant } }: { story: CallStoryView }) {
   const source = decisionSourceOf(call);
   const grantBy = grant?.createdBy ?? null;
   const approvedBy = decidersText(call);
+  const server = serverOf(call);
+  const runTime = runTimeText(call);
   return (
     <div className="mt-3 space-y-8">
       <div>
@@ -70,7 +73,11 @@ function Story({ story: { call, audit, grant } }: { story: CallStoryView }) {
 
       <dl className="grid gap-x-6 gap-y-3 rounded-lg border border-zinc-200 bg-white p-4 text-sm shadow-xs sm:grid-cols-[10rem_1fr]">
         <Fact term="Server">
-          <span className="font-mono">{call.server || "—"}</span>
+          {server ? (
+            <span className="font-mono">{server}</span>
+          ) : (
+            <span className="text-zinc-500">None: no server offers a tool of this name</span>
+          )}
         </Fact>
         <Fact term="Requested by">
           {call.requester.kind} <span className="font-medium">{call.requester.name}</span>
@@ -100,10 +107,10 @@ function Story({ story: { call, audit, grant } }: { story: CallStoryView }) {
           </Fact>
         ) : null}
         {call.decidedAt ? (
-          <Fact
-            term={call.status === "denied" ? "Denied" : call.status === "refused" ? "Refused" : "Approved"}
-          >
+          // A refused call with a decider was approved: Gatehouse refused to run it, not the reviewer.
+          <Fact term={call.status === "denied" ? "Denied" : "Approved"}>
             {formatDateTime(call.decidedAt)} by <span className="font-medium">{approvedBy ?? "—"}</span>
+            {call.status === "refused" ? "; refused by Gatehouse: the approval no longer applied" : null}
           </Fact>
         ) : call.status === "pending" && call.expiresAt ? (
           <Fact term="Expires">{formatDateTime(call.expiresAt)}</Fact>
@@ -113,11 +120,9 @@ function Story({ story: { call, audit, grant } }: { story: CallStoryView }) {
             <span className="whitespace-pre-wrap break-words">{call.reason}</span>
           </Fact>
         ) : null}
-        {call.startedAt ? (
-          <Fact term="Ran">
-            {formatDateTime(call.startedAt)}
-            {call.finishedAt ? ` → ${formatDateTime(call.finishedAt)}` : " (still running)"}
-            {call.durationMs !== null ? `, ${formatDuration(call.durationMs)}` : ""}
+        {runTime ? (
+          <Fact term="Run time">
+            <span data-testid="run-time">{runTime}</span>
           </Fact>
         ) : null}
         {call.error ? (
@@ -138,7 +143,7 @@ function Story({ story: { call, audit, grant } }: { story: CallStoryView }) {
       </Section>
 
       <Section title="Audit trail" description="Every step of this call, oldest first.">
-        <AuditTrail events={audit} />
+        <AuditTrail events={audit} approvalsNeeded={call.approvalsNeeded} />
       </Section>
     </div>
   );

@@ -66,7 +66,7 @@ export function TokensSection() {
                   Last used
                 </th>
                 <th scope="col" className={thClass}>
-                  Revoked
+                  Status
                 </th>
                 <th scope="col" className={thClass}>
                   <span className="sr-only">Action</span>
@@ -84,11 +84,14 @@ export function TokensSection() {
                     ) : null}
                   </td>
                   <td className={`${tdClass} whitespace-nowrap text-zinc-600`}>
-                    {token.lastUsedAt ? formatDateTime(token.lastUsedAt) : "never"}
+                    {token.lastUsedAt ? formatDateTime(token.lastUsedAt) : "Never"}
                   </td>
                   <td className={`${tdClass} whitespace-nowrap`}>
                     {token.revokedAt ? (
-                      <Badge tone="red">{formatDateTime(token.revokedAt)}</Badge>
+                      <>
+                        <Badge tone="red">revoked</Badge>{" "}
+                        <span className="text-zinc-600">{formatDateTime(token.revokedAt)}</span>
+                      </>
                     ) : (
                       <Badge tone="green">active</Badge>
                     )}

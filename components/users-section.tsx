@@ -5,6 +5,7 @@ import { type FormEvent, Fragment, useEffect, useId, useRef, useState } from "re
 import {
   Badge,
   Button,
+  cx,
   EmptyState,
   ErrorAlert,
   inputClass,
@@ -40,8 +41,18 @@ const actionLabels: Record<UserAction, string> = {
   remove: "Remove",
 };
 
-/** The owners' list of people. `currentUser`: the signed-in person's name (their own row differs). */
-export function UsersSection({ currentUser }: { currentUser: string }) {
+/**
+ * The owners' list of people. `currentUser`: the signed-in person's name (their own row differs).
+ * `addingReviewer`: the page was opened to add a reviewer (a hint's link): the Add user form is
+ * scrolled to and its name field focused (default false).
+ */
+export function UsersSection({
+  currentUser,
+  addingReviewer = false,
+}: {
+  currentUser: string;
+  addingReviewer?: boolean;
+}) {
   const [removed, setRemoved] = useState<string | null>(null);
   const removedNote = useRef<HTMLParagraphElement>(null);
   useEffect(() => {
@@ -106,7 +117,7 @@ export function UsersSection({ currentUser }: { currentUser: string }) {
           </table>
         </div>
       )}
-      <AddUserForm />
+      <AddUserForm addingReviewer={addingReviewer} />
     </Section>
   );
 }
@@ -237,7 +248,7 @@ function UserRow({
           ) : user.email ? (
             <EmailText email={user.email} />
           ) : (
-            <span className="text-zinc-400">no email</span>
+            <span className="text-zinc-400">No email</span>
           )}
         </td>
         <td className={`${tdClass} whitespace-nowrap text-zinc-600`}>{formatDateTime(user.createdAt)}</td>
@@ -480,8 +491,14 @@ function RolesForm({
 
 const fieldLabels: Record<string, string> = { name: "Name", password: "Password", email: "Email" };
 
-function AddUserForm() {
+function AddUserForm({ addingReviewer }: { addingReviewer: boolean }) {
   const id = useId();
+  const nameField = useRef<HTMLInputElement>(null);
+  useEffect(() => {
+    if (!addingReviewer) return;
+    nameField.current?.scrollIntoView({ block: "center" });
+    nameField.current?.focus();
+  }, [addingReviewer]);
   const client = useQueryClient();
   const [formError, setFormError] = useState<string | null>(null);
   const [added, setAdded] = useState<string | null>(null);
@@ -528,16 +545,27 @@ function AddUserForm() {
 
   return (
     <form
+      id="add-user"
       onSubmit={onSubmit}
       aria-labelledby={`${id}-title`}
       noValidate
-      className="space-y-4 rounded-lg border border-zinc-200 bg-white p-4 shadow-xs"
+      className={cx(
+        "scroll-mt-6 space-y-4 rounded-lg border bg-white p-4 shadow-xs",
+        addingReviewer ? "border-indigo-300 ring-1 ring-indigo-200" : "border-zinc-200",
+      )}
     >
       <h3 id={`${id}-title`} className="font-medium text-zinc-900">
         Add user
       </h3>
+      {addingReviewer ? (
+        <p className="text-sm text-zinc-600" data-testid="add-reviewer-intro">
+          Add the person who will approve calls. Give them the name and password by a private channel; they
+          sign in on this Gatehouse's sign-in page and find waiting calls under Approvals.
+        </p>
+      ) : null}
       <div className="grid gap-4 sm:grid-cols-2">
         <TextField
+          ref={nameField}
           id={`${id}-name`}
           name="name"
           label="Name"
@@ -585,7 +613,9 @@ function AddUserForm() {
       {error ? <ErrorAlert>{error}</ErrorAlert> : null}
       {added ? (
         <p role="status" className="text-sm text-emerald-700">
-          Added user {added}.
+          Added user {added}. They sign in at{" "}
+          {/* Shown only after a click, so never rendered on the server. */}
+          <span className="font-mono">{`${window.location.origin}/login`}</span> with the password you chose.
         </p>
       ) : null}
       <Button type="submit" variant="primary" disabled={create.isPending}>

@@ -136,6 +136,17 @@ test.describe
       const grantFact = page.getByTestId("decision-source");
       await expect(grantFact).toHaveText(`Ran under a grant from ${people.reviewer.name}`);
       await expect(grantFact.getByRole("link")).toHaveAttribute("href", "/grants");
+      // The run time in the call's facts is the one its audit trail gives, and says what it measures.
+      const runTime = page.getByTestId("run-time");
+      await expect(runTime).toContainText("from when Gatehouse sent the call");
+      const figure = /^[\d.]+ m?s/.exec((await runTime.textContent()) ?? "")?.[0];
+      expect(figure).toBeTruthy();
+      await expect(page.getByRole("list", { name: "Audit trail" })).toContainText(
+        `Succeeded in ${figure} · Gatehouse ran it`,
+      );
+      await expect(page.getByRole("list", { name: "Audit trail" })).toContainText(
+        `Requested by ${GRANT_TOKEN} · Gatehouse ran it at once`,
+      );
       await snap(page, "grants-call-story");
     });
 
@@ -238,6 +249,12 @@ test.describe
       await rex.goto(`/activity/${held.call.id}`);
       await expect(rex.getByTestId("decision-source")).toHaveText("Held by rule pair-review (2 approvals)");
       await expect(rex.getByText(`2 of 2: ${people.reviewer.name} and ${second.name}`)).toBeVisible();
+      await expect(rex.getByRole("list", { name: "Audit trail" })).toContainText(
+        `Gatehouse ran it, approved by ${people.reviewer.name} and ${second.name}`,
+      );
+      await expect(rex.getByRole("list", { name: "Audit trail" })).toContainText(
+        `Requested by ${PAIR_TOKEN} · waiting for 2 approvals from different reviewers`,
+      );
       await rita.context().close();
       await rex.context().close();
     });

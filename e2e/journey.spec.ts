@@ -49,6 +49,10 @@ test.describe
       await page.goto(setupLink);
       await expect(page.getByRole("heading", { name: "Already set up" })).toBeVisible();
       await expect(page.getByRole("link", { name: "Sign in" })).toBeVisible();
+      // True for whoever opened it, the lone owner too: no "ask an owner".
+      await expect(page.getByRole("main")).toContainText("No account yet? Ask whoever runs this Gatehouse.");
+      await expect(page.getByRole("main")).toContainText("npm run gatehouse -- user set NAME --password");
+      await expect(page.getByRole("main")).not.toContainText(/ask an owner/i);
       await snap(page, "setup-used");
     });
 
@@ -93,6 +97,12 @@ test.describe
       await expect(secret).toContainText("gh_");
       agentSecret = ((await secret.textContent()) ?? "").trim();
       expect(agentSecret).toMatch(/^gh_[A-Za-z0-9_-]{40,}$/);
+      // The column says what its value is: a live token is active, not "revoked: active".
+      const tokens = page.getByRole("table", { name: "Agent tokens" });
+      await expect(tokens.getByRole("columnheader", { name: "Status" })).toBeVisible();
+      await expect(tokens.getByRole("columnheader", { name: "Revoked" })).toHaveCount(0);
+      await expect(page.getByTestId(`token-${people.agentToken}`)).toContainText("active");
+      await expect(page.getByTestId(`token-${people.agentToken}`)).toContainText("Never");
       await snap(page, "settings");
     });
 

@@ -59,7 +59,7 @@ test.describe
       await page.getByLabel("Reviewer").check();
       await page.getByRole("button", { name: "Add user" }).click();
       const row = page.getByTestId(`user-${nora.name}`);
-      await expect(row).toContainText("no email");
+      await expect(row).toContainText("No email");
 
       await row.getByRole("button", { name: `Edit email for ${nora.name}` }).click();
       await row.getByLabel(`Email for ${nora.name}`).fill(nora.email);

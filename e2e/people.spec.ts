@@ -63,7 +63,7 @@ test.describe
       await expect(field).toBeFocused();
       await field.fill("short");
       await form.getByRole("button", { name: "Reset password" }).click();
-      await expect(form.getByRole("alert")).toHaveText("New password: use at least 10 characters");
+      await expect(form.getByRole("alert")).toHaveText("New password: Use at least 10 characters.");
       await field.press("Escape");
       await expect(form).toBeHidden();
       await expect(open).toBeFocused();
@@ -119,7 +119,7 @@ test.describe
       await form.getByLabel("Repeat the new password").fill(lena.own);
       await form.getByRole("button", { name: "Change password" }).click();
       await expect(form.getByRole("alert")).toHaveText(
-        "the current password is not right (invalid_credentials)",
+        "The current password is not right. (invalid_credentials)",
       );
 
       await form.getByLabel("Current password").fill(lena.reset);

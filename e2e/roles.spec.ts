@@ -14,6 +14,9 @@ test.describe("roles", () => {
 
     await page.goto("/tools");
     await expect(page.getByText(/not allowed/i)).toBeVisible();
+    await expect(
+      page.getByText("an owner of this Gatehouse can give you the role in Settings"),
+    ).toBeVisible();
     await expect(page.getByRole("button", { name: "Enable" })).toHaveCount(0);
     await snap(page, "tools-as-reviewer");
 
@@ -74,6 +77,12 @@ test.describe("roles", () => {
     // Sign-in returns to the page that was asked for.
     await expect(page).toHaveURL(/\/login\?next=%2Fapprovals$/);
     await expect(page.getByRole("button", { name: "Sign in" })).toBeVisible();
+    // True for a reviewer and for a lone owner who forgot: no "ask an owner" to oneself.
+    const help = page.getByRole("main");
+    await expect(help).toContainText("No account yet? Ask whoever runs this Gatehouse.");
+    await expect(help).toContainText("Forgot your password? An owner can set a new one in Settings.");
+    await expect(help).toContainText("npm run gatehouse -- user set NAME --password");
+    await expect(help).not.toContainText(/an owner gave you|ask an owner/i);
     await snap(page, "login");
   });
 });

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { CreateUserBody, password, SetupBody, SignInBody } from "./api-types";
 
-const MESSAGE = "passwords cannot contain control characters such as a newline";
+const MESSAGE = "Passwords cannot contain control characters such as a newline.";
 
 /** [what it is, a password long enough to pass every other check] */
 const CONTROLS: [what: string, value: string][] = [

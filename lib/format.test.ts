@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatBytes, formatCountdown, formatDuration } from "./format";
+import { capitalized, formatBytes, formatCountdown, formatDuration } from "./format";
 
 describe("the expiry countdown", () => {
   it("counts minutes and seconds, rounding up so that it never shows 0:00 early", () => {
@@ -25,10 +25,24 @@ describe("durations and sizes", () => {
     expect(formatDuration(7_500_000)).toBe("2 h 5 min");
   });
 
+  it("a duration leaves out a zero second or minute", () => {
+    expect(formatDuration(900_000)).toBe("15 min");
+    expect(formatDuration(7_200_000)).toBe("2 h");
+    expect(formatDuration(61_000)).toBe("1 min 1 s");
+  });
+
   it("a size reads in bytes, KiB or MiB", () => {
     expect(formatBytes(812)).toBe("812 B");
     expect(formatBytes(65_536)).toBe("64 KiB");
     expect(formatBytes(1536)).toBe("1.5 KiB");
     expect(formatBytes(1_258_291)).toBe("1.2 MiB");
+  });
+});
+
+describe("sentences", () => {
+  it("a phrase that stands alone starts with a capital letter, the rest as it was", () => {
+    expect(capitalized("approved by rita")).toBe("Approved by rita");
+    expect(capitalized("Already")).toBe("Already");
+    expect(capitalized("")).toBe("");
   });
 });

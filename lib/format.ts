@@ -73,6 +73,11 @@ export function formatCount(n: number): string {
   return numbers.format(n);
 }
 
+/** The text with its first letter in capitals, for a phrase that stands as a sentence of its own. */
+export function capitalized(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
 export function plural(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;
 }
@@ -88,13 +93,14 @@ export function formatCountdown(ms: number): string {
   return h > 0 ? `${h}:${pad(m)}:${pad(s)}` : `${m}:${pad(s)}`;
 }
 
-/** `850 ms`, `2.4 s`, `3 min 12 s`, `2 h 5 min`. */
+/** `850 ms`, `2.4 s`, `3 min 12 s`, `15 min`, `2 h 5 min`, `2 h` (a zero second or minute is left out). */
 export function formatDuration(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(1).replace(/\.0$/, "")} s`;
   const seconds = Math.round(ms / 1000);
-  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
-  return `${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} min`;
+  const and = (n: number, unit: string) => (n === 0 ? "" : ` ${n} ${unit}`);
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min${and(seconds % 60, "s")}`;
+  return `${Math.floor(seconds / 3600)} h${and(Math.floor((seconds % 3600) / 60), "min")}`;
 }
 
 /** `812 B`, `64 KiB`, `1.2 MiB`. */

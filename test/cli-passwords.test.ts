@@ -32,7 +32,7 @@ function userNames(): string[] {
   return rows.map((r) => r.name);
 }
 
-const REFUSED = "error: password: passwords cannot contain control characters such as a newline\n";
+const REFUSED = "error: password: Passwords cannot contain control characters such as a newline.\n";
 
 describe("user add with a password on stdin", () => {
   it("refuses printf 'pw\\npw' with the reason and adds nobody", async () => {

@@ -98,7 +98,7 @@ describe("CLI", () => {
       "another-password-1\n",
     );
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toContain("email: an address like name@example.com");
+    expect(bad.stderr).toContain("email: Use an address like name@example.com.");
     const missing = await cli(
       ["user", "add", "sue", "--role", "reviewer", "--email"],
       env,

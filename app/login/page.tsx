@@ -1,5 +1,5 @@
 import type { Metadata } from "next";
-import { AuthShell } from "@/components/auth-shell";
+import { AuthShell, SignInHelp } from "@/components/auth-shell";
 import { LoginForm } from "@/components/login-form";
 import { safeReturnPath } from "@/lib/return-path";
 
@@ -13,12 +13,12 @@ export default async function LoginPage({
 }) {
   const next = safeReturnPath((await searchParams).next);
   const subtitle = next?.startsWith("/approvals/")
-    ? "Use the name and password an owner gave you; the call you were sent opens right after."
+    ? "Use your Gatehouse name and password; the call you were sent opens right after."
     : next
-      ? "Use the name and password an owner gave you; the page you asked for opens right after."
-      : "Use the name and password an owner gave you.";
+      ? "Use your Gatehouse name and password; the page you asked for opens right after."
+      : "Use your Gatehouse name and password.";
   return (
-    <AuthShell title="Sign in" subtitle={subtitle}>
+    <AuthShell title="Sign in" subtitle={subtitle} footer={<SignInHelp />}>
       <LoginForm next={next} />
     </AuthShell>
   );

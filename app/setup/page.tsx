@@ -1,6 +1,6 @@
 import type { Metadata } from "next";
 import Link from "next/link";
-import { AuthShell } from "@/components/auth-shell";
+import { AuthShell, SignInHelp } from "@/components/auth-shell";
 import { SetupForm } from "@/components/setup-form";
 import { setupDone } from "@/server/http/page";
 
@@ -19,12 +19,13 @@ export default async function SetupPage({
       <AuthShell
         title="Already set up"
         subtitle="This Gatehouse has its first owner; the setup link is used up."
+        footer={<SignInHelp />}
       >
         <p className="text-sm text-zinc-700">
           <Link href="/login" className="font-medium text-indigo-700 hover:underline">
             Sign in
           </Link>{" "}
-          with the name and password you chose, or ask an owner for an account.
+          with your Gatehouse name and password.
         </p>
       </AuthShell>
     );

@@ -125,7 +125,7 @@ export class TooManyAttempts extends GatehouseError {
     const minutes = Math.ceil(seconds / 60);
     super(
       "too_many_attempts",
-      `too many failed sign-ins: try again in ${minutes} minute${minutes === 1 ? "" : "s"}`,
+      `Too many failed sign-ins: try again in ${minutes} minute${minutes === 1 ? "" : "s"}.`,
     );
     this.retryAfterSeconds = seconds;
   }

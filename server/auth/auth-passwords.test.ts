@@ -12,7 +12,7 @@ import { issueSetupCode } from "./users";
 
 const start = runtimePerTest();
 
-const REFUSED = "body.password: passwords cannot contain control characters such as a newline";
+const REFUSED = "body.password: Passwords cannot contain control characters such as a newline.";
 
 describe("a password with a control character", () => {
   it("is refused by POST /api/users with 400 and the reason, and nobody is created", async () => {

@@ -86,6 +86,8 @@ describe("sessions", () => {
     const m1 = await expectError(wrong, 401, "invalid_credentials");
     const m2 = await expectError(unknown, 401, "invalid_credentials");
     expect(m1).toBe(m2);
+    // The sign-in page shows it on its own: a sentence.
+    expect(m1).toBe("Wrong name or password.");
     expect(wrong.headers.get("set-cookie")).toBeNull();
   });
 

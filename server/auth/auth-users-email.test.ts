@@ -69,7 +69,9 @@ describe("a person's email address", () => {
       cookie: owner.cookie,
       body: { name: "rita", password: STRONG, roles: ["reviewer"], email: "rita at example" },
     });
-    expect(await expectError(res, 400, "invalid_body")).toBe("body.email: an address like name@example.com");
+    expect(await expectError(res, 400, "invalid_body")).toBe(
+      "body.email: Use an address like name@example.com.",
+    );
     expect(storedEmail(rt, "rita")).toBeUndefined();
   });
 

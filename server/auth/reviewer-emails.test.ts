@@ -74,7 +74,7 @@ describe("normalizeEmail", () => {
   it("refuses what the API refuses, naming the field", async () => {
     for (const bad of ["rita", "rita@example", "a@b@c.example", "rita @example.com"]) {
       expect(() => normalizeEmail(bad), bad).toThrow(GatehouseError);
-      expect(() => normalizeEmail(bad), bad).toThrow(/^email: an address like name@example\.com$/);
+      expect(() => normalizeEmail(bad), bad).toThrow(/^email: Use an address like name@example\.com\.$/);
     }
     // createUser checks before writing anything.
     const db = memoryDb();

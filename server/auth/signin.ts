@@ -51,14 +51,14 @@ export async function signIn(
     if (user) attempt.succeeded();
     else attempt.failed();
   }
-  if (!user) throw new GatehouseError("invalid_credentials", "wrong name or password");
+  if (!user) throw new GatehouseError("invalid_credentials", "Wrong name or password.");
   const id = user.id;
   // The password reset, or the person removed, while it was checked: that password no longer opens anything.
   const session = db.transaction(
     () => (checked !== null && passwordHashOf(db, params.name) === checked ? createSession(db, id) : null),
     { behavior: "immediate" },
   );
-  if (!session) throw new GatehouseError("invalid_credentials", "wrong name or password");
+  if (!session) throw new GatehouseError("invalid_credentials", "Wrong name or password.");
   return { user, cookie: sessionCookie(session.id, session.expiresAt, params.secure) };
 }
 

@@ -32,7 +32,7 @@ export function createToken(
   const secret = newSecret("gh_");
   return db.transaction((tx) => {
     if (tx.select({ id: agentTokens.id }).from(agentTokens).where(eq(agentTokens.name, params.name)).get()) {
-      throw new GatehouseError("already_exists", `a token named "${params.name}" already exists`);
+      throw new GatehouseError("already_exists", `A token named "${params.name}" already exists.`);
     }
     const row = tx
       .insert(agentTokens)

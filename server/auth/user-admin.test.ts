@@ -108,8 +108,8 @@ describe("an owner resets a password", () => {
     const olga = await createTestUser(rt.runtime, "olga", ["owner"]);
     const bob = await createTestUser(rt.runtime, "bob", ["reviewer"]);
     const refused = [
-      [`${STRONG}\n`, "body.password: passwords cannot contain control characters such as a newline"],
-      ["short", "body.password: use at least 10 characters"],
+      [`${STRONG}\n`, "body.password: Passwords cannot contain control characters such as a newline."],
+      ["short", "body.password: Use at least 10 characters."],
     ] as const;
     for (const [password, message] of refused) {
       const res = await request("PATCH", "/api/users/bob", { cookie: olga.cookie, body: { password } });
@@ -350,7 +350,7 @@ describe("a person changes their own password", () => {
       cookie: bob.cookie,
       body: { current: "not my password", password: NEW_PASSWORD },
     });
-    expect(await expectError(res, 401, "invalid_credentials")).toBe("the current password is not right");
+    expect(await expectError(res, 401, "invalid_credentials")).toBe("The current password is not right.");
     expect(await meStatus(bob.cookie)).toBe(200);
     expect((await signIn("bob", bob.password)).status).toBe(200);
     expect((await signIn("bob", NEW_PASSWORD)).status).toBe(401);
@@ -411,14 +411,14 @@ describe("a person changes their own password", () => {
       body: { current: bob.password, password: `${STRONG}\n` },
     });
     expect(await expectError(nl, 400, "invalid_body")).toBe(
-      "body.password: passwords cannot contain control characters such as a newline",
+      "body.password: Passwords cannot contain control characters such as a newline.",
     );
     const same = await request("POST", "/api/me/password", {
       cookie: bob.cookie,
       body: { current: bob.password, password: bob.password },
     });
     expect(await expectError(same, 400, "bad_request")).toBe(
-      "password: the new password is the same as the current one",
+      "The new password is the same as the current one.",
     );
     expect((await signIn("bob", bob.password)).status).toBe(200);
   });

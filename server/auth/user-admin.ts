@@ -115,7 +115,7 @@ export async function updatePerson(
   if (params.password !== undefined && params.name === params.actor) {
     throw new GatehouseError(
       "forbidden",
-      "to change your own password, give the current one (Settings, Change your password)",
+      "To change your own password, give the current one (Settings, Change your password).",
     );
   }
   // Hashed before the write lock is taken: scrypt takes a while and needs no lock.
@@ -178,9 +178,9 @@ export async function changeOwnPassword(
     if (user) attempt.succeeded();
     else attempt.failed();
   }
-  if (!user) throw new GatehouseError("invalid_credentials", "the current password is not right");
+  if (!user) throw new GatehouseError("invalid_credentials", "The current password is not right.");
   if (params.current === params.password) {
-    throw new GatehouseError("bad_request", "password: the new password is the same as the current one");
+    throw new GatehouseError("bad_request", "The new password is the same as the current one.");
   }
   const passwordHash = await hashPassword(params.password);
   const id = user.id;
@@ -200,7 +200,7 @@ export async function changeOwnPassword(
       if (!row)
         throw new GatehouseError(
           "unauthenticated",
-          "your password was changed or reset meanwhile; sign in again",
+          "Your password was changed or reset meanwhile; sign in again.",
         );
       const sessionsEnded = deleteSessions(tx, id, params.keepSession ?? undefined);
       writeAudit(db, {

@@ -71,7 +71,7 @@ export async function createUser(db: Db, params: CreateUserParams): Promise<User
   const roleText = allRoles.filter((r) => params.roles.includes(r)).join(",");
   return db.transaction((tx) => {
     if (tx.select({ id: users.id }).from(users).where(eq(users.name, params.name)).get()) {
-      throw new GatehouseError("already_exists", `a user named "${params.name}" already exists`);
+      throw new GatehouseError("already_exists", `A user named "${params.name}" already exists.`);
     }
     const row = tx
       .insert(users)
@@ -299,7 +299,7 @@ export async function completeSetup(
   const passwordHash = await hashPassword(params.password);
   return db.transaction((tx) => {
     if ((tx.select({ n: count() }).from(users).get()?.n ?? 0) > 0) {
-      throw new GatehouseError("setup_done", "setup is already done: sign in instead");
+      throw new GatehouseError("setup_done", "Setup is already done: sign in instead.");
     }
     const spent = tx
       .delete(setupCodes)
@@ -309,7 +309,7 @@ export async function completeSetup(
     if (spent.length === 0) {
       throw new GatehouseError(
         "invalid_setup_code",
-        "this setup link is not valid: use the newest link printed on Gatehouse's console",
+        "This setup link is not valid: use the newest link printed on Gatehouse's console.",
       );
     }
     tx.delete(setupCodes).run();

@@ -58,7 +58,13 @@ export function toView(row: CallRow, tool: ToolNow, fullResult?: unknown): CallV
     result: fullResult ?? (row.result ? JSON.parse(row.result) : null),
     resultTruncated: fullResult === undefined ? row.resultTruncated : false,
     error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? "" } : null,
-    durationMs: Number.isFinite(started) && Number.isFinite(finished) ? finished - started : null,
+    // Only a tool that answered has a run time: an interrupted call's finish is the restart's.
+    durationMs:
+      (row.status === "succeeded" || row.status === "failed") &&
+      Number.isFinite(started) &&
+      Number.isFinite(finished)
+        ? finished - started
+        : null,
     rule: row.rule,
     grantId: row.grantId,
     approvalsNeeded: row.approvalsNeeded,
@@ -71,10 +77,13 @@ export function approvedByOf(row: Pick<CallRow, "approvedBy">): string[] {
   return parseApprovedBy(row.approvedBy);
 }
 
-/** The columns a call's outcome sets. */
+/**
+ * The columns a call's outcome sets; `startedAt` and `finishedAt` become the moments the call was
+ * sent to the tool and its answer came (see `runCall`).
+ */
 export type OutcomeColumns = Pick<
   CallRow,
-  "status" | "finishedAt" | "result" | "resultTruncated" | "errorCode" | "errorMessage"
+  "status" | "startedAt" | "finishedAt" | "result" | "resultTruncated" | "errorCode" | "errorMessage"
 > & { status: CallStatus };
 
 /** A call row's optional columns, unset; new rows spread it and fill in the rest. */

@@ -39,6 +39,7 @@ export function finishCall(db: Db, id: string, outcome: OutcomeColumns): boolean
       // list plain values, hence the cast.
       .set({
         status: sql.placeholder("status"),
+        startedAt: sql.placeholder("startedAt"),
         finishedAt: sql.placeholder("finishedAt"),
         result: sql.placeholder("result"),
         resultTruncated: sql.placeholder("resultTruncated"),

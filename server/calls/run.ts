@@ -8,7 +8,7 @@ import type { Logger } from "../log";
 import { writeAudit } from "../store/audit";
 import type { Db } from "../store/db";
 import type { WriteBatch } from "../store/write-batch";
-import { type CallRow, capResult, nowIso, type OutcomeColumns, RESULT_STORE_MAX_BYTES } from "./call-row";
+import { type CallRow, capResult, type OutcomeColumns, RESULT_STORE_MAX_BYTES } from "./call-row";
 import { finishCall } from "./queries";
 import { outcomeAction } from "./transition";
 
@@ -131,16 +131,22 @@ export type RunnableCall = Pick<
  * only a call still `running`, and writes the audit row only when the call moved (`moved`).
  * Never throws for the tool's sake: a failure of the call is its outcome. Returns the columns
  * written and the full result, if any.
+ *
+ * The run time is the tool's alone: from the moment the call is sent to the tool server to the
+ * moment its answer (or failure) came. The outcome sets `startedAt` and `finishedAt` to those two
+ * moments and the audit row's `durationMs` to the span between them, so the call's view (which
+ * subtracts the two) and its story's audit row give the same figure. The wait between the
+ * decision and the send (a group commit, an approval's transaction) is no part of it.
  */
 export async function runCall(
   deps: RunDeps,
   call: RunnableCall,
 ): Promise<{ stored: OutcomeColumns & { status: "succeeded" | "failed" }; full: unknown; moved: boolean }> {
-  const started = Date.now();
   let full: unknown;
   let truncatedNote: string | null = null;
   const stored: OutcomeColumns & { status: "succeeded" | "failed" } = {
     status: "failed",
+    startedAt: "",
     finishedAt: "",
     result: null,
     resultTruncated: false,
@@ -149,8 +155,11 @@ export async function runCall(
   };
   const progress = progressRelay(call.id, (event) => deps.bus.publishProgress(event));
   startsWatched.getStore()?.(call.id);
+  const sent = Date.now();
+  let answered = sent;
   try {
     const result = await deps.callTool(call.server, call.remoteName, call.args, progress.report);
+    answered = Date.now();
     full = result;
     const capped = capResult(result);
     stored.status = result.isError === true ? "failed" : "succeeded";
@@ -162,6 +171,8 @@ export async function runCall(
     }
     if (capped.truncated) truncatedNote = `result stored truncated to ${RESULT_STORE_MAX_BYTES} bytes`;
   } catch (err) {
+    // Not reassigned after a throw of capResult: the answer had come by then.
+    if (full === undefined) answered = Date.now();
     stored.errorCode = err instanceof GatehouseError ? err.code : "internal";
     stored.errorMessage = err instanceof GatehouseError ? err.message : "the call failed unexpectedly";
     if (!(err instanceof GatehouseError)) deps.log.error(`call ${call.id} failed`, { error: String(err) });
@@ -169,8 +180,9 @@ export async function runCall(
     // Before the outcome is written and announced: whoever waits hears no progress after it.
     progress.end();
   }
-  stored.finishedAt = nowIso();
-  const durationMs = Date.now() - started;
+  stored.startedAt = new Date(sent).toISOString();
+  stored.finishedAt = new Date(answered).toISOString();
+  const durationMs = answered - sent;
   let moved = false;
   await deps.writes.write(() => {
     moved = finishCall(deps.db, call.id, stored);

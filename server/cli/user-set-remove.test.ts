@@ -78,7 +78,7 @@ describe("gatehouse user set", () => {
       [
         ["olga", "--password"],
         "pw\npw-and-more",
-        "error: password: passwords cannot contain control characters such as a newline\n",
+        "error: password: Passwords cannot contain control characters such as a newline.\n",
       ],
     ];
     for (const [args, stdin, stderr] of refusals) {

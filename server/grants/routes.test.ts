@@ -196,7 +196,7 @@ describe("PATCH /api/users/:name with roles", () => {
         400,
         "invalid_body",
       ),
-    ).toBe("body: give email, roles or password");
+    ).toBe("body: Give email, roles or password.");
     await expectError(
       await request("PATCH", "/api/users/rita", { cookie: rita.cookie, body: { roles: ["owner"] } }),
       403,

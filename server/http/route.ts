@@ -146,7 +146,7 @@ export function route<B extends Schema | undefined = undefined, Q extends Schema
         if (!principal) {
           throw new GatehouseError(
             "unauthenticated",
-            req.headers.has("authorization") ? "the bearer token is not valid" : "sign in first",
+            req.headers.has("authorization") ? "the bearer token is not valid" : "Sign in first.",
           );
         }
         if (!allows(principal, opts.access)) {
@@ -184,7 +184,7 @@ export function route<B extends Schema | undefined = undefined, Q extends Schema
       if (principal?.kind === "user" && opts.body && !isPublic) {
         const now = authenticate(runtime.db, req.headers, isSecure(req));
         if (now?.kind !== "user" || now.user.id !== principal.user.id) {
-          throw new GatehouseError("unauthenticated", "sign in first");
+          throw new GatehouseError("unauthenticated", "Sign in first.");
         }
         if (!allows(now, opts.access)) {
           throw new GatehouseError("forbidden", `this needs the ${opts.access.join(" or ")} role`);
@@ -202,6 +202,6 @@ export function route<B extends Schema | undefined = undefined, Q extends Schema
 
 /** The principal of a non-public route (the wrapper guarantees it). */
 export function who(ctx: { principal: Principal | null }): Principal {
-  if (!ctx.principal) throw new GatehouseError("unauthenticated", "sign in first");
+  if (!ctx.principal) throw new GatehouseError("unauthenticated", "Sign in first.");
   return ctx.principal;
 }
