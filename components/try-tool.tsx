@@ -1,36 +1,88 @@
 "use client";
 
 import Link from "next/link";
-import { type FormEvent, useId, useRef, useState } from "react";
+import { type FormEvent, useCallback, useId, useMemo, useRef, useState } from "react";
 import { CallStatusBadge } from "@/components/call-status-badge";
 import { ExpiryCountdown } from "@/components/expiry-countdown";
 import { JsonView } from "@/components/json-view";
+import { SchemaForm } from "@/components/schema-form";
 import { Button, ErrorAlert, inputClass } from "@/components/ui";
 import type { CallView, CatalogueToolView } from "@/lib/api-types";
 import { errorWithCode, formatDuration, prettyJson } from "@/lib/format";
-import { argumentsSkeleton, parseArguments } from "@/lib/try-arguments";
+import {
+  type Field,
+  type FieldProblem,
+  type FormValue,
+  formArguments,
+  formModel,
+  initialValues,
+  replaceAt,
+  valuesFromArguments,
+} from "@/lib/schema-form";
+import { parseArguments } from "@/lib/try-arguments";
 import { useTryTool } from "@/lib/use-try-tool";
 
 /**
- * "Try" on the tools page: an owner calls an enabled tool from the browser with JSON arguments.
- * It goes through the same `POST /api/calls` as an agent, so a destructive tool's call waits on
- * the approvals page, and the owner who tried it cannot approve it themselves (separation of
- * duties) unless `approvals.selfApproval` allows it. Renders nothing for a tool that cannot be called.
+ * "Try" on the tools page: an owner calls an enabled tool from the browser, filling a form made
+ * from its input schema (components/schema-form.tsx), or writing the arguments as raw JSON. It
+ * goes through the same `POST /api/calls` as an agent, so a destructive tool's call waits on the
+ * approvals page, and the owner who tried it cannot approve it themselves (separation of duties)
+ * unless `approvals.selfApproval` allows it. Renders nothing for a tool that cannot be called.
  */
 export function TryTool({ tool }: { tool: CatalogueToolView }) {
   if (tool.status !== "enabled" || tool.availability !== "ok") return null;
-  return <TryToolDialog tool={tool} />;
+  // A new definition is a new form: values kept by position would no longer match its fields.
+  return <TryToolDialog key={tool.definitionHash} tool={tool} />;
 }
+
+/** Problems listed under the form at most; the rest are counted. */
+const PROBLEMS_SHOWN = 3;
 
 function TryToolDialog({ tool }: { tool: CatalogueToolView }) {
   const id = useId();
   const dialog = useRef<HTMLDialogElement>(null);
-  const [text, setText] = useState(() => prettyJson(argumentsSkeleton(tool.inputSchema)));
+  const model = useMemo(() => formModel(tool.inputSchema), [tool.inputSchema]);
+  const fields = model.ok ? model.fields : NO_FIELDS;
+  const [values, setValues] = useState<FormValue[]>(() => initialValues(fields));
+  // A schema the form cannot take starts (and stays) in raw JSON.
+  const [raw, setRaw] = useState(!model.ok);
+  const [text, setText] = useState("{}");
   const [parseError, setParseError] = useState<string | null>(null);
+  const [switchError, setSwitchError] = useState<string | null>(null);
   const tryTool = useTryTool(tool.localName);
+
+  const onChangeAt = useCallback(
+    (index: number, value: FormValue) => setValues((old) => replaceAt(old, index, value)),
+    [],
+  );
+  const form = useMemo(() => formArguments(fields, values), [fields, values]);
+  const blocked = !raw && form.problems.length > 0;
+
+  function toggleRaw() {
+    if (!raw) {
+      setText(prettyJson(form.value));
+      setParseError(null);
+      setSwitchError(null);
+      setRaw(true);
+      return;
+    }
+    const parsed = parseArguments(text);
+    const read = parsed.ok ? valuesFromArguments(fields, parsed.value) : parsed;
+    if (!read.ok) {
+      setSwitchError(`Cannot switch back to the form: ${read.message}`);
+      return;
+    }
+    setValues(read.values);
+    setSwitchError(null);
+    setRaw(false);
+  }
 
   function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
+    if (!raw) {
+      if (form.problems.length === 0) tryTool.send(form.value);
+      return;
+    }
     const parsed = parseArguments(text);
     if (!parsed.ok) {
       setParseError(parsed.message);
@@ -54,54 +106,110 @@ function TryToolDialog({ tool }: { tool: CatalogueToolView }) {
       <dialog
         ref={dialog}
         aria-labelledby={`${id}-title`}
-        className="m-auto w-[min(40rem,calc(100vw-2rem))] rounded-lg bg-white p-0 text-left shadow-xl backdrop:bg-zinc-900/40"
+        className="m-auto max-h-[calc(100dvh-2rem)] w-[min(42rem,calc(100vw-2rem))] overflow-hidden rounded-lg bg-white p-0 text-left shadow-xl backdrop:bg-zinc-900/40"
       >
-        <form onSubmit={onSubmit} className="space-y-4 p-5" noValidate>
-          <div>
-            <h2 id={`${id}-title`} className="break-all text-base font-semibold text-zinc-900">
-              Try <span className="font-mono">{tool.localName}</span>
-            </h2>
-            {tool.description ? (
-              <p className="mt-1 line-clamp-4 whitespace-pre-line break-words text-sm text-zinc-600">
-                {tool.description}
+        <form onSubmit={onSubmit} className="flex max-h-[calc(100dvh-2rem)] flex-col" noValidate>
+          <div className="shrink-0 space-y-3 border-b border-zinc-200 px-5 pt-5 pb-3">
+            <div className="flex items-start justify-between gap-3">
+              <div className="min-w-0">
+                <h2 id={`${id}-title`} className="break-all text-base font-semibold text-zinc-900">
+                  Try <span className="font-mono">{tool.localName}</span>
+                </h2>
+                {tool.description ? (
+                  <p className="mt-1 line-clamp-4 whitespace-pre-line break-words text-sm text-zinc-600">
+                    {tool.description}
+                  </p>
+                ) : null}
+              </div>
+              <Button
+                aria-pressed={raw}
+                onClick={toggleRaw}
+                disabled={!model.ok}
+                className="shrink-0 aria-pressed:bg-indigo-50 aria-pressed:text-indigo-800 aria-pressed:ring-indigo-300"
+                title={model.ok ? undefined : "This tool's schema cannot be shown as a form"}
+              >
+                Raw JSON
+              </Button>
+            </div>
+            {tool.destructive ? (
+              <p
+                role="note"
+                className="rounded-md bg-amber-50 px-3 py-2 text-sm text-amber-900 ring-1 ring-amber-200"
+              >
+                This tool needs approval: your call waits on the Approvals page for another reviewer. You
+                cannot approve your own call unless self-approval is allowed.
               </p>
             ) : null}
           </div>
-          {tool.destructive ? (
-            <p
-              role="note"
-              className="rounded-md bg-amber-50 px-3 py-2 text-sm text-amber-900 ring-1 ring-amber-200"
-            >
-              This tool needs approval: your call waits on the Approvals page for another reviewer. You cannot
-              approve your own call unless self-approval is allowed.
-            </p>
-          ) : null}
-          <div className="space-y-1">
-            <label htmlFor={`${id}-args`} className="block text-sm font-medium text-zinc-700">
-              Arguments (JSON)
-            </label>
-            <textarea
-              id={`${id}-args`}
-              value={text}
-              onChange={(event) => setText(event.target.value)}
-              rows={8}
-              spellCheck={false}
-              className={`${inputClass} font-mono text-xs`}
-              aria-invalid={parseError ? true : undefined}
-            />
+          <div className="min-h-0 flex-1 overflow-y-auto px-5 py-4">
+            {raw ? (
+              <div className="space-y-2">
+                {!model.ok ? (
+                  <p className="text-sm text-zinc-600">
+                    The form cannot show this tool&apos;s arguments: {model.reason}. Write them as JSON.
+                  </p>
+                ) : null}
+                <label htmlFor={`${id}-args`} className="block text-sm font-medium text-zinc-700">
+                  Arguments (JSON)
+                </label>
+                <textarea
+                  id={`${id}-args`}
+                  value={text}
+                  onChange={(event) => setText(event.target.value)}
+                  rows={10}
+                  spellCheck={false}
+                  className={`${inputClass} font-mono text-xs`}
+                  aria-invalid={parseError ? true : undefined}
+                />
+                {switchError ? <ErrorAlert>{switchError}</ErrorAlert> : null}
+              </div>
+            ) : fields.length === 0 ? (
+              <p className="text-sm text-zinc-600">This tool takes no arguments: it is called with {"{}"}.</p>
+            ) : (
+              <SchemaForm fields={fields} values={values} onChangeAt={onChangeAt} problems={form.problems} />
+            )}
           </div>
-          {parseError ? <ErrorAlert>{parseError}</ErrorAlert> : null}
-          {tryTool.error ? <ErrorAlert>Refused: {errorWithCode(tryTool.error)}</ErrorAlert> : null}
-          <div aria-live="polite">{tryTool.call ? <TryOutcome call={tryTool.call} /> : null}</div>
-          <div className="flex flex-wrap justify-end gap-2">
-            <Button onClick={() => dialog.current?.close()}>Close</Button>
-            <Button type="submit" variant="primary" disabled={tryTool.sending}>
-              {tryTool.sending ? "Calling…" : "Call tool"}
-            </Button>
+          <div className="shrink-0 space-y-3 border-t border-zinc-200 px-5 pt-3 pb-5">
+            {blocked ? <ProblemList id={`${id}-problems`} problems={form.problems} /> : null}
+            {parseError ? <ErrorAlert>{parseError}</ErrorAlert> : null}
+            {tryTool.error ? <ErrorAlert>Refused: {errorWithCode(tryTool.error)}</ErrorAlert> : null}
+            <div aria-live="polite" className="max-h-[35dvh] overflow-y-auto">
+              {tryTool.call ? <TryOutcome call={tryTool.call} /> : null}
+            </div>
+            <div className="flex flex-wrap justify-end gap-2">
+              <Button onClick={() => dialog.current?.close()}>Close</Button>
+              <Button
+                type="submit"
+                variant="primary"
+                disabled={tryTool.sending || blocked}
+                aria-describedby={blocked ? `${id}-problems` : undefined}
+              >
+                {tryTool.sending ? "Calling…" : "Call tool"}
+              </Button>
+            </div>
           </div>
         </form>
       </dialog>
     </>
+  );
+}
+
+const NO_FIELDS: Field[] = [];
+
+/** What stops the call, in field order: the first few, and how many more. */
+function ProblemList({ id, problems }: { id: string; problems: readonly FieldProblem[] }) {
+  const more = problems.length - PROBLEMS_SHOWN;
+  return (
+    <div id={id} data-testid="try-problems" className="text-sm text-zinc-700">
+      <ul className="space-y-0.5">
+        {problems.slice(0, PROBLEMS_SHOWN).map((p) => (
+          <li key={p.key} title={p.message} className="line-clamp-2 wrap-anywhere">
+            {p.message}.
+          </li>
+        ))}
+      </ul>
+      {more > 0 ? <p className="text-zinc-500">And {more} more.</p> : null}
+    </div>
   );
 }
 

@@ -1,31 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { argumentsSkeleton, parseArguments } from "./try-arguments";
-
-describe("the Try form's starting arguments", () => {
-  it("lists each required property with an empty value of its type, and leaves optional ones out", () => {
-    expect(
-      argumentsSkeleton({
-        type: "object",
-        properties: {
-          text: { type: "string" },
-          count: { type: "integer" },
-          force: { type: "boolean" },
-          tags: { type: "array" },
-          mode: { type: "string", enum: ["fast", "safe"] },
-          level: { type: "number", default: 3 },
-          nested: { type: "object", properties: { id: { type: "string" } }, required: ["id"] },
-          optional: { type: "string" },
-        },
-        required: ["text", "count", "force", "tags", "mode", "level", "nested"],
-      }),
-    ).toEqual({ text: "", count: 0, force: false, tags: [], mode: "fast", level: 3, nested: { id: "" } });
-  });
-
-  it("a schema without properties, or no schema, starts from {}", () => {
-    expect(argumentsSkeleton({ type: "object" })).toEqual({});
-    expect(argumentsSkeleton(null)).toEqual({});
-  });
-});
+import { parseArguments } from "./try-arguments";
 
 describe("reading what the owner typed", () => {
   it("accepts a JSON object, and empty text as {}", () => {
