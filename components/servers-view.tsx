@@ -6,7 +6,7 @@ import { ServerSignIn, SignInBanner, signInShowsLastError } from "@/components/s
 import { ServerStateBadge } from "@/components/server-state-badge";
 import { Button, EmptyState, ErrorAlert, Loading, PageHeader } from "@/components/ui";
 import { useNow } from "@/components/use-now";
-import type { ServerView } from "@/lib/api-types";
+import type { ServerEntryView, ServerHistoryEntry, ServerView } from "@/lib/api-types";
 import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatAge, formatDateTime, formatUntil, plural } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
@@ -65,9 +65,11 @@ function ServerCard({ server }: { server: ServerView }) {
 
   return (
     <article
+      id={`server-${server.name}`}
       data-testid={`server-${server.name}`}
       aria-labelledby={titleId}
-      className="flex h-full flex-col gap-3 rounded-lg border border-zinc-200 bg-white p-4 shadow-xs"
+      // A link to #server-<name> (the first-run steps) outlines the card it lands on.
+      className="flex h-full scroll-mt-6 flex-col gap-3 rounded-lg border border-zinc-200 bg-white p-4 shadow-xs target:ring-2 target:ring-indigo-400"
     >
       <div className="flex items-start justify-between gap-3">
         <div className="min-w-0">
@@ -124,11 +126,7 @@ function ServerCard({ server }: { server: ServerView }) {
         </dd>
       </dl>
 
-      {!server.enabled ? (
-        <p className="text-sm text-zinc-500">
-          Disabled in gatehouse.json (<code className="font-mono">enabled: false</code>).
-        </p>
-      ) : null}
+      {!server.enabled ? <DarkNote name={server.name} entry={server.entry} /> : null}
 
       <ServerSignIn server={server} now={now} onUpdated={applyUpdate} />
 
@@ -160,16 +158,7 @@ function ServerCard({ server }: { server: ServerView }) {
           <summary className="cursor-pointer select-none px-3 py-1.5 text-sm font-medium text-zinc-700">
             History ({plural(server.history.length, "change")})
           </summary>
-          <ol className="max-h-64 overflow-auto border-t border-zinc-200 px-3 py-2 text-xs">
-            {[...server.history].reverse().map((h, i) => (
-              // biome-ignore lint/suspicious/noArrayIndexKey: an append-only log; equal entries can share a millisecond.
-              <li key={`${h.at}-${i}`} className="flex gap-2 py-0.5">
-                <span className="shrink-0 tabular-nums text-zinc-500">{formatDateTime(h.at)}</span>
-                <span className="shrink-0 font-medium text-zinc-800">{h.state}</span>
-                {h.detail ? <span className="min-w-0 break-words text-zinc-600">{h.detail}</span> : null}
-              </li>
-            ))}
-          </ol>
+          <HistoryList history={server.history} />
         </details>
       ) : null}
 
@@ -195,7 +184,7 @@ function ServerCard({ server }: { server: ServerView }) {
             title={
               server.enabled
                 ? "Drop the connection and dial again now"
-                : "This server is disabled in gatehouse.json"
+                : "This server is not switched on in gatehouse.json"
             }
           >
             Reconnect
@@ -206,5 +195,78 @@ function ServerCard({ server }: { server: ServerView }) {
         ) : null}
       </div>
     </article>
+  );
+}
+
+/**
+ * Why a server is dark, in the file's own terms: an entry without `enabled` (every entry pasted
+ * from a desktop client's config) is off by default, one with `"enabled": false` is off on
+ * purpose; with the place to change it, `<file> line <n>: "<name>": {`. The line shown is
+ * rebuilt from the name, never read from the file: an entry written on one line may hold secrets.
+ */
+function DarkNote({ name, entry }: { name: string; entry: ServerEntryView | null }) {
+  const code = (text: string) => <code className="font-mono">{text}</code>;
+  if (entry === null) {
+    return (
+      <p className="text-sm text-zinc-600">
+        Not switched on: its entry in gatehouse.json has no {code('"enabled": true')}.
+      </p>
+    );
+  }
+  const fileName = entry.file.split(/[\\/]/).pop() || entry.file;
+  const place =
+    entry.line === null ? `the ${JSON.stringify(name)} entry in ${entry.file}` : `this entry in ${fileName}`;
+  return (
+    <div className="text-sm text-zinc-600">
+      {entry.enabled === false ? (
+        <p>
+          Switched off: {place} says {code('"enabled": false')}. Change it to {code("true")} for Gatehouse to
+          dial this server.
+        </p>
+      ) : (
+        <p>
+          Not switched on: add {code('"enabled": true')} to {place}.
+        </p>
+      )}
+      {entry.line === null ? null : (
+        <p className="mt-1 break-all font-mono text-xs text-zinc-700">
+          {entry.file} line {entry.line}: {JSON.stringify(name)}: {"{"}
+        </p>
+      )}
+    </div>
+  );
+}
+
+/**
+ * State changes newest first. The first change of each Gatehouse run says "Gatehouse started",
+ * and a divider sets the runs before it apart: the history is kept across restarts.
+ */
+function HistoryList({ history }: { history: ServerHistoryEntry[] }) {
+  const newestFirst = [...history].reverse();
+  return (
+    <ol className="max-h-64 overflow-auto border-t border-zinc-200 px-3 py-2 text-xs">
+      {newestFirst.flatMap((h, i) => {
+        // An append-only log: equal entries can share a millisecond, so the index is in the key.
+        const key = `${h.at}-${i}`;
+        const row = (
+          <li key={key} className="flex gap-2 py-0.5">
+            <span className="shrink-0 tabular-nums text-zinc-500">{formatDateTime(h.at)}</span>
+            <span className="shrink-0 font-medium text-zinc-800">{h.state}</span>
+            {h.started ? <span className="shrink-0 font-medium text-sky-800">Gatehouse started</span> : null}
+            {h.detail ? <span className="min-w-0 break-words text-zinc-600">{h.detail}</span> : null}
+          </li>
+        );
+        if (!h.started || i === newestFirst.length - 1) return [row];
+        return [
+          row,
+          <li
+            key={`${key}-earlier`}
+            className="mt-1 border-t border-dashed border-zinc-300 pt-1 text-zinc-500"
+          >
+            Earlier run
+          </li>,
+        ];
+      })}
+    </ol>
   );
 }

@@ -10,7 +10,7 @@ export type Role = (typeof roles)[number];
 export const userName = z
   .string()
   .trim()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "use 1-64 letters, digits, '.', '_' or '-'");
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "Use 1-64 letters, digits, '.', '_' or '-'.");
 /**
  * A password being set (setup, a new user, the CLI). Control characters (C0 with tab and newline,
  * DEL, C1) and the line and paragraph separators are refused: such a password is usually a
@@ -20,8 +20,8 @@ export const userName = z
  */
 export const password = z
   .string()
-  .regex(/^[^\p{Cc}\u2028\u2029]*$/u, "passwords cannot contain control characters such as a newline")
-  .min(10, "use at least 10 characters")
+  .regex(/^[^\p{Cc}\u2028\u2029]*$/u, "Passwords cannot contain control characters such as a newline.")
+  .min(10, "Use at least 10 characters.")
   .max(1024);
 
 export const SetupBody = z.object({ code: z.string().min(1), name: userName, password });
@@ -34,7 +34,7 @@ export const userEmail = z
   .string()
   .trim()
   .max(254)
-  .regex(/^$|^[^\s@<>(),;:"]+@[^\s@<>(),;:"]+\.[^\s@<>(),;:"]+$/, "an address like name@example.com");
+  .regex(/^$|^[^\s@<>(),;:"]+@[^\s@<>(),;:"]+\.[^\s@<>(),;:"]+$/, "Use an address like name@example.com.");
 export const CreateUserBody = z.object({
   name: userName,
   password,
@@ -53,7 +53,7 @@ export const UpdateUserBody = z
     password: password.optional(),
   })
   .refine((b) => b.email !== undefined || b.roles !== undefined || b.password !== undefined, {
-    message: "give email, roles or password",
+    message: "Give email, roles or password.",
   });
 /**
  * `POST /api/me/password`: the signed-in person changes their own password. `current` is checked
@@ -90,7 +90,7 @@ export const GrantRequest = z
 export type GrantRequest = z.infer<typeof GrantRequest>;
 /** `POST /api/calls/:id/approve`: an empty body approves; `grant` also allows what follows. */
 export const ApproveBody = z.object({ grant: GrantRequest.optional() }).strict();
-export const DenyBody = z.object({ reason: z.string().trim().min(1, "give a reason").max(2000) });
+export const DenyBody = z.object({ reason: z.string().trim().min(1, "Give a reason.").max(2000) });
 export const WaitQuery = z.object({ wait: z.coerce.number().min(0).max(120).optional() });
 
 export interface UserView {
@@ -155,10 +155,37 @@ export interface ServerView {
   stderrTail: string[];
   /** Set while re-lists of this server are held back because its tool list changes too fast; null otherwise. */
   refreshNote: string | null;
-  /** Newest last. */
-  history: { at: string; state: ServerState; detail: string | null }[];
+  /**
+   * The last state changes, newest last, earlier runs of Gatehouse included (kept in the store).
+   * `started` is true on the first change of each run: Gatehouse (re)started there.
+   */
+  history: ServerHistoryEntry[];
   /** Null for a server that signs in with no OAuth (stdio, a static header, nothing). */
   auth: ServerAuthView | null;
+  /**
+   * Where the server's entry is in the config file Gatehouse loaded, and what it says of
+   * `enabled` (why a dark server is dark); null when the config came from no file.
+   */
+  entry: ServerEntryView | null;
+}
+
+/** One state change of a server. */
+export interface ServerHistoryEntry {
+  at: string;
+  state: ServerState;
+  detail: string | null;
+  /** Present (true) on the first change of a Gatehouse run. */
+  started?: true;
+}
+
+/** A server's entry in gatehouse.json as the Servers page points to it. */
+export interface ServerEntryView {
+  /** The config file's path, relative to Gatehouse's working directory when inside it. */
+  file: string;
+  /** 1-based line of the entry's key (`"files": {`); null when it could not be found. */
+  line: number | null;
+  /** `enabled` as the entry writes it; null when the entry has no `enabled` key. */
+  enabled: boolean | null;
 }
 
 /** How a sign-in that came back to `/oauth/callback` ended; the Servers page explains each. */
@@ -294,13 +321,19 @@ export interface CallView {
   decidedAt: string | null;
   decidedBy: string | null;
   reason: string | null;
+  /** When Gatehouse let the call run; once the tool answered, when Gatehouse sent the call to it. */
   startedAt: string | null;
+  /** When the call ended; for a tool that answered, when its answer came. */
   finishedAt: string | null;
   /** The MCP `CallToolResult`, when the tool ran. */
   result: unknown;
   resultTruncated: boolean;
   error: { code: string; message: string } | null;
-  /** How long the tool ran (started → finished), when it did. */
+  /**
+   * The tool's run time: from when Gatehouse sent the call to when the answer came
+   * (`finishedAt - startedAt`), the same figure as the outcome's audit row; null unless the call
+   * succeeded or failed.
+   */
   durationMs: number | null;
   /** The rule that decided the call (allowed, denied or held it), when one did. */
   rule: string | null;
@@ -408,7 +441,9 @@ export const ResourceReadQuery = z.object({ uri: z.string().min(1).max(2048) });
 // Catalogue governance
 
 /** A tool's `definitionHash` as `GET /api/catalogue` shows it (SHA-256, hex). */
-export const definitionHash = z.string().regex(/^[0-9a-f]{64}$/, "a definitionHash from GET /api/catalogue");
+export const definitionHash = z
+  .string()
+  .regex(/^[0-9a-f]{64}$/, "Give a definitionHash from GET /api/catalogue.");
 
 /**
  * Body of `PATCH /api/catalogue/:name`: at least one of status, vouch and alwaysConfirm.
@@ -426,10 +461,10 @@ export const UpdateToolBody = z
   })
   .strict()
   .refine((b) => b.status !== undefined || b.vouch !== undefined || b.alwaysConfirm !== undefined, {
-    message: "give at least one of status, vouch and alwaysConfirm",
+    message: "Give at least one of status, vouch and alwaysConfirm.",
   })
   .refine((b) => b.expectedHash !== undefined || (b.status !== "enabled" && b.vouch !== true), {
-    message: "to enable or vouch a tool, give expectedHash: its definitionHash as you reviewed it",
+    message: "To enable or vouch a tool, give expectedHash: its definitionHash as you reviewed it.",
     path: ["expectedHash"],
   });
 export type UpdateToolBody = z.infer<typeof UpdateToolBody>;
@@ -452,7 +487,7 @@ export const BulkToolStatusBody = z
     (b) =>
       b.status !== "enabled" || b.names.every((n) => b.expectedHashes && Object.hasOwn(b.expectedHashes, n)),
     {
-      message: "to enable tools, give expectedHashes: each name's definitionHash as you reviewed it",
+      message: "To enable tools, give expectedHashes: each name's definitionHash as you reviewed it.",
       path: ["expectedHashes"],
     },
   );
@@ -624,7 +659,7 @@ export const CallListQuery = z.object({
   before: z
     .string()
     .max(200)
-    .regex(/^\d{4}-\d{2}-\d{2}T[\d:.]+Z\|[\w-]+$/, "not a page cursor")
+    .regex(/^\d{4}-\d{2}-\d{2}T[\d:.]+Z\|[\w-]+$/, "Not a page cursor.")
     .optional(),
 });
 export type CallListQuery = z.input<typeof CallListQuery>;
@@ -645,7 +680,10 @@ export interface AuditEventView {
   /** `call.pending`, `call.approved`, `call.succeeded`, ... */
   action: string;
   detail: string | null;
-  /** A run's duration, or how long the call waited for its decision. */
+  /**
+   * For an outcome (`call.succeeded`, `call.failed`), the tool's run time, as the call's own
+   * `durationMs`; for a decision, how long the call had waited since it was requested.
+   */
   durationMs: number | null;
 }
 

@@ -14,6 +14,7 @@ import { createNotifier, type Notifier, notificationSecrets } from "./notify/not
 import { type AddressPolicy, OAuthSignIns } from "./oauth";
 import { RuleSet, rulesMatchingNoTool } from "./rules";
 import { loadSecretKey, SecretBox, type SecretKey } from "./secrets";
+import { StoredServerHistory } from "./servers/history";
 import { type Db, openDb } from "./store/db";
 import { lockStore, type StoreLock } from "./store/lock";
 import { tools } from "./store/schema";
@@ -132,9 +133,11 @@ function wireRuntime(opts: RuntimeOptions, lock: StoreLock): Runtime {
     onGrantChanged: (server) => manager.get(server).reconnectNow(),
     ...(opts.refuseAddress ? { refuse: opts.refuseAddress } : {}),
   });
+  const history = new StoredServerHistory(db, logger("mcp"));
   const manager = new McpManager(config, {
     log: logger("mcp"),
     signIn: signIns,
+    history,
     onState: (s) => bus.publish({ type: "server", name: s.name, state: s.state }),
     onTools: (server, tools) => {
       let summary: SyncSummary;
@@ -209,6 +212,7 @@ function wireRuntime(opts: RuntimeOptions, lock: StoreLock): Runtime {
       await broker.stop();
       await rules.close();
       await manager.stop();
+      history.close();
       await signIns.close();
       // Before the store closes: tries in flight are aborted and their rows stay queued.
       await notifier.stop();

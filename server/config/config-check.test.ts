@@ -66,7 +66,10 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 describe("config check with a notifications section", () => {
   it("passes when every referenced variable is set", async () => {
     const file = path.join(dir, "gatehouse.json");
-    writeFileSync(file, JSON.stringify({ mcpServers: { ok: { command: "node" } }, notifications }));
+    writeFileSync(
+      file,
+      JSON.stringify({ mcpServers: { ok: { command: "node", enabled: true } }, notifications }),
+    );
     const res = await configCheck(file, { CHAT_HOOK: SECRET, HOOK_SECRET: SECRET, SMTP_PASSWORD: SECRET });
     expect(res.stderr).toBe("");
     expect(res.code).toBe(0);

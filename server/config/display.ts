@@ -1,4 +1,5 @@
 import "server-only";
+import { isAbsolute, relative, sep } from "node:path";
 import { redact } from "../log";
 import { mentionsVars, writtenForm } from "./expand";
 import type { ConfigIssue, ConfigResult, ServerAuthConfig, ServerConfig } from "./types";
@@ -116,4 +117,15 @@ export function childPath(parent: string, key: string | number): string {
   if (typeof key === "number") return `${parent}[${key}]`;
   if (/^[A-Za-z_$][\w$-]*$/.test(key)) return parent === "" ? key : `${parent}.${key}`;
   return `${parent}[${JSON.stringify(key)}]`;
+}
+
+/**
+ * A config file's path as people are shown it: relative to `cwd` (default the working directory)
+ * when the file is inside it, absolute otherwise; "" stays "" (a config validated from no file).
+ */
+export function shownConfigPath(file: string, cwd: string = process.cwd()): string {
+  if (file === "") return "";
+  const inside = relative(cwd, file);
+  const outside = inside === ".." || inside.startsWith(`..${sep}`) || isAbsolute(inside);
+  return inside !== "" && !outside ? inside : file;
 }

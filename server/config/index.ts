@@ -12,6 +12,7 @@ export {
   formatIssues,
   safeSmtpUrl,
   safeUrl,
+  shownConfigPath,
 } from "./display";
 export type { Expansion } from "./expand";
 export { CREDENTIAL_NAME, expandVars, substitutedValues } from "./expand";
@@ -31,6 +32,7 @@ export type {
   NotificationsConfig,
   ServerAuthConfig,
   ServerConfig,
+  ServerEntrySource,
   Transport,
   ValidateOptions,
   WebhookConfig,

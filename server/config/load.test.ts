@@ -38,6 +38,7 @@ describe("a valid file", () => {
       minIntervalMs: 0,
       maxFrameBytes: 4 * 1024 * 1024,
       enabled: true,
+      source: { file: join(FIXTURES, "example.json"), line: 10, enabled: true },
     } satisfies ServerConfig);
     expect(config?.servers[1]).toMatchObject({
       name: "tasks",
@@ -75,6 +76,8 @@ describe("a valid file", () => {
           minIntervalMs: 0,
           maxFrameBytes: 4194304,
           enabled: false,
+          // Validated from an object: no file, no line; the entry has no "enabled".
+          source: { file: "", line: null, enabled: null },
         },
       ],
       approvals: { expireAfterSeconds: 900, waitSeconds: 60, selfApproval: false },
@@ -182,7 +185,8 @@ describe("loading a file", () => {
       '{"mcpServers": {"a": {"url": "https://h.example/mcp", "headers": {"A": "${X}"}}}}',
     );
     expect(loadConfigFile(file, { X: "1" }).config?.servers[0]?.headers).toEqual({ A: "1" });
-    expect(loadConfigFile(file, {}).warnings).toHaveLength(1);
+    // The unset variable's, and the one that says the server is dark (it has no "enabled").
+    expect(loadConfigFile(file, {}).warnings.map((w) => w.path)).toEqual(["mcpServers.a.headers.A", ""]);
   });
 
   it("loadConfig throws a ConfigError carrying every error", () => {

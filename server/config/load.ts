@@ -2,7 +2,7 @@ import "server-only";
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { ConfigError, childPath } from "./display";
-import type { ConfigIssue, ConfigResult, GatehouseConfig } from "./types";
+import type { ConfigIssue, ConfigResult, GatehouseConfig, ServerConfig } from "./types";
 import { validateConfig } from "./validate";
 
 /** The config file's path: `GATEHOUSE_CONFIG`, else "gatehouse.json", resolved against process.cwd(). */
@@ -44,10 +44,43 @@ export function loadConfigFile(
     // quote the surrounding text (possibly a secret), so it is not passed on.
     return fileError(`${absolute}: is not valid JSON`);
   }
-  const result = validateConfig(raw, { env, baseDir: dirname(absolute), path: absolute });
-  if (scanned.duplicates.length === 0) return result;
-  const errors = [...scanned.duplicates, ...result.errors];
-  return { config: null, errors, warnings: result.warnings };
+  const result = validateConfig(raw, {
+    env,
+    baseDir: dirname(absolute),
+    path: absolute,
+    serverLines: scanned.serverLines,
+  });
+  if (scanned.duplicates.length > 0) {
+    const errors = [...scanned.duplicates, ...result.errors];
+    return { config: null, errors, warnings: result.warnings };
+  }
+  const dark = result.config ? darkServersWarning(result.config.servers) : null;
+  return dark ? { ...result, warnings: [...result.warnings, dark] } : result;
+}
+
+/**
+ * The warning that some servers will not be dialled: the default is off, and a desktop client's
+ * pasted `mcpServers` never says `enabled`, so a whole pasted file starts dark without a word
+ * otherwise. Names each with the line of its entry, and says which ones are switched off on
+ * purpose (`"enabled": false`). Null when every server is switched on.
+ */
+function darkServersWarning(servers: readonly ServerConfig[]): ConfigIssue | null {
+  const dark = servers.filter((s) => !s.enabled);
+  if (dark.length === 0) return null;
+  const named = dark.map((s) => {
+    const line = s.source?.line;
+    const notes = [
+      ...(line ? [`line ${line}`] : []),
+      ...(s.source?.enabled === false ? ['"enabled": false'] : []),
+    ];
+    return notes.length > 0 ? `${s.name} (${notes.join(", ")})` : s.name;
+  });
+  return {
+    path: "",
+    message:
+      `${dark.length} server(s) are dark (no \`enabled: true\`): ${named.join(", ")}; ` +
+      'Gatehouse does not dial them until their entry has "enabled": true',
+  };
 }
 
 /**
@@ -99,7 +132,9 @@ function lineColumn(text: string, offset: number): { line: number; column: numbe
 // mistake (which may be a header token), not every Node version gives a position, and it keeps
 // the last of two equal keys silently — a pasted server entry would vanish without a word.
 
-type Scan = { ok: true; duplicates: ConfigIssue[] } | { ok: false; offset: number; message: string };
+type Scan =
+  | { ok: true; duplicates: ConfigIssue[]; serverLines: Map<string, number> }
+  | { ok: false; offset: number; message: string };
 
 class SyntaxFailure {
   constructor(
@@ -111,9 +146,13 @@ class SyntaxFailure {
 const MAX_DEPTH = 64;
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 
-/** Checks `text` is one JSON value and lists keys that appear twice in the same object. */
+/**
+ * Checks `text` is one JSON value, lists keys that appear twice in the same object, and finds the
+ * line of each key of the top-level `mcpServers` object (the first, for a key written twice).
+ */
 export function scanJson(text: string): Scan {
   const duplicates: ConfigIssue[] = [];
+  const serverLines = new Map<string, number>();
   let pos = 0;
 
   const fail = (message: string, at = pos): never => {
@@ -220,6 +259,9 @@ export function scanJson(text: string): Scan {
         });
       } else {
         seen.set(key, keyAt);
+        // Only the keys of this one object are server entries: the same name as a string value,
+        // or as a key deeper down (an env variable, a header), is something else.
+        if (depth === 1 && path === "mcpServers") serverLines.set(key, lineColumn(text, keyAt).line);
       }
       skipSpace();
       if (text[pos] !== ":") {
@@ -275,7 +317,7 @@ export function scanJson(text: string): Scan {
     readValue("", 0);
     skipSpace();
     if (pos < text.length) fail("unexpected text after the end of the JSON value; remove it");
-    return { ok: true, duplicates };
+    return { ok: true, duplicates, serverLines };
   } catch (err) {
     if (err instanceof SyntaxFailure) return { ok: false, offset: err.offset, message: err.message };
     throw err;

@@ -214,6 +214,11 @@ export function validateServer(
     minIntervalMs: readInt(raw, "minIntervalMs", path, issues),
     maxFrameBytes: readInt(raw, "maxFrameBytes", path, issues),
     enabled,
+    source: {
+      file: opts.path ?? "",
+      line: opts.serverLines?.get(name) ?? null,
+      enabled: typeof raw.enabled === "boolean" ? raw.enabled : null,
+    },
     // Absent rather than empty when the entry has none, like the file.
     ...(resources ? { resources } : {}),
     ...(maxArgumentBytes !== undefined ? { maxArgumentBytes } : {}),

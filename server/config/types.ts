@@ -40,6 +40,11 @@ export interface ServerConfig {
   /** Dial this server at all. Default false: a described server stays dark until switched on. */
   enabled: boolean;
   /**
+   * Where the entry is written and what it says of `enabled`, for telling an owner why a server
+   * is dark. Set by `validateConfig`; absent on a config built by hand (tests).
+   */
+  source?: ServerEntrySource;
+  /**
    * `resources`: which of the server's resources agents may read over `/mcp` beyond the ones it
    * lists; absent when the entry has none (agents then read only what the server listed).
    */
@@ -63,6 +68,19 @@ export interface ServerConfig {
    * server-auth.ts.
    */
   auth?: ServerAuthConfig;
+}
+
+/** Where one `mcpServers` entry is written. Nothing of it is secret: it is shown to owners. */
+export interface ServerEntrySource {
+  /** Absolute path of the config file read; "" when validated from an object. */
+  file: string;
+  /**
+   * 1-based line of the entry's key inside `mcpServers` (`"files": {`); null when validated from
+   * an object, or when the key was not found in the text.
+   */
+  line: number | null;
+  /** `enabled` as the entry writes it; null when the entry has no `enabled` key (dark by default). */
+  enabled: boolean | null;
 }
 
 /**
@@ -263,4 +281,9 @@ export interface ValidateOptions {
   baseDir: string;
   /** Absolute path of the file the object came from; "" (the default) when there is none. */
   path?: string;
+  /**
+   * 1-based line of each `mcpServers` key in the file's text, by server name (load.ts finds them
+   * with its scanner); absent when there is no text, and then every entry's line is null.
+   */
+  serverLines?: ReadonlyMap<string, number>;
 }

@@ -14,6 +14,8 @@ export interface ManagerDeps {
   backoff?: SupervisorDeps["backoff"];
   /** OAuth sign-ins, passed to every supervisor (see `SignInSource`). */
   signIn?: SupervisorDeps["signIn"];
+  /** Where every server's history outlives a restart (see `HistoryStore`); default: memory only. */
+  history?: SupervisorDeps["history"];
 }
 
 /** A progress notification of a running tool call, as the tool server sent it. */
@@ -41,6 +43,7 @@ export class McpManager {
           onTools: deps.onTools,
           backoff: deps.backoff,
           ...(deps.signIn ? { signIn: deps.signIn } : {}),
+          ...(deps.history ? { history: deps.history } : {}),
         }),
       );
     }

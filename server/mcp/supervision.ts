@@ -1,6 +1,6 @@
 import "server-only";
 import type { Tool } from "@modelcontextprotocol/client";
-import type { ServerState } from "@/lib/api-types";
+import type { ServerHistoryEntry, ServerState } from "@/lib/api-types";
 import type { ServerConfig } from "../config";
 import type { Logger } from "../log";
 import type { PacingClock, RefreshLimits } from "./refresh-pacing";
@@ -48,8 +48,29 @@ export interface SupervisorSnapshot {
    * the pacing allows (see `RefreshPacing`); null otherwise. Shown next to the state.
    */
   refreshNote: string | null;
-  /** Newest last: state changes with their time and, for failures, the reason. */
-  history: { at: string; state: ServerState; detail: string | null }[];
+  /**
+   * Newest last: state changes with their time and, for failures, the reason; with a
+   * {@link HistoryStore}, the earlier runs' last changes first. At most {@link HISTORY_LENGTH}.
+   */
+  history: HistoryEntry[];
+}
+
+/**
+ * One state change of a server, as owners see it (`started` on the first change of a
+ * supervisor's run: Gatehouse (re)started there).
+ */
+export type HistoryEntry = ServerHistoryEntry;
+
+/**
+ * Where a server's history outlives the process (the store, `server/servers/history.ts`). Called
+ * on the supervisor's own path, so neither may throw nor wait long; a write that cannot be made
+ * is the store's to report.
+ */
+export interface HistoryStore {
+  /** The server's last `limit` entries from earlier runs, oldest first. */
+  load(server: string, limit: number): HistoryEntry[];
+  /** Records one entry, keeping only the server's last `limit`. */
+  append(server: string, entry: HistoryEntry, limit: number): void;
 }
 
 export interface SupervisorDeps {
@@ -67,6 +88,8 @@ export interface SupervisorDeps {
   clock?: PacingClock;
   /** OAuth sign-ins (the runtime's `server/oauth`); without one, no server is dialled with OAuth. */
   signIn?: SignInSource;
+  /** Keeps the history across restarts; without one it lasts as long as the process. */
+  history?: HistoryStore;
 }
 
 /** Delay before retry number `attempt` (1-based), with jitter from `random` in [0, 1). */

@@ -28,13 +28,14 @@ import {
   backoffDelay,
   CRASH_LOOP,
   HISTORY_LENGTH,
+  type HistoryEntry,
   STABLE_AFTER_MS,
   type SupervisorDeps,
   type SupervisorSnapshot,
 } from "./supervision";
 import { createTransport, ServerAgent } from "./transports";
 
-export type { SupervisorDeps, SupervisorSnapshot } from "./supervision";
+export type { HistoryEntry, HistoryStore, SupervisorDeps, SupervisorSnapshot } from "./supervision";
 
 /**
  * Keeps one MCP server connected: `dark` (disabled) or `connecting → ready`, and on a failure
@@ -93,6 +94,8 @@ export class ServerSupervisor {
   }
 
   start(): void {
+    // Before the first change of this run, which is marked as the start.
+    if (this.deps.history) this.history.push(...this.deps.history.load(this.config.name, HISTORY_LENGTH));
     if (!this.config.enabled) {
       this.setState("dark");
       return;
@@ -117,13 +120,19 @@ export class ServerSupervisor {
     };
   }
 
-  private readonly history: SupervisorSnapshot["history"] = [];
+  private readonly history: HistoryEntry[] = [];
+  /** Whether no change has been recorded since start(): the next one is marked `started`. */
+  private firstOfRun = true;
   private crashTimes: number[] = [];
 
   private setState(state: ServerState, detail: string | null = null): void {
     this.state = state;
-    this.history.push({ at: new Date().toISOString(), state, detail });
+    const entry: HistoryEntry = { at: new Date().toISOString(), state, detail };
+    if (this.firstOfRun) entry.started = true;
+    this.firstOfRun = false;
+    this.history.push(entry);
     if (this.history.length > HISTORY_LENGTH) this.history.shift();
+    this.deps.history?.append(this.config.name, entry, HISTORY_LENGTH);
     this.requests.stateChanged();
     this.deps.onState(this.snapshot());
   }

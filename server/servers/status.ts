@@ -2,7 +2,7 @@ import "server-only";
 import type { ServerAuthView, ServerView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import { toolCounts } from "../catalogue/catalogue";
-import { describeTarget, type ServerConfig } from "../config";
+import { describeTarget, type ServerConfig, shownConfigPath } from "../config";
 import { redact } from "../log";
 import type { McpManager } from "../mcp/manager";
 import type { Db } from "../store/db";
@@ -42,6 +42,9 @@ export function serverViews(manager: McpManager, db: Db, signIns?: AuthViews): S
       refreshNote: status.refreshNote,
       history: status.history.map((h) => ({ ...h, detail: shown(h.detail) })),
       auth: signIns?.view(c) ?? null,
+      entry: c.source?.file
+        ? { file: shownConfigPath(c.source.file), line: c.source.line, enabled: c.source.enabled }
+        : null,
     };
   });
 }

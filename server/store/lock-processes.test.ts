@@ -155,7 +155,8 @@ describe("one Gatehouse process per store", () => {
       const config = path.join(work, "gatehouse.json");
       writeFileSync(
         config,
-        JSON.stringify({ mcpServers: { demo: { command: "node", args: [DEMO_SERVER] } } }),
+        // Switched on: a dark server's warning would precede the refusal on stderr.
+        JSON.stringify({ mcpServers: { demo: { command: "node", args: [DEMO_SERVER], enabled: true } } }),
       );
       const second = bootHost({
         GATEHOUSE_CONFIG: config,

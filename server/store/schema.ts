@@ -314,3 +314,24 @@ export const oauthPending = sqliteTable(
   },
   (t) => [index("oauth_pending_server_idx").on(t.server)],
 );
+
+/**
+ * The last state changes of each configured server (`HISTORY_LENGTH`, 50, per server; older rows
+ * are deleted in the transaction that adds one), so the Servers page's history outlives a
+ * restart. `detail` is stored redacted: it may quote what a server echoed of a credential.
+ */
+export const serverHistory = sqliteTable(
+  "server_history",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    /** The server's config name. */
+    server: text("server").notNull(),
+    at: text("at").notNull(),
+    /** A `ServerState`. */
+    state: text("state").notNull(),
+    detail: text("detail"),
+    /** The first change of a Gatehouse run: the process (re)started here. */
+    started: integer("started", { mode: "boolean" }).notNull().default(false),
+  },
+  (t) => [index("server_history_server_idx").on(t.server, t.id)],
+);
