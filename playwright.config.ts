@@ -40,5 +40,9 @@ export default defineConfig({
     // After grants: its role edits need olive to be the only owner, which this spec also checks.
     { name: "people", testMatch: /people\.spec\.ts/, dependencies: ["journey", "grants"] },
     { name: "oauth", testMatch: /oauth\.spec\.ts/, dependencies: ["journey"] },
+    // Its own Gatehouse on an empty store: a new owner's first minutes.
+    { name: "first-minutes", testMatch: /first-minutes\.spec\.ts/ },
+    { name: "try-form", testMatch: /try-form\.spec\.ts/ },
+    { name: "dark-servers", testMatch: /dark-servers\.spec\.ts/ },
   ],
 });

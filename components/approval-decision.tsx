@@ -19,6 +19,7 @@ import { errorWithCode, formatDateTime } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
 import { usePendingNotifications, usePendingTitle } from "@/lib/use-pending-alerts";
 import { usePendingCalls } from "@/lib/use-pending-calls";
+import type { Viewer } from "@/lib/viewer";
 
 /** setTimeout's longest delay; a deadline further away is simply never reached while the page is open. */
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
@@ -49,7 +50,7 @@ function isNotFound(error: unknown): boolean {
  * here without a reload. The tab title counts the pending calls, and new ones notify, as on the
  * queue.
  */
-export function ApprovalDecision({ id, userName }: { id: string; userName: string }) {
+export function ApprovalDecision({ id, viewer }: { id: string; viewer: Viewer }) {
   const client = useQueryClient();
   const story = useQuery({
     queryKey: queryKeys.calls.story(id),
@@ -107,7 +108,7 @@ export function ApprovalDecision({ id, userName }: { id: string; userName: strin
             <PendingCallCard
               call={story.data.call}
               error={error}
-              userName={userName}
+              viewer={viewer}
               onDecided={onDecided}
               onError={onError}
               onClearError={clearError}
@@ -123,7 +124,7 @@ export function ApprovalDecision({ id, userName }: { id: string; userName: strin
               <PendingCallCard
                 call={story.data.call}
                 error={null}
-                userName={userName}
+                viewer={viewer}
                 decidable={false}
                 onDecided={onDecided}
                 onError={onError}
@@ -145,7 +146,7 @@ export function ApprovalDecision({ id, userName }: { id: string; userName: strin
               </>
             }
           >
-            <AuditTrail events={story.data.audit} />
+            <AuditTrail events={story.data.audit} approvalsNeeded={story.data.call.approvalsNeeded} />
           </Section>
         </div>
       ) : story.isPending ? (

@@ -5,6 +5,7 @@ import Link from "next/link";
 import { useCallback, useMemo, useState } from "react";
 import { Age } from "@/components/age";
 import { CallStatusBadge } from "@/components/call-status-badge";
+import { serverOf } from "@/components/call-text";
 import { DecisionSourceText } from "@/components/decision-source";
 import { decisionSourceOf } from "@/components/grant-text";
 import { NotifyMe } from "@/components/notify-me";
@@ -17,6 +18,7 @@ import { errorWithCode, formatDateTime } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
 import { usePendingNotifications, usePendingTitle } from "@/lib/use-pending-alerts";
 import { usePendingCalls } from "@/lib/use-pending-calls";
+import type { Viewer } from "@/lib/viewer";
 
 const RECENT_LIMIT = 20;
 
@@ -26,9 +28,9 @@ type CallsData = { calls: CallView[] };
  * The queue. While it is open the tab's title carries the number of pending calls, and new ones
  * raise a system notification once the reviewer has allowed them ("Notify me").
  *
- * @param userName the signed-in person, to mark the calls they requested themselves.
+ * @param viewer the signed-in person, to mark the calls they requested themselves and say who may approve them.
  */
-export function ApprovalsView({ userName }: { userName: string }) {
+export function ApprovalsView({ viewer }: { viewer: Viewer }) {
   const client = useQueryClient();
   // Failed decisions live here, not in the cards, so they stay visible after a call leaves the list.
   const [errors, setErrors] = useState<Record<string, DecisionError>>({});
@@ -118,7 +120,7 @@ export function ApprovalsView({ userName }: { userName: string }) {
                 <PendingCallCard
                   call={call}
                   error={errors[call.id] ?? null}
-                  userName={userName}
+                  viewer={viewer}
                   permalink
                   onDecided={onDecided}
                   onError={onDecisionError}
@@ -154,7 +156,8 @@ export function ApprovalsView({ userName }: { userName: string }) {
 
 function decidedByText(call: CallView): string | null {
   const deciders = decidersText(call);
-  if (deciders) return `by ${deciders}`;
+  // The badge beside says what happened to the call ("succeeded"); these words say who decided.
+  if (deciders) return `${call.status === "denied" ? "denied" : "approved"} by ${deciders}`;
   // What a rule or grant decided alone is said by the phrase beside it.
   const source = decisionSourceOf(call);
   if (source && source.kind !== "held") return null;
@@ -176,13 +179,16 @@ function RecentCall({ call }: { call: CallView }) {
   const when = call.decidedAt ?? call.finishedAt ?? call.createdAt;
   const source = decisionSourceOf(call);
   const by = decidedByText(call);
+  const server = serverOf(call);
   return (
     <li className="flex flex-wrap items-baseline gap-x-3 gap-y-1 px-4 py-2.5 text-sm">
       <CallStatusBadge status={call.status} />
       <span className="min-w-0 break-all font-mono text-zinc-900">{call.tool}</span>
-      <span className="text-zinc-500">
-        on <span className="font-mono">{call.server}</span>
-      </span>
+      {server ? (
+        <span className="text-zinc-500">
+          on <span className="font-mono">{server}</span>
+        </span>
+      ) : null}
       {by ? <span className="text-zinc-700">{by}</span> : null}
       {source ? <DecisionSourceText source={source} className="text-zinc-700" /> : null}
       <span className="text-zinc-500">

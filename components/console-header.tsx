@@ -10,6 +10,7 @@ import { GatehouseError } from "@/lib/errors";
 import { errorMessage } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
 import { useLiveEvents } from "@/lib/use-live-events";
+import { usePendingCalls } from "@/lib/use-pending-calls";
 
 export interface NavLink {
   href: string;
@@ -18,13 +19,15 @@ export interface NavLink {
 
 /**
  * The console's header: product name, the links this person may use, who is signed in, and
- * "Sign out". It also holds the page's one live-event stream, since it stays mounted across
- * navigation between console pages.
+ * "Sign out", with live counts on "Changes" (unread) and "Approvals" (waiting calls). It also
+ * holds the page's one live-event stream, since it stays mounted across navigation between
+ * console pages.
  */
 export function ConsoleHeader({ links, userName }: { links: NavLink[]; userName: string }) {
   useLiveEvents();
   const pathname = usePathname();
   const unread = useUnreadChanges(links.some((link) => link.href === CHANGES_HREF));
+  const pending = usePendingCalls(links.some((link) => link.href === APPROVALS_HREF)).data?.length ?? 0;
 
   return (
     <header className="border-b border-zinc-200 bg-white">
@@ -51,7 +54,12 @@ export function ConsoleHeader({ links, userName }: { links: NavLink[]; userName:
                 )}
               >
                 {link.label}
-                {link.href === CHANGES_HREF && unread > 0 ? <UnreadBadge count={unread} /> : null}
+                {link.href === CHANGES_HREF && unread > 0 ? (
+                  <CountBadge count={unread} testId="changes-unread" tone="indigo" what="unread" />
+                ) : null}
+                {link.href === APPROVALS_HREF && pending > 0 ? (
+                  <CountBadge count={pending} testId="approvals-pending" tone="amber" what="waiting" />
+                ) : null}
               </Link>
             );
           })}
@@ -68,6 +76,7 @@ export function ConsoleHeader({ links, userName }: { links: NavLink[]; userName:
 }
 
 const CHANGES_HREF = "/changes";
+const APPROVALS_HREF = "/approvals";
 
 /**
  * The owner's unread catalogue changes, for the badge on "Changes" (only asked for when the link
@@ -82,17 +91,36 @@ function useUnreadChanges(enabled: boolean): number {
   return enabled ? (query.data?.unread ?? 0) : 0;
 }
 
-function UnreadBadge({ count }: { count: number }) {
+/**
+ * A count beside a menu item: unread catalogue changes (indigo) or calls waiting for a decision
+ * (amber, for everyone who may approve). Screen readers hear ", 3 waiting" after the label.
+ */
+function CountBadge({
+  count,
+  testId,
+  tone,
+  what,
+}: {
+  count: number;
+  testId: string;
+  tone: "indigo" | "amber";
+  what: string;
+}) {
   return (
     <>
       <span
         aria-hidden="true"
-        data-testid="changes-unread"
-        className="ml-1.5 inline-flex min-w-5 items-center justify-center rounded-full bg-indigo-600 px-1.5 py-px text-xs font-semibold text-white tabular-nums"
+        data-testid={testId}
+        className={cx(
+          "ml-1.5 inline-flex min-w-5 items-center justify-center rounded-full px-1.5 py-px text-xs font-semibold tabular-nums",
+          tone === "indigo"
+            ? "bg-indigo-600 text-white"
+            : "bg-amber-100 text-amber-900 ring-1 ring-inset ring-amber-300",
+        )}
       >
         {count > 99 ? "99+" : count}
       </span>
-      <span className="sr-only">{`, ${count} unread`}</span>
+      <span className="sr-only">{`, ${count} ${what}`}</span>
     </>
   );
 }

@@ -16,6 +16,7 @@ import { namesText } from "@/lib/decision-text";
 import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, plural } from "@/lib/format";
 import { countHidden } from "@/lib/json-view";
+import { ADD_REVIEWER_HREF, APPROVAL_SETTINGS_HREF, requestedByViewer, type Viewer } from "@/lib/viewer";
 
 /** A failed approve or deny, as the approvals page shows it. */
 export interface DecisionError {
@@ -34,14 +35,15 @@ const LONG_DESCRIPTION = 220;
  * the same again for a while (a grant; offered only for an agent's call that needs one approval);
  * Deny asks for a reason first. A call that needs several approvals shows "1 of 2 approvals" and
  * who gave them; whoever already approved it gets no Approve button, nor does its requester when
- * it needs several approvals or a rule held it (Deny stays). With
- * `decidable={false}` it shows the same facts of a call no longer waiting, without countdown or
- * buttons.
+ * it needs several approvals, a rule held it, or self-approval is off (Deny stays): a note says
+ * who has to approve instead and, when nobody else may, how to add a reviewer or allow
+ * self-approval. With `decidable={false}` it shows the same facts of a call no longer waiting,
+ * without countdown or buttons.
  */
 export function PendingCallCard({
   call,
   error,
-  userName,
+  viewer,
   decidable = true,
   permalink = false,
   onDecided,
@@ -51,7 +53,7 @@ export function PendingCallCard({
   call: CallView;
   error: DecisionError | null;
   /** The signed-in person: marks a call they requested (e.g. with "Try") or already approved. */
-  userName: string;
+  viewer: Viewer;
   /** The call can still be decided here (default): the countdown and Approve / Deny are shown. */
   decidable?: boolean;
   /** Link to the call's own page, `/approvals/<id>` (for the queue; default false). */
@@ -87,12 +89,12 @@ export function PendingCallCard({
   const description = call.toolDescription ?? "";
   const longDescription = description.length > LONG_DESCRIPTION || description.split("\n").length > 3;
   const hidden = countHidden(call.arguments);
-  const mine = call.requester.kind === "user" && call.requester.name === userName;
+  const mine = requestedByViewer(call, viewer);
   const fourEyes = call.approvalsNeeded >= 2;
-  const approvedByMe = call.approvedBy.includes(userName);
-  // The requester never approves a call that needs several approvals or that a rule held,
-  // whatever self-approval allows.
-  const mayApprove = !approvedByMe && !(mine && (fourEyes || call.rule !== null));
+  const approvedByMe = call.approvedBy.includes(viewer.name);
+  // The same rule the API applies: the requester never approves a call that needs several
+  // approvals or that a rule held, and a one-reviewer call only when self-approval is on.
+  const mayApprove = !approvedByMe && !(mine && (fourEyes || call.rule !== null || !viewer.selfApproval));
   const source = decisionSourceOf(call);
 
   function onApprove() {
@@ -109,7 +111,7 @@ export function PendingCallCard({
     event.preventDefault();
     const parsed = DenyBody.safeParse({ reason: new FormData(event.currentTarget).get("reason") });
     if (!parsed.success) {
-      setReasonError(parsed.error.issues[0]?.message ?? "give a reason");
+      setReasonError(parsed.error.issues[0]?.message ?? "Give a reason.");
       return;
     }
     setReasonError(null);
@@ -196,15 +198,7 @@ export function PendingCallCard({
             let it expire.
           </p>
         ) : null}
-        {decidable && mine ? (
-          <p role="note" className="rounded-md bg-sky-50 px-3 py-2 text-sm text-sky-900 ring-1 ring-sky-200">
-            {fourEyes
-              ? `You requested this call. ${call.approvalsNeeded} other reviewers have to approve it.`
-              : call.rule !== null
-                ? `You requested this call, and rule ${call.rule} held it: another reviewer has to approve it.`
-                : "You requested this call. Another reviewer has to approve it, unless self-approval is allowed."}
-          </p>
-        ) : null}
+        {decidable && mine ? <OwnCallNote call={call} viewer={viewer} /> : null}
         {decidable && approvedByMe ? (
           <p role="note" className="rounded-md bg-sky-50 px-3 py-2 text-sm text-sky-900 ring-1 ring-sky-200">
             You approved this call.{" "}
@@ -304,6 +298,68 @@ export function PendingCallCard({
         </div>
       )}
     </article>
+  );
+}
+
+/**
+ * What a person reads on a call they requested themselves: who has to approve it instead and,
+ * when nobody else may yet, what to do about it: add a reviewer (owners get the link; others are
+ * told to ask one) or, for a one-reviewer call, switch on `approvals.selfApproval`.
+ */
+function OwnCallNote({ call, viewer }: { call: CallView; viewer: Viewer }) {
+  const who =
+    call.approvalsNeeded >= 2
+      ? `${call.approvalsNeeded} other reviewers have to approve it.`
+      : call.rule !== null
+        ? `Rule ${call.rule} held it, so another reviewer has to approve it.`
+        : viewer.selfApproval
+          ? "Self-approval is on, so you may approve it yourself."
+          : call.requester.kind === "agent"
+            ? "Another person has to approve it: you cannot approve a call your own agent requested."
+            : "Another person has to approve it: you cannot approve a call you requested.";
+  const short = viewer.otherReviewers < (call.approvalsNeeded >= 2 ? call.approvalsNeeded : 1);
+  const selfApprovalHelps = call.approvalsNeeded < 2 && call.rule === null && !viewer.selfApproval;
+  return (
+    <div
+      role="note"
+      data-testid="own-call-note"
+      className="space-y-1 rounded-md bg-sky-50 px-3 py-2 text-sm text-sky-900 ring-1 ring-sky-200"
+    >
+      <p>
+        {call.requester.kind === "agent"
+          ? `This call came from agent ${call.requester.name}, whose token you created.`
+          : "You requested this call."}{" "}
+        {who}
+      </p>
+      {short && !(viewer.selfApproval && call.approvalsNeeded < 2 && call.rule === null) ? (
+        <p>
+          {viewer.otherReviewers === 0
+            ? "Nobody else may approve calls yet."
+            : `Only ${plural(viewer.otherReviewers, "other person")} may approve calls.`}{" "}
+          {viewer.owner ? (
+            <Link href={ADD_REVIEWER_HREF} className="font-medium text-sky-800 underline hover:text-sky-950">
+              Add a reviewer
+            </Link>
+          ) : (
+            "Ask an owner to add a reviewer"
+          )}
+          {selfApprovalHelps ? (
+            <>
+              , or let people approve their own calls with{" "}
+              <Link
+                href={APPROVAL_SETTINGS_HREF}
+                className="font-mono font-medium text-sky-800 underline hover:text-sky-950"
+              >
+                approvals.selfApproval
+              </Link>
+              .
+            </>
+          ) : (
+            "."
+          )}
+        </p>
+      ) : null}
+    </div>
   );
 }
 

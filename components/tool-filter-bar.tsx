@@ -22,13 +22,18 @@ export function ToolFilterBar({ filters, servers }: { filters: ToolFilters; serv
           value={filters.filter}
           onChange={(event) => filters.setFilter(event.target.value)}
           placeholder="Tool name"
-          className={inputClass}
+          // One height for the search box and the selects beside it, so their labels line up.
+          className={`${inputClass} h-9`}
           autoComplete="off"
         />
       </div>
       <Select id={ids.server} label="Server" value={filters.server} onChange={filters.setServer}>
         <option value="all">All servers</option>
-        {servers.map((s) => (
+        {/* A server named by a link (?server=) that lists no tools yet still shows as chosen. */}
+        {(filters.server === "all" || servers.includes(filters.server)
+          ? servers
+          : [...servers, filters.server]
+        ).map((s) => (
           <option key={s} value={s}>
             {s}
           </option>
@@ -56,7 +61,11 @@ export function ToolFilterBar({ filters, servers }: { filters: ToolFilters; serv
         <option value="destructive">Destructive (needs approval)</option>
         <option value="read-only">Read-only (runs at once)</option>
       </Select>
-      {filters.filtered ? <Button onClick={filters.clear}>Clear filters</Button> : null}
+      {filters.filtered ? (
+        <Button className="h-9" onClick={filters.clear}>
+          Clear filters
+        </Button>
+      ) : null}
     </div>
   );
 }
@@ -83,7 +92,7 @@ function Select({
         id={id}
         value={value}
         onChange={(e) => onChange(e.target.value)}
-        className={`${inputClass.replace("w-full", "")} w-auto min-w-36 max-w-64 pr-8`}
+        className={`${inputClass.replace("w-full", "")} h-9 w-auto min-w-36 max-w-64 pr-8`}
       >
         {children}
       </select>

@@ -1,4 +1,5 @@
 import { memo, useId } from "react";
+import { useAnnounceEnabled } from "@/components/enabled-notice";
 import { ToolDetails } from "@/components/tool-details";
 import { TryTool } from "@/components/try-tool";
 import { Badge, type BadgeTone, Button, ErrorAlert } from "@/components/ui";
@@ -72,6 +73,7 @@ export const ToolRow = memo(function ToolRow({
   const reasonId = useId();
   const detailsId = useId();
   const update = useUpdateTool(tool.localName);
+  const announceEnabled = useAnnounceEnabled();
 
   const unusableReason = tool.unusableReason ?? "this tool cannot be called";
   // The API refuses to enable these; say why next to the disabled button instead of failing on click.
@@ -191,7 +193,12 @@ export const ToolRow = memo(function ToolRow({
                   disabled={update.isPending || cannotEnable !== null}
                   aria-describedby={cannotEnable ? reasonId : undefined}
                   title={cannotEnable ? `Cannot be enabled: ${cannotEnable}` : undefined}
-                  onClick={() => update.mutate({ status: "enabled", expectedHash: tool.definitionHash })}
+                  onClick={() =>
+                    update.mutate(
+                      { status: "enabled", expectedHash: tool.definitionHash },
+                      { onSuccess: ({ tool: enabled }) => announceEnabled([enabled]) },
+                    )
+                  }
                 >
                   Enable
                 </Button>

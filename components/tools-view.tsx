@@ -2,12 +2,13 @@
 
 import { useQuery } from "@tanstack/react-query";
 import { useCallback, useEffect, useMemo, useState } from "react";
+import { AnnounceEnabled, enabledNoticeText } from "@/components/enabled-notice";
 import { ToolFilterBar } from "@/components/tool-filter-bar";
 import { DEFAULT_PAGE_SIZE, PAGE_SIZES, Pager } from "@/components/tools-pager";
 import { ToolsTable } from "@/components/tools-table";
 import { Button, EmptyState, ErrorAlert, Loading, PageHeader } from "@/components/ui";
 import { useToolFilters } from "@/components/use-tool-filters";
-import { useToolSelection } from "@/components/use-tool-selection";
+import { selectable, useToolSelection } from "@/components/use-tool-selection";
 import type { CatalogueData } from "@/components/use-update-tool";
 import type { CatalogueToolView } from "@/lib/api-types";
 import { endpoints } from "@/lib/endpoints";
@@ -51,8 +52,15 @@ export function ToolsView({ initial, renderedAt }: { initial?: CatalogueData; re
   // biome-ignore lint/correctness/useExhaustiveDependencies: the filters are the trigger, not read.
   useEffect(() => setPage(0), [deferredFilter, server, status, kind, pageSize]);
 
-  const selection = useToolSelection(sorted, rows);
+  const [enabledNotice, setEnabledNotice] = useState<string | null>(null);
+  const announceEnabled = useCallback(
+    (tools: CatalogueToolView[]) => setEnabledNotice(enabledNoticeText(tools)),
+    [],
+  );
+  const selection = useToolSelection(sorted, rows, announceEnabled);
   const { chosen, bulk } = selection;
+  // Nothing proposed is left to pick: the bulk controls would only be a greyed button and a hint.
+  const anySelectable = useMemo(() => sorted.some(selectable), [sorted]);
 
   // Stable, so that memoised rows do not re-render when another row opens.
   const toggleExpand = useCallback((name: string) => {
@@ -102,30 +110,48 @@ export function ToolsView({ initial, renderedAt }: { initial?: CatalogueData; re
                 ? `${formatCount(sorted.length)} ${sorted.length === 1 ? "tool" : "tools"}`
                 : `${formatCount(visible.length)} of ${formatCount(sorted.length)} tools match`}
             </p>
-            <div className="flex flex-wrap items-center gap-2">
-              {chosen.length > 0 ? (
-                <>
-                  <span className="text-sm text-zinc-700">{chosen.length} selected</span>
-                  <Button variant="secondary" onClick={selection.clear} disabled={bulk.isPending}>
-                    Clear selection
-                  </Button>
-                </>
-              ) : (
-                <span className="text-sm text-zinc-500">
-                  Select proposed tools to enable several at once.
-                </span>
-              )}
-              <Button
-                variant="primary"
-                disabled={chosen.length === 0 || bulk.isPending}
-                onClick={() => bulk.mutate(chosen)}
-              >
-                {bulk.isPending
-                  ? "Enabling…"
-                  : `Enable selected${chosen.length > 0 ? ` (${chosen.length})` : ""}`}
-              </Button>
-            </div>
+            {anySelectable || chosen.length > 0 || bulk.isPending ? (
+              <div className="flex flex-wrap items-center gap-2">
+                {chosen.length > 0 ? (
+                  <>
+                    <span className="text-sm text-zinc-700">{chosen.length} selected</span>
+                    <Button variant="secondary" onClick={selection.clear} disabled={bulk.isPending}>
+                      Clear selection
+                    </Button>
+                  </>
+                ) : (
+                  <span className="text-sm text-zinc-500">
+                    Select proposed tools to enable several at once.
+                  </span>
+                )}
+                <Button
+                  variant="primary"
+                  disabled={chosen.length === 0 || bulk.isPending}
+                  onClick={() => bulk.mutate(chosen)}
+                >
+                  {bulk.isPending
+                    ? "Enabling…"
+                    : `Enable selected${chosen.length > 0 ? ` (${chosen.length})` : ""}`}
+                </Button>
+              </div>
+            ) : null}
           </div>
+          {enabledNotice ? (
+            <div
+              role="status"
+              data-testid="enabled-notice"
+              className="flex flex-wrap items-start justify-between gap-2 rounded-md border border-emerald-200 bg-emerald-50 px-3 py-2 text-sm text-emerald-900"
+            >
+              <span className="min-w-0 break-words">{enabledNotice}</span>
+              <button
+                type="button"
+                onClick={() => setEnabledNotice(null)}
+                className="text-xs font-medium text-emerald-800 hover:underline"
+              >
+                Dismiss
+              </button>
+            </div>
+          ) : null}
           {bulk.isError ? <ErrorAlert>Nothing was enabled: {errorWithCode(bulk.error)}</ErrorAlert> : null}
 
           {visible.length === 0 ? (
@@ -134,16 +160,18 @@ export function ToolsView({ initial, renderedAt }: { initial?: CatalogueData; re
             </EmptyState>
           ) : (
             <>
-              <ToolsTable
-                rows={rows}
-                selected={selection.selected}
-                expanded={expanded}
-                pageSelectable={selection.pageSelectable}
-                pageChosen={selection.pageChosen}
-                onSelect={selection.toggle}
-                onSelectPage={selection.selectPage}
-                onExpand={toggleExpand}
-              />
+              <AnnounceEnabled.Provider value={announceEnabled}>
+                <ToolsTable
+                  rows={rows}
+                  selected={selection.selected}
+                  expanded={expanded}
+                  pageSelectable={selection.pageSelectable}
+                  pageChosen={selection.pageChosen}
+                  onSelect={selection.toggle}
+                  onSelectPage={selection.selectPage}
+                  onExpand={toggleExpand}
+                />
+              </AnnounceEnabled.Provider>
               {visible.length > PAGE_SIZES[0] ? (
                 <Pager
                   page={current}

@@ -2,7 +2,7 @@
  * Plain building blocks shared by every page: neutral greys, one accent (indigo). No data
  * access here. Everything renders its children as React text, never as HTML.
  */
-import type { ButtonHTMLAttributes, InputHTMLAttributes, ReactNode } from "react";
+import type { ButtonHTMLAttributes, InputHTMLAttributes, ReactNode, Ref } from "react";
 
 export function cx(...parts: (string | false | null | undefined)[]): string {
   return parts.filter(Boolean).join(" ");
@@ -133,7 +133,12 @@ export function TextField({
   label,
   hint,
   ...props
-}: InputHTMLAttributes<HTMLInputElement> & { id: string; label: string; hint?: ReactNode }) {
+}: InputHTMLAttributes<HTMLInputElement> & {
+  id: string;
+  label: string;
+  hint?: ReactNode;
+  ref?: Ref<HTMLInputElement>;
+}) {
   return (
     <div className="space-y-1">
       <label htmlFor={id} className="block text-sm font-medium text-zinc-700">

@@ -35,14 +35,15 @@ function matchesName(tool: CatalogueToolView, needle: string): boolean {
 
 /**
  * The tools table's filters and the rows they let through. They start from the page's URL:
- * `?tool=<local name>` (a link to one tool: it fills the name filter), else `?q=`, and `?status=`
- * when it names one of {@link STATUS_OPTIONS}.
+ * `?tool=<local name>` (a link to one tool: it fills the name filter), else `?q=`, `?server=`
+ * (one server's tools; a name no tool has shows none, which the empty state explains), and
+ * `?status=` when it names one of {@link STATUS_OPTIONS}.
  */
 export function useToolFilters(sorted: CatalogueToolView[]) {
   const params = useSearchParams();
   const linked = params.get("tool");
   const [filter, setFilter] = useState(() => linked ?? params.get("q") ?? "");
-  const [server, setServer] = useState("all");
+  const [server, setServer] = useState(() => params.get("server") ?? "all");
   const [status, setStatus] = useState<StatusFilter>(() =>
     STATUS_OPTIONS.some((o) => o.value === params.get("status"))
       ? (params.get("status") as StatusFilter)

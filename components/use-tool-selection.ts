@@ -19,8 +19,13 @@ export function selectable(tool: CatalogueToolView): boolean {
  * count as chosen.
  * @param tools the whole catalogue
  * @param pageRows the rows on the current page, for "select every proposed tool on this page"
+ * @param onEnabled told which tools a bulk enable enabled
  */
-export function useToolSelection(tools: CatalogueToolView[], pageRows: CatalogueToolView[]) {
+export function useToolSelection(
+  tools: CatalogueToolView[],
+  pageRows: CatalogueToolView[],
+  onEnabled?: (enabled: CatalogueToolView[]) => void,
+) {
   const client = useQueryClient();
   const [picked, setPicked] = useState<ReadonlyMap<string, string>>(() => new Map());
 
@@ -73,6 +78,7 @@ export function useToolSelection(tools: CatalogueToolView[], pageRows: Catalogue
     onSuccess: ({ tools: updated }) => {
       applyUpdates(client, updated);
       setPicked(new Map());
+      onEnabled?.(updated);
     },
     // The selection stays, so that the owner can look at the new versions and enable again.
     onError: (error) => refetchIfStale(client, error),

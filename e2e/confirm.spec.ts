@@ -213,12 +213,10 @@ test.describe
       await writeRow.getByRole("button", { name: "Try demo_add_note" }).click();
       const dialog = page.getByRole("dialog", { name: "Try demo_add_note" });
       await expect(dialog).toContainText("This tool needs approval");
-      const args = dialog.getByLabel("Arguments (JSON)");
-      await expect(args).toHaveValue('{\n  "text": ""\n}');
-      // The server checks the arguments first: an empty text is refused, naming the field.
-      await dialog.getByRole("button", { name: "Call tool" }).click();
-      await expect(dialog.getByRole("alert")).toContainText("arguments.text");
-      await args.fill('{"text": "tried by the owner"}');
+      // The form is built from the schema: nothing is sent until the required text is filled.
+      await expect(dialog.getByTestId("try-problems")).toHaveText("Fill in text.");
+      await expect(dialog.getByRole("button", { name: "Call tool" })).toBeDisabled();
+      await dialog.getByLabel("text", { exact: true }).fill("tried by the owner");
       await dialog.getByRole("button", { name: "Call tool" }).click();
       const outcome = dialog.getByTestId("try-outcome");
       await expect(outcome).toContainText("pending");
@@ -229,11 +227,12 @@ test.describe
       await page.goto("/approvals");
       const card = page.getByTestId(/^call-/).filter({ hasText: "tried by the owner" });
       await expect(card).toContainText(`user ${people.owner.name}`);
-      await expect(card).toContainText("You requested this call.");
-      await card.getByRole("button", { name: "Approve" }).click();
-      await expect(card.getByRole("alert")).toContainText(
-        "You cannot approve a call you requested yourself; another reviewer has to. (self_approval)",
+      // Self-approval is off: the requester is told another person approves, and gets no Approve.
+      await expect(card.getByTestId("own-call-note")).toHaveText(
+        "You requested this call. Another person has to approve it: you cannot approve a call you requested.",
       );
+      await expect(card.getByRole("button", { name: "Deny" })).toBeVisible();
+      await expect(card.getByRole("button", { name: "Approve" })).toHaveCount(0);
       await snap(page, "approvals-self-approval");
       expect(demoRuns()).toBe(before);
 
@@ -259,6 +258,7 @@ test.describe
       await expect(table.getByRole("row").filter({ hasText: people.owner.name }).first()).toContainText(
         "demo_add_note",
       );
+      await expect(table.getByRole("columnheader", { name: "Run time" })).toBeVisible();
       await snap(page, "activity");
 
       await page.getByLabel("Status").selectOption("denied");
@@ -267,6 +267,8 @@ test.describe
       await expect(page).toHaveURL(/status=denied/);
       const denied = table.getByRole("row").filter({ hasText: "too long to be a note" });
       await expect(denied).toHaveCount(1);
+      // The Decision column speaks in sentence case, as the rest of the page does.
+      await expect(denied).toContainText(`Denied by ${people.reviewer.name}: too long to be a note`);
       // The header and the two denials of this spec.
       await expect(table.getByRole("row")).toHaveCount(3);
       await snap(page, "activity-filtered");
@@ -276,10 +278,13 @@ test.describe
       await expect(page.getByRole("heading", { name: "demo_add_note" })).toBeVisible();
       const trail = page.getByRole("list", { name: "Audit trail" });
       await expect(trail.getByRole("listitem")).toHaveCount(2);
-      await expect(trail.getByRole("listitem").nth(0)).toContainText("Requested; waiting for approval");
-      await expect(trail.getByRole("listitem").nth(0)).toContainText("by confirm-bot");
+      await expect(trail.getByRole("listitem").nth(0)).toContainText(
+        "Requested by confirm-bot · waiting for a reviewer's approval",
+      );
       await expect(trail.getByRole("listitem").nth(1)).toContainText(`Denied by ${people.reviewer.name}`);
-      await expect(trail.getByRole("listitem").nth(1)).toContainText("too long to be a note");
+      await expect(trail.getByRole("listitem").nth(1)).toContainText("Reason: too long to be a note");
+      // It never ran: no run time is claimed.
+      await expect(page.getByTestId("run-time")).toHaveCount(0);
       await expect(page.getByText("THE END")).toHaveCount(0);
       await snap(page, "activity-story");
 

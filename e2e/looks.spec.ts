@@ -202,7 +202,9 @@ test.describe
       await expect(page.getByTestId("call-outcome")).toContainText("Approved");
     });
 
-    test("a call that needs two approvals, after the first", async ({ page }) => {
+    test("a call that needs two approvals, after the first, seen by the owner whose agent asked", async ({
+      page,
+    }) => {
       await signInAsOwner(page);
       const id = await requestNote(PAIR_TOKEN, "looks: two people check this");
       await approve(id);
@@ -211,7 +213,12 @@ test.describe
       await expect(card.getByTestId("approvals-progress")).toContainText(
         `1 of 2 approvals · approved by ${people.reviewer.name}`,
       );
-      await expect(card.getByRole("button", { name: "Approve" })).toBeVisible();
+      // The owner created the agent's token: the second approval has to come from someone else.
+      await expect(card.getByTestId("own-call-note")).toContainText(
+        `This call came from agent ${PAIR_TOKEN}, whose token you created.`,
+      );
+      await expect(card.getByRole("button", { name: "Approve" })).toHaveCount(0);
+      await expect(card.getByRole("button", { name: "Deny" })).toBeVisible();
       await snap(page, "approvals-one-of-two");
     });
 

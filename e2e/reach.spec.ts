@@ -72,7 +72,10 @@ test.describe
       await expect(card.getByText(/^expires in \d+:\d\d$/)).toBeVisible();
       const story = page.getByRole("list", { name: "Audit trail" });
       await expect(story.getByRole("listitem")).toHaveCount(1);
-      await expect(story).toContainText(`Requested; waiting for approval by ${TOKEN}`);
+      await expect(story).toContainText(
+        new RegExp(`Requested by ${TOKEN} · waiting for (a reviewer's )?approval`),
+      );
+      await expect(story).not.toContainText(`approval by ${TOKEN}`);
       await expect(card.getByRole("button", { name: "Approve" })).toBeVisible();
       await snap(page, "approval-pending");
 
@@ -92,6 +95,10 @@ test.describe
       await expect(page.getByText(/^expires in/)).toHaveCount(0);
       await expect(story.getByRole("listitem")).toHaveCount(3);
       await expect(story).toContainText(`Approved by ${rex.name}`);
+      // Gatehouse ran it, as rex approved it; the requester made nothing succeed.
+      await expect(story.getByRole("listitem").nth(2)).toContainText(
+        new RegExp(`Succeeded in [\\d.]+ m?s · Gatehouse ran it, approved by ${rex.name}`),
+      );
       expect(navigations).toEqual([]);
       await snap(page, "approval-decided");
     });
@@ -110,12 +117,11 @@ test.describe
       await page.goto(`/approvals/${id}`);
       const card = page.getByTestId(`call-${id}`);
       await expect(card).toContainText(`user ${people.owner.name}`);
-      await expect(card).toContainText("You requested this call.");
-      await card.getByRole("button", { name: "Approve" }).click();
-      await expect(card.getByRole("alert")).toContainText(
-        "You cannot approve a call you requested yourself; another reviewer has to. (self_approval)",
+      await expect(card.getByTestId("own-call-note")).toContainText(
+        "You requested this call. Another person has to approve it",
       );
-      await expect(card.getByRole("button", { name: "Approve" })).toBeVisible();
+      // Not offered at all, rather than offered and refused.
+      await expect(card.getByRole("button", { name: "Approve" })).toHaveCount(0);
 
       // Denying one's own call is allowed, with a reason.
       await card.getByRole("button", { name: "Deny" }).click();

@@ -19,12 +19,15 @@ function selectPending(data: { calls: CallView[] }): CallView[] {
  * The calls waiting for a decision, oldest first: the queue, the tab title's count and the
  * system notifications all read this one query (`queryKeys.calls.pending()`), which live "call"
  * events refresh. Its cached form is the API's page (`{calls}`), so a caller may drop a call from
- * it at once when deciding it.
+ * it at once when deciding it. The header's count on "Approvals" reads it too, so on the queue
+ * both are one request. `enabled` (default true): false asks for nothing (someone who may not
+ * approve).
  */
-export function usePendingCalls() {
+export function usePendingCalls(enabled = true) {
   return useQuery({
     queryKey: queryKeys.calls.pending(),
     queryFn: ({ signal }) => endpoints.calls.list({ status: "pending", limit: PENDING_LIMIT }, { signal }),
     select: selectPending,
+    enabled,
   });
 }

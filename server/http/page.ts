@@ -1,12 +1,16 @@
 import "server-only";
+import { eq } from "drizzle-orm";
 import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import type { UserView } from "@/lib/api-types";
 import { signInHref } from "@/lib/return-path";
+import type { Viewer } from "@/lib/viewer";
 import { sessionIdFrom, sessionUser } from "../auth/sessions";
-import { countUsers } from "../auth/users";
+import { countUsers, listUsers } from "../auth/users";
+import type { ApprovalsConfig } from "../config/types";
 import { forwardedHttps } from "../request";
 import { getRuntime } from "../runtime";
+import { agentTokens } from "../store/schema";
 import { PAGE_URL_HEADER } from "./page-url";
 
 /**
@@ -50,4 +54,36 @@ export async function currentPageUser(): Promise<UserView> {
 /** Whether this Gatehouse has its first owner: the setup link has been used (or no longer applies). */
 export function setupDone(): boolean {
   return countUsers(getRuntime().db) > 0;
+}
+
+/**
+ * `user` with what the approval pages need to say about calls they requested: the agent tokens
+ * they created, the config's `approvals.selfApproval` and how many other people may approve
+ * (reviewers and owners).
+ */
+export function pageViewer(user: UserView): Viewer {
+  const runtime = getRuntime();
+  const otherReviewers = listUsers(runtime.db).filter(
+    (other) =>
+      other.name !== user.name && other.roles.some((role) => role === "owner" || role === "reviewer"),
+  ).length;
+  const tokens = runtime.db
+    .select({ name: agentTokens.name })
+    .from(agentTokens)
+    .where(eq(agentTokens.createdBy, user.name))
+    .all()
+    .map((t) => t.name);
+  return {
+    name: user.name,
+    agentTokens: tokens,
+    owner: user.roles.includes("owner"),
+    selfApproval: runtime.config.approvals.selfApproval,
+    otherReviewers,
+  };
+}
+
+/** The config's `approvals` section, for the settings page. */
+export function approvalSettings(): ApprovalsConfig {
+  const { expireAfterSeconds, waitSeconds, selfApproval } = getRuntime().config.approvals;
+  return { expireAfterSeconds, waitSeconds, selfApproval };
 }

@@ -1,5 +1,6 @@
 import type { Metadata } from "next";
 import { redirect } from "next/navigation";
+import { NextSteps } from "@/components/next-steps";
 import { NotAllowed } from "@/components/not-allowed";
 import { isOwner } from "@/components/roles";
 import { ServersView } from "@/components/servers-view";
@@ -11,5 +12,10 @@ export default async function ServersPage() {
   const user = await currentPageUser();
   if (!user) redirect("/login");
   if (!isOwner(user)) return <NotAllowed audience="owners" />;
-  return <ServersView />;
+  return (
+    <>
+      <NextSteps me={user.name} />
+      <ServersView />
+    </>
+  );
 }

@@ -1,5 +1,6 @@
 import type { Metadata } from "next";
 import { redirect } from "next/navigation";
+import { NextSteps } from "@/components/next-steps";
 import { NotAllowed } from "@/components/not-allowed";
 import { isOwner } from "@/components/roles";
 import { ToolsView } from "@/components/tools-view";
@@ -15,5 +16,10 @@ export default async function ToolsPage() {
   if (!isOwner(user)) return <NotAllowed audience="owners" />;
   // The catalogue comes with the page, so the table is in the first paint instead of waiting
   // for the scripts and a fetch; live events keep it current from there.
-  return <ToolsView initial={{ tools: listCatalogue(getRuntime().db) }} renderedAt={Date.now()} />;
+  return (
+    <>
+      <NextSteps me={user.name} />
+      <ToolsView initial={{ tools: listCatalogue(getRuntime().db) }} renderedAt={Date.now()} />
+    </>
+  );
 }

@@ -2,7 +2,7 @@ import type { Metadata } from "next";
 import { ApprovalDecision } from "@/components/approval-decision";
 import { NotAllowed } from "@/components/not-allowed";
 import { canReview } from "@/components/roles";
-import { currentPageUser } from "@/server/http/page";
+import { currentPageUser, pageViewer } from "@/server/http/page";
 
 export const metadata: Metadata = { title: "Approval" };
 
@@ -14,5 +14,5 @@ export default async function ApprovalPage({ params }: { params: Promise<{ id: s
   const user = await currentPageUser();
   if (!canReview(user)) return <NotAllowed audience="reviewers and owners" />;
   const { id } = await params;
-  return <ApprovalDecision id={id} userName={user.name} />;
+  return <ApprovalDecision id={id} viewer={pageViewer(user)} />;
 }
