@@ -5,14 +5,13 @@ import Link from "next/link";
 import { useCallback, useMemo, useState } from "react";
 import { Age } from "@/components/age";
 import { CallStatusBadge } from "@/components/call-status-badge";
-import { serverOf } from "@/components/call-text";
+import { recentDecisionText, serverOf } from "@/components/call-text";
 import { DecisionSourceText } from "@/components/decision-source";
 import { decisionSourceOf } from "@/components/grant-text";
 import { NotifyMe } from "@/components/notify-me";
 import { type DecisionError, PendingCallCard } from "@/components/pending-call-card";
 import { Button, EmptyState, ErrorAlert, Loading, PageHeader, Section } from "@/components/ui";
 import type { CallView } from "@/lib/api-types";
-import { decidersText } from "@/lib/decision-text";
 import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatDateTime } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
@@ -154,31 +153,10 @@ export function ApprovalsView({ viewer }: { viewer: Viewer }) {
   );
 }
 
-function decidedByText(call: CallView): string | null {
-  const deciders = decidersText(call);
-  // The badge beside says what happened to the call ("succeeded"); these words say who decided.
-  if (deciders) return `${call.status === "denied" ? "denied" : "approved"} by ${deciders}`;
-  // What a rule or grant decided alone is said by the phrase beside it.
-  const source = decisionSourceOf(call);
-  if (source && source.kind !== "held") return null;
-  switch (call.status) {
-    case "expired":
-      return "expired without a decision";
-    case "refused":
-      return "refused by Gatehouse";
-    case "interrupted":
-      return "interrupted by a restart";
-    case "withdrawn":
-      return "withdrawn by the requester";
-    default:
-      return call.destructive ? "no decision recorded" : "read-only, ran without review";
-  }
-}
-
 function RecentCall({ call }: { call: CallView }) {
   const when = call.decidedAt ?? call.finishedAt ?? call.createdAt;
   const source = decisionSourceOf(call);
-  const by = decidedByText(call);
+  const by = recentDecisionText(call);
   const server = serverOf(call);
   return (
     <li className="flex flex-wrap items-baseline gap-x-3 gap-y-1 px-4 py-2.5 text-sm">

@@ -47,6 +47,32 @@ function decisionPhrase(call: CallView): string {
   return call.destructive ? "—" : "read-only, no review";
 }
 
+/**
+ * Who decided a call, as the approvals page's "Recently decided" list says it beside the call's
+ * status badge ("approved by rita", "denied by rita", "expired at 1 of 2 approvals"), or null
+ * when a rule or grant decided alone (its own phrase stands beside). Only a decided call names
+ * deciders: approvals short of a call's count are no approval.
+ */
+export function recentDecisionText(call: CallView): string | null {
+  if (call.decidedBy) return `${call.status === "denied" ? "denied" : "approved"} by ${decidersText(call)}`;
+  const source = decisionSourceOf(call);
+  if (source && source.kind !== "held") return null;
+  const sofar =
+    call.approvedBy.length > 0 ? approvalsText(call.approvedBy.length, call.approvalsNeeded) : null;
+  switch (call.status) {
+    case "expired":
+      return sofar ? `expired at ${sofar}` : "expired without a decision";
+    case "refused":
+      return "refused by Gatehouse";
+    case "interrupted":
+      return "interrupted by a restart";
+    case "withdrawn":
+      return sofar ? `withdrawn by the requester at ${sofar}` : "withdrawn by the requester";
+    default:
+      return call.destructive ? "no decision recorded" : "read-only, ran without review";
+  }
+}
+
 /** What the run time measures, as a column's or a fact's explanation says it. */
 export const RUN_TIME_MEANING =
   "The tool's run time: from when Gatehouse sent the call to when the answer came.";

@@ -22,8 +22,9 @@ export interface NextStep {
 /**
  * The three things a new owner does before the loop works end to end: look at the first server
  * (the demo server where there is one), enable its tools, and add a second person who may
- * approve. `looked` is whether they followed the first step's link (kept in the browser); the
- * other two are read from the catalogue and the people. Null when there is no server to start
+ * approve (done too when `selfApproval` lets them approve their own calls). `looked` is whether
+ * they followed the first step's link (kept in the browser); the other two are read from the
+ * catalogue and the people. Null when there is no server to start
  * from.
  */
 export function nextSteps(input: {
@@ -32,6 +33,8 @@ export function nextSteps(input: {
   tools: readonly Pick<CatalogueToolView, "server" | "status">[];
   users: readonly Pick<UserView, "name" | "roles">[];
   looked: boolean;
+  /** The config's `approvals.selfApproval`: with it on, a lone owner's loop is complete. */
+  selfApproval: boolean;
 }): NextStep[] | null {
   const first = input.servers.find((s) => s.name === "demo") ?? input.servers[0];
   if (!first) return null;
@@ -61,11 +64,12 @@ export function nextSteps(input: {
     {
       key: "reviewer",
       title: "Add a reviewer",
-      detail:
-        "A call that changes things needs someone other than the person or agent who asked to approve it.",
+      detail: input.selfApproval
+        ? "approvals.selfApproval is on, so you may approve calls you asked for; a reviewer is a second pair of eyes."
+        : "A call that changes things has to be approved by someone other than whoever asked for it: you, or an agent whose token you created.",
       href: ADD_REVIEWER_HREF,
       action: "Add a reviewer",
-      done: reviewers > 0,
+      done: reviewers > 0 || input.selfApproval,
     },
   ];
 }
@@ -114,7 +118,7 @@ function readFlag(key: string): boolean {
  * link to where it is done and a tick once it is. It goes away when all three are done, or when
  * the owner hides it. Renders nothing while its data loads.
  */
-export function NextSteps({ me }: { me: string }) {
+export function NextSteps({ me, selfApproval }: { me: string; selfApproval: boolean }) {
   const [looked, markLooked] = useStoredFlag(`${LOOKED_KEY}.${me}`);
   const [hidden, hide] = useStoredFlag(`${HIDDEN_KEY}.${me}`);
   const servers = useQuery({
@@ -139,6 +143,7 @@ export function NextSteps({ me }: { me: string }) {
     tools: tools.data.tools,
     users: users.data.users,
     looked,
+    selfApproval,
   });
   if (!steps || steps.every((s) => s.done)) return null;
   const left = steps.filter((s) => !s.done).length;

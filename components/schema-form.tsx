@@ -239,7 +239,8 @@ function LeafControl({
           type={field.inputType}
           value={text}
           onChange={(e) => onValue(e.target.value)}
-          maxLength={field.maxLength ?? undefined}
+          // No maxLength attribute: browsers count UTF-16 units, the schema counts characters
+          // (code points), and the form's own check says when the text is too long.
           autoComplete="off"
           spellCheck={false}
           className={inputClass}
@@ -249,11 +250,12 @@ function LeafControl({
       return (
         <input
           {...common}
-          type="number"
+          // Text, not type="number": a number input reports "" for what it cannot parse ("1e"),
+          // which would read as "fill in" instead of the form's "must be a number".
+          type="text"
           inputMode={field.integer ? "numeric" : "decimal"}
-          step={field.integer ? 1 : "any"}
-          min={field.minimum ?? field.exclusiveMinimum ?? undefined}
-          max={field.maximum ?? field.exclusiveMaximum ?? undefined}
+          autoComplete="off"
+          spellCheck={false}
           value={text}
           onChange={(e) => onValue(e.target.value)}
           className={inputClass}

@@ -72,7 +72,7 @@ test.describe
       await expect
         .poll(log)
         .toContain(
-          `2 server(s) are dark (no \`enabled: true\`): files (line ${lineOf("files")}), ` +
+          `2 servers are dark (no "enabled": true): files (line ${lineOf("files")}), ` +
             `tasks (line ${lineOf("tasks")}, "enabled": false)`,
         );
     });

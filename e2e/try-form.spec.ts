@@ -141,6 +141,10 @@ const everything: Record<string, Plan> = {
     controls: { a: "number", b: "number" },
     blockedBy: ["Fill in a.", "Fill in b."],
     fill: async (d) => {
+      // What a number input would have reported as empty is named for what it is.
+      await d.getByLabel("a", { exact: true }).fill("1e");
+      await expect(d.getByTestId("try-problems")).toContainText("a must be a number");
+      await expect(d.getByRole("button", { name: "Call tool" })).toBeDisabled();
       await d.getByLabel("a", { exact: true }).fill("2.5");
       await d.getByLabel("b", { exact: true }).fill("4");
     },
@@ -212,8 +216,12 @@ async function expectControl(scope: Locator, name: string, control: Control): Pr
   }
   const input = scope.getByLabel(name, { exact: true });
   await expect(input).toBeVisible();
-  const element = await input.evaluate(
-    (el) => `${el.tagName.toLowerCase()}${el instanceof HTMLInputElement ? `:${el.type}` : ""}`,
+  // A number is a text input with a numeric keyboard (see components/schema-form.tsx), so that
+  // text it cannot parse is reported as "must be a number".
+  const element = await input.evaluate((el) =>
+    el instanceof HTMLInputElement && el.type === "text" && /^(numeric|decimal)$/.test(el.inputMode)
+      ? "input:number"
+      : `${el.tagName.toLowerCase()}${el instanceof HTMLInputElement ? `:${el.type}` : ""}`,
   );
   expect(element, `the control of ${name}`).toBe(controlElement[control]);
 }

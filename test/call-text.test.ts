@@ -10,6 +10,7 @@ import {
   auditStepText,
   auditStepWords,
   decisionText,
+  recentDecisionText,
   runTimeText,
   serverOf,
 } from "@/components/call-text";
@@ -166,6 +167,25 @@ describe("a call's place and decision in the activity list", () => {
     expect(decisionText(call({ status: "succeeded", rule: "notes-reads", destructive: false }))).toBe(
       "Allowed by rule notes-reads",
     );
+  });
+});
+
+describe("who decided a call, in the approvals page's recently decided list", () => {
+  it('an approved call that ran reads approved by its reviewer, never "succeeded by"', () => {
+    const ran = call({ status: "succeeded", decidedBy: "rita", approvedBy: ["rita"] });
+    expect(recentDecisionText(ran)).toBe("approved by rita");
+    expect(recentDecisionText(call({ status: "denied", decidedBy: "rita", reason: "no" }))).toBe(
+      "denied by rita",
+    );
+  });
+
+  it("a call that expired or was withdrawn short of its approvals is not called approved", () => {
+    const halfway = { approvalsNeeded: 2, approvedBy: ["rita"], decidedBy: null };
+    expect(recentDecisionText(call({ status: "expired", ...halfway }))).toBe("expired at 1 of 2 approvals");
+    expect(recentDecisionText(call({ status: "withdrawn", ...halfway }))).toBe(
+      "withdrawn by the requester at 1 of 2 approvals",
+    );
+    expect(recentDecisionText(call({ status: "expired" }))).toBe("expired without a decision");
   });
 });
 

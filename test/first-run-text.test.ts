@@ -46,6 +46,7 @@ describe("nextSteps", () => {
     tools: [{ server: "demo", status: "proposed" as const }],
     users: [{ name: "olga", roles: ["owner" as const] }],
     looked: false,
+    selfApproval: false,
   };
 
   it("starts from the demo server with nothing done", () => {
@@ -78,5 +79,15 @@ describe("nextSteps", () => {
     expect(steps?.[2]?.done).toBe(false);
     expect(nextSteps({ ...base, servers: [{ name: "only" }] })?.[0]?.title).toBe("Look at the only server");
     expect(nextSteps({ ...base, servers: [] })).toBeNull();
+  });
+
+  it("counts the reviewer step done when approvals.selfApproval lets the owner approve alone, and says why", () => {
+    const off = nextSteps(base)?.[2];
+    expect(off?.detail).toBe(
+      "A call that changes things has to be approved by someone other than whoever asked for it: you, or an agent whose token you created.",
+    );
+    const on = nextSteps({ ...base, selfApproval: true })?.[2];
+    expect(on?.done).toBe(true);
+    expect(on?.detail).toContain("approvals.selfApproval is on");
   });
 });

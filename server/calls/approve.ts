@@ -41,7 +41,25 @@ function requestedBy(db: Db, row: CallRow): string | null {
     .from(agentTokens)
     .where(eq(agentTokens.name, row.requesterName))
     .get();
-  return token?.createdBy && token.createdBy !== "cli" ? token.createdBy : null;
+  return token?.createdBy && token.createdBy !== CLI_ACTOR ? token.createdBy : null;
+}
+
+/** The creator recorded for tokens made with the CLI: such a token's calls are nobody's own. */
+const CLI_ACTOR = "cli";
+
+/**
+ * The names of the agent tokens whose calls count as `person`'s own when they approve (see
+ * `requestedBy`): the tokens they created, none for the CLI's actor name (a person may be
+ * called "cli"; the CLI's tokens are still nobody's).
+ */
+export function ownAgentTokens(db: Db, person: string): string[] {
+  if (person === CLI_ACTOR) return [];
+  return db
+    .select({ name: agentTokens.name })
+    .from(agentTokens)
+    .where(eq(agentTokens.createdBy, person))
+    .all()
+    .map((t) => t.name);
 }
 
 /**

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { CallView } from "@/lib/api-types";
 import { ADD_NOTE, bodyOf, createTestUser, request, waitForCallStatus } from "@/test/support/runtime";
 import { createToken } from "../auth/tokens";
+import { ownAgentTokens } from "./approve";
 import {
   addNote,
   approve,
@@ -174,6 +175,22 @@ describe("four eyes: a rule asking for two approvals", () => {
       "This call came from agent olgas-bot, whose token you created; another reviewer has to approve it.",
     );
     expect((await approve(held.id, alice.cookie)).status).toBe(200);
+  });
+
+  it("the pages' list of a person's own agent tokens is the one the approval rule uses, a person named cli included", async () => {
+    const rt = await start();
+    await people(rt);
+    const olga = await createTestUser(rt.runtime, "olga", ["owner", "reviewer"]);
+    const cli = await createTestUser(rt.runtime, "cli", ["reviewer"]);
+    const olgas = createToken(rt.runtime.db, { name: "olgas-bot", actor: "olga" });
+    const { secret } = createToken(rt.runtime.db, { name: "made-by-the-cli", actor: "cli" });
+    expect(ownAgentTokens(rt.runtime.db, "olga")).toEqual(["olgas-bot"]);
+    // The CLI's tokens are nobody's own: the person named "cli" may approve their calls, so the
+    // pages offer Approve.
+    expect(ownAgentTokens(rt.runtime.db, "cli")).toEqual([]);
+    const held = await addNote(secret, "from the CLI's token");
+    expect((await approve(held.id, cli.cookie)).status).toBe(200);
+    expect((await approve((await addNote(olgas.secret, "olga's")).id, olga.cookie)).status).toBe(403);
   });
 });
 

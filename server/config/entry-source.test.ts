@@ -134,10 +134,10 @@ describe("the dark servers warning", () => {
     expect(result.errors).toEqual([]);
     expect(result.warnings).toEqual([
       {
-        path: "",
+        path: "mcpServers",
         message:
-          `2 server(s) are dark (no \`enabled: true\`): files (line ${lineOf(text, '"files"')}, "enabled": false), ` +
-          `tasks (line ${lineOf(text, '"tasks"')}); Gatehouse does not dial them until their entry has "enabled": true`,
+          `2 servers are dark (no "enabled": true): files (line ${lineOf(text, '"files"')}, "enabled": false), ` +
+          `tasks (line ${lineOf(text, '"tasks"')}); Gatehouse does not dial them until their entries have "enabled": true`,
       },
     ]);
   });

@@ -75,11 +75,12 @@ function darkServersWarning(servers: readonly ServerConfig[]): ConfigIssue | nul
     ];
     return notes.length > 0 ? `${s.name} (${notes.join(", ")})` : s.name;
   });
+  const many = dark.length > 1;
   return {
-    path: "",
+    path: "mcpServers",
     message:
-      `${dark.length} server(s) are dark (no \`enabled: true\`): ${named.join(", ")}; ` +
-      'Gatehouse does not dial them until their entry has "enabled": true',
+      `${dark.length} ${many ? "servers are" : "server is"} dark (no "enabled": true): ${named.join(", ")}; ` +
+      `Gatehouse does not dial ${many ? "them until their entries have" : "it until its entry has"} "enabled": true`,
   };
 }
 

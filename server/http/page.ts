@@ -1,5 +1,4 @@
 import "server-only";
-import { eq } from "drizzle-orm";
 import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import type { UserView } from "@/lib/api-types";
@@ -7,10 +6,10 @@ import { signInHref } from "@/lib/return-path";
 import type { Viewer } from "@/lib/viewer";
 import { sessionIdFrom, sessionUser } from "../auth/sessions";
 import { countUsers, listUsers } from "../auth/users";
+import { ownAgentTokens } from "../calls/approve";
 import type { ApprovalsConfig } from "../config/types";
 import { forwardedHttps } from "../request";
 import { getRuntime } from "../runtime";
-import { agentTokens } from "../store/schema";
 import { PAGE_URL_HEADER } from "./page-url";
 
 /**
@@ -67,15 +66,9 @@ export function pageViewer(user: UserView): Viewer {
     (other) =>
       other.name !== user.name && other.roles.some((role) => role === "owner" || role === "reviewer"),
   ).length;
-  const tokens = runtime.db
-    .select({ name: agentTokens.name })
-    .from(agentTokens)
-    .where(eq(agentTokens.createdBy, user.name))
-    .all()
-    .map((t) => t.name);
   return {
     name: user.name,
-    agentTokens: tokens,
+    agentTokens: ownAgentTokens(runtime.db, user.name),
     owner: user.roles.includes("owner"),
     selfApproval: runtime.config.approvals.selfApproval,
     otherReviewers,

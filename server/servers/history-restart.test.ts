@@ -16,7 +16,7 @@ describe("a server's history across a Gatehouse restart", () => {
     const second = await startTestRuntime({ dir });
     try {
       const history = second.runtime.manager.get("demo").snapshot().history;
-      // The earlier run's changes (its stop included), then this run's, which starts afresh.
+      // The earlier run's changes (a stop records none), then this run's, which starts afresh.
       expect(history.slice(0, 2)).toEqual(earlier);
       const starts = history.filter((e) => e.started).map((e) => e.state);
       expect(starts).toEqual(["connecting", "connecting"]);

@@ -4,7 +4,7 @@ import { NextSteps } from "@/components/next-steps";
 import { NotAllowed } from "@/components/not-allowed";
 import { isOwner } from "@/components/roles";
 import { ServersView } from "@/components/servers-view";
-import { currentPageUser } from "@/server/http/page";
+import { approvalSettings, currentPageUser } from "@/server/http/page";
 
 export const metadata: Metadata = { title: "Servers" };
 
@@ -14,7 +14,7 @@ export default async function ServersPage() {
   if (!isOwner(user)) return <NotAllowed audience="owners" />;
   return (
     <>
-      <NextSteps me={user.name} />
+      <NextSteps me={user.name} selfApproval={approvalSettings().selfApproval} />
       <ServersView />
     </>
   );

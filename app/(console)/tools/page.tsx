@@ -5,7 +5,7 @@ import { NotAllowed } from "@/components/not-allowed";
 import { isOwner } from "@/components/roles";
 import { ToolsView } from "@/components/tools-view";
 import { listCatalogue } from "@/server/catalogue/catalogue";
-import { currentPageUser } from "@/server/http/page";
+import { approvalSettings, currentPageUser } from "@/server/http/page";
 import { getRuntime } from "@/server/runtime";
 
 export const metadata: Metadata = { title: "Tools" };
@@ -18,7 +18,7 @@ export default async function ToolsPage() {
   // for the scripts and a fetch; live events keep it current from there.
   return (
     <>
-      <NextSteps me={user.name} />
+      <NextSteps me={user.name} selfApproval={approvalSettings().selfApproval} />
       <ToolsView initial={{ tools: listCatalogue(getRuntime().db) }} renderedAt={Date.now()} />
     </>
   );
