@@ -16,7 +16,13 @@ import { namesText } from "@/lib/decision-text";
 import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, plural } from "@/lib/format";
 import { countHidden } from "@/lib/json-view";
-import { ADD_REVIEWER_HREF, APPROVAL_SETTINGS_HREF, requestedByViewer, type Viewer } from "@/lib/viewer";
+import {
+  ADD_REVIEWER_HREF,
+  APPROVAL_SETTINGS_HREF,
+  requestedByViewer,
+  type Viewer,
+  waitsForAnotherReviewer,
+} from "@/lib/viewer";
 
 /** A failed approve or deny, as the approvals page shows it. */
 export interface DecisionError {
@@ -317,7 +323,6 @@ function OwnCallNote({ call, viewer }: { call: CallView; viewer: Viewer }) {
           : call.requester.kind === "agent"
             ? "Another person has to approve it: you cannot approve a call your own agent requested."
             : "Another person has to approve it: you cannot approve a call you requested.";
-  const short = viewer.otherReviewers < (call.approvalsNeeded >= 2 ? call.approvalsNeeded : 1);
   const selfApprovalHelps = call.approvalsNeeded < 2 && call.rule === null && !viewer.selfApproval;
   return (
     <div
@@ -331,7 +336,7 @@ function OwnCallNote({ call, viewer }: { call: CallView; viewer: Viewer }) {
           : "You requested this call."}{" "}
         {who}
       </p>
-      {short && !(viewer.selfApproval && call.approvalsNeeded < 2 && call.rule === null) ? (
+      {waitsForAnotherReviewer(call, viewer) ? (
         <p>
           {viewer.otherReviewers === 0
             ? "Nobody else may approve calls yet."

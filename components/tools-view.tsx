@@ -10,10 +10,12 @@ import { Button, EmptyState, ErrorAlert, Loading, PageHeader } from "@/component
 import { useToolFilters } from "@/components/use-tool-filters";
 import { selectable, useToolSelection } from "@/components/use-tool-selection";
 import type { CatalogueData } from "@/components/use-update-tool";
+import { ViewerContext } from "@/components/viewer-context";
 import type { CatalogueToolView } from "@/lib/api-types";
 import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatCount, plural } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
+import type { Viewer } from "@/lib/viewer";
 
 function byServerThenName(a: CatalogueToolView, b: CatalogueToolView): number {
   return a.server.localeCompare(b.server) || a.localName.localeCompare(b.localName);
@@ -21,9 +23,18 @@ function byServerThenName(a: CatalogueToolView, b: CatalogueToolView): number {
 
 /**
  * The owner's catalogue table. `initial` is the catalogue as the server rendered the page at
- * `renderedAt`; without it the table loads it itself.
+ * `renderedAt`; without it the table loads it itself. `viewer`, when given, lets a Try that waits
+ * say whether anyone can approve it yet.
  */
-export function ToolsView({ initial, renderedAt }: { initial?: CatalogueData; renderedAt?: number } = {}) {
+export function ToolsView({
+  initial,
+  renderedAt,
+  viewer = null,
+}: {
+  initial?: CatalogueData;
+  renderedAt?: number;
+  viewer?: Viewer | null;
+} = {}) {
   const query = useQuery({
     queryKey: queryKeys.catalogue.list(),
     queryFn: ({ signal }) => endpoints.catalogue.list({ signal }),
@@ -161,16 +172,18 @@ export function ToolsView({ initial, renderedAt }: { initial?: CatalogueData; re
           ) : (
             <>
               <AnnounceEnabled.Provider value={announceEnabled}>
-                <ToolsTable
-                  rows={rows}
-                  selected={selection.selected}
-                  expanded={expanded}
-                  pageSelectable={selection.pageSelectable}
-                  pageChosen={selection.pageChosen}
-                  onSelect={selection.toggle}
-                  onSelectPage={selection.selectPage}
-                  onExpand={toggleExpand}
-                />
+                <ViewerContext.Provider value={viewer}>
+                  <ToolsTable
+                    rows={rows}
+                    selected={selection.selected}
+                    expanded={expanded}
+                    pageSelectable={selection.pageSelectable}
+                    pageChosen={selection.pageChosen}
+                    onSelect={selection.toggle}
+                    onSelectPage={selection.selectPage}
+                    onExpand={toggleExpand}
+                  />
+                </ViewerContext.Provider>
               </AnnounceEnabled.Provider>
               {visible.length > PAGE_SIZES[0] ? (
                 <Pager

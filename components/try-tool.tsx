@@ -7,8 +7,9 @@ import { ExpiryCountdown } from "@/components/expiry-countdown";
 import { JsonView } from "@/components/json-view";
 import { SchemaForm } from "@/components/schema-form";
 import { Button, ErrorAlert, inputClass } from "@/components/ui";
+import { useViewer } from "@/components/viewer-context";
 import type { CallView, CatalogueToolView } from "@/lib/api-types";
-import { errorWithCode, formatDuration, prettyJson } from "@/lib/format";
+import { errorWithCode, formatDuration, plural, prettyJson } from "@/lib/format";
 import {
   type Field,
   type FieldProblem,
@@ -21,6 +22,7 @@ import {
 } from "@/lib/schema-form";
 import { parseArguments } from "@/lib/try-arguments";
 import { useTryTool } from "@/lib/use-try-tool";
+import { ADD_REVIEWER_HREF, type Viewer, waitsForAnotherReviewer } from "@/lib/viewer";
 
 /**
  * "Try" on the tools page: an owner calls an enabled tool from the browser, filling a form made
@@ -214,6 +216,7 @@ function ProblemList({ id, problems }: { id: string; problems: readonly FieldPro
 }
 
 function TryOutcome({ call }: { call: CallView }) {
+  const viewer = useViewer();
   return (
     <div data-testid="try-outcome" className="space-y-2 rounded-md border border-zinc-200 p-3 text-sm">
       <div className="flex flex-wrap items-center gap-2">
@@ -227,8 +230,40 @@ function TryOutcome({ call }: { call: CallView }) {
           Story
         </Link>
       </div>
+      {call.status === "pending" ? <PendingTryHint call={call} viewer={viewer} /> : null}
       {call.result !== null && call.result !== undefined ? <JsonView value={call.result} /> : null}
     </div>
+  );
+}
+
+/**
+ * Where a Try that waits goes next: to Approvals, and first, when nobody may approve it yet (the
+ * requester cannot), to adding a reviewer, so a lone owner does not wait in the dialog for a
+ * decision nobody can make.
+ */
+function PendingTryHint({ call, viewer }: { call: CallView; viewer: Viewer | null }) {
+  const approvals = (
+    <Link href="/approvals" className="font-medium text-indigo-700 hover:underline">
+      Approvals
+    </Link>
+  );
+  if (!viewer || !waitsForAnotherReviewer(call, viewer)) {
+    return <p data-testid="try-pending-hint">It waits on {approvals}.</p>;
+  }
+  return (
+    <p data-testid="try-pending-hint" className="text-amber-900">
+      {viewer.otherReviewers === 0
+        ? "Nobody else may approve it yet, and you cannot approve a call you requested."
+        : `Only ${plural(viewer.otherReviewers, "other person")} may approve calls, fewer than it needs.`}{" "}
+      {viewer.owner ? (
+        <Link href={ADD_REVIEWER_HREF} className="font-medium text-indigo-700 hover:underline">
+          Add a reviewer
+        </Link>
+      ) : (
+        "Ask an owner to add a reviewer"
+      )}
+      ; they approve it on {approvals}.
+    </p>
   );
 }
 

@@ -94,6 +94,16 @@ test.describe
       await dialog.getByLabel("text", { exact: true }).fill("first note");
       await dialog.getByRole("button", { name: "Call tool" }).click();
       await expect(dialog.getByTestId("try-outcome")).toContainText("Waiting for a reviewer's approval.");
+      // The dialog says nobody can approve it yet, rather than leaving the owner to wait there.
+      const hint = dialog.getByTestId("try-pending-hint");
+      await expect(hint).toHaveText(
+        "Nobody else may approve it yet, and you cannot approve a call you requested. Add a reviewer; they approve it on Approvals.",
+      );
+      await expect(hint.getByRole("link", { name: "Add a reviewer" })).toHaveAttribute(
+        "href",
+        "/settings?add=reviewer#add-user",
+      );
+      await snap(page, "first-try-pending");
       await dialog.getByRole("button", { name: "Close" }).click();
 
       // The menu counts what waits, live.

@@ -61,8 +61,9 @@ describe("reading an input schema into fields", () => {
       ["text", "text", "string", true],
       ["site", "text", "string (uri)", false],
       ["mail", "text", "string (email)", false],
-      ["count", "number", "integer", false],
-      ["ratio", "number", "number", false],
+      // A number's range is in its label: the field is a text box, with no spinner to show it.
+      ["count", "number", "integer, 1 to 10", false],
+      ["ratio", "number", "number, above 0", false],
       ["force", "boolean", "boolean", true],
       ["mode", "select", "string", false],
     ]);

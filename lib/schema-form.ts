@@ -279,10 +279,7 @@ function leafField(
     case "number":
     case "integer": {
       const fallback = finite(schema.default);
-      return {
-        ...base,
-        kind: "number",
-        integer: type === "integer",
+      const bounds = {
         minimum: finite(schema.minimum),
         maximum: finite(schema.maximum),
         // Draft 4 wrote these as booleans beside minimum/maximum.
@@ -290,7 +287,14 @@ function leafField(
           schema.exclusiveMinimum === true ? finite(schema.minimum) : finite(schema.exclusiveMinimum),
         exclusiveMaximum:
           schema.exclusiveMaximum === true ? finite(schema.maximum) : finite(schema.exclusiveMaximum),
-        typeLabel: type,
+      };
+      const range = rangeText(bounds);
+      return {
+        ...base,
+        kind: "number",
+        integer: type === "integer",
+        ...bounds,
+        typeLabel: range ? `${type}, ${range}` : type,
         initial: fallback === null ? "" : String(fallback),
       };
     }
@@ -730,4 +734,27 @@ export function replaceAt(values: readonly FormValue[], index: number, value: Fo
 /** A new, empty item for a list: what "Add item" appends. */
 export function emptyItem(field: ListField): FormValue {
   return field.item.kind === "boolean" ? false : field.item.kind === "select" ? null : "";
+}
+
+/**
+ * A number field's range as its label shows it ("1 to 10", "at least 0", "below 1"), or null
+ * for none: the field is a text box, so the label is where the user learns the bounds.
+ */
+function rangeText(b: {
+  minimum: number | null;
+  maximum: number | null;
+  exclusiveMinimum: number | null;
+  exclusiveMaximum: number | null;
+}): string | null {
+  const low =
+    b.exclusiveMinimum !== null ? `above ${b.exclusiveMinimum}` : b.minimum !== null ? `${b.minimum}` : null;
+  const high =
+    b.exclusiveMaximum !== null ? `below ${b.exclusiveMaximum}` : b.maximum !== null ? `${b.maximum}` : null;
+  if (b.minimum !== null && b.maximum !== null && b.exclusiveMinimum === null && b.exclusiveMaximum === null)
+    return `${b.minimum} to ${b.maximum}`;
+  if (low && high)
+    return `${b.exclusiveMinimum !== null ? low : `at least ${low}`}, ${b.exclusiveMaximum !== null ? high : `at most ${high}`}`;
+  if (low) return b.exclusiveMinimum !== null ? low : `at least ${low}`;
+  if (high) return b.exclusiveMaximum !== null ? high : `at most ${high}`;
+  return null;
 }

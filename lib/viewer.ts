@@ -34,3 +34,17 @@ export function requestedByViewer(
     ? call.requester.name === viewer.name
     : viewer.agentTokens.includes(call.requester.name);
 }
+
+/**
+ * Whether a call `viewer` requested cannot be approved by anyone yet: fewer other people may
+ * approve than it needs, and self-approval does not let the viewer approve it (it is off, or the
+ * call needs two approvals, or a rule held it, which self-approval never covers).
+ */
+export function waitsForAnotherReviewer(
+  call: { approvalsNeeded: number; rule: string | null },
+  viewer: Pick<Viewer, "selfApproval" | "otherReviewers">,
+): boolean {
+  const needed = call.approvalsNeeded >= 2 ? call.approvalsNeeded : 1;
+  const selfApproves = viewer.selfApproval && call.approvalsNeeded < 2 && call.rule === null;
+  return viewer.otherReviewers < needed && !selfApproves;
+}

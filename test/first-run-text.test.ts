@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { enabledNoticeText } from "@/components/enabled-notice";
 import { nextSteps } from "@/components/next-steps";
+import { waitsForAnotherReviewer } from "@/lib/viewer";
 
 const tool = (localName: string, destructive: boolean, alwaysConfirm = false) => ({
   localName,
@@ -89,5 +90,26 @@ describe("nextSteps", () => {
     const on = nextSteps({ ...base, selfApproval: true })?.[2];
     expect(on?.done).toBe(true);
     expect(on?.detail).toContain("approvals.selfApproval is on");
+  });
+});
+
+describe("waitsForAnotherReviewer", () => {
+  const call = { approvalsNeeded: 1, rule: null };
+  it("is true for a lone owner's call, and false once someone else may approve it", () => {
+    expect(waitsForAnotherReviewer(call, { selfApproval: false, otherReviewers: 0 })).toBe(true);
+    expect(waitsForAnotherReviewer(call, { selfApproval: false, otherReviewers: 1 })).toBe(false);
+  });
+
+  it("is false when self-approval covers the call, never for two approvals or a rule's hold", () => {
+    expect(waitsForAnotherReviewer(call, { selfApproval: true, otherReviewers: 0 })).toBe(false);
+    expect(
+      waitsForAnotherReviewer({ approvalsNeeded: 2, rule: null }, { selfApproval: true, otherReviewers: 1 }),
+    ).toBe(true);
+    expect(
+      waitsForAnotherReviewer(
+        { approvalsNeeded: 1, rule: "hold" },
+        { selfApproval: true, otherReviewers: 0 },
+      ),
+    ).toBe(true);
   });
 });

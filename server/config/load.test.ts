@@ -186,7 +186,10 @@ describe("loading a file", () => {
     );
     expect(loadConfigFile(file, { X: "1" }).config?.servers[0]?.headers).toEqual({ A: "1" });
     // The unset variable's, and the one that says the server is dark (it has no "enabled").
-    expect(loadConfigFile(file, {}).warnings.map((w) => w.path)).toEqual(["mcpServers.a.headers.A", "mcpServers"]);
+    expect(loadConfigFile(file, {}).warnings.map((w) => w.path)).toEqual([
+      "mcpServers.a.headers.A",
+      "mcpServers",
+    ]);
   });
 
   it("loadConfig throws a ConfigError carrying every error", () => {

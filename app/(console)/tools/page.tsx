@@ -5,7 +5,7 @@ import { NotAllowed } from "@/components/not-allowed";
 import { isOwner } from "@/components/roles";
 import { ToolsView } from "@/components/tools-view";
 import { listCatalogue } from "@/server/catalogue/catalogue";
-import { approvalSettings, currentPageUser } from "@/server/http/page";
+import { approvalSettings, currentPageUser, pageViewer } from "@/server/http/page";
 import { getRuntime } from "@/server/runtime";
 
 export const metadata: Metadata = { title: "Tools" };
@@ -19,7 +19,11 @@ export default async function ToolsPage() {
   return (
     <>
       <NextSteps me={user.name} selfApproval={approvalSettings().selfApproval} />
-      <ToolsView initial={{ tools: listCatalogue(getRuntime().db) }} renderedAt={Date.now()} />
+      <ToolsView
+        initial={{ tools: listCatalogue(getRuntime().db) }}
+        renderedAt={Date.now()}
+        viewer={pageViewer(user)}
+      />
     </>
   );
 }
