@@ -110,7 +110,7 @@ export function ApprovalsView({ viewer }: { viewer: Viewer }) {
           <ErrorAlert>Could not load pending calls: {errorWithCode(pending.error)}</ErrorAlert>
         ) : pending.data.length === 0 ? (
           <EmptyState title="No calls are waiting for approval">
-            New requests from agents appear here as soon as they arrive.
+            Calls that wait for a decision, from agents or people, appear here as soon as they arrive.
           </EmptyState>
         ) : (
           <ol aria-label="Pending calls" className="space-y-4">

@@ -47,7 +47,7 @@ export function nextSteps(input: {
     {
       key: "look",
       title: `Look at the ${name} server`,
-      detail: "Its connection state, the tools it lists and what it said while connecting.",
+      detail: "Its connection state, the tools it lists, and its history (open it on the card).",
       href: `/servers#server-${encodeURIComponent(name)}`,
       action: "Show it",
       done: input.looked,
