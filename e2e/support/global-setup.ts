@@ -1,12 +1,11 @@
 import { spawn } from "node:child_process";
 import { createWriteStream, mkdirSync, mkdtempSync, renameSync, writeFileSync } from "node:fs";
 import http from "node:http";
-import net, { type AddressInfo } from "node:net";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { SMTPServer } from "smtp-server";
-import { serverCommand } from "../../scripts/server-command.mjs";
 import {
   E2E_SECRET,
   type E2EState,
@@ -15,19 +14,9 @@ import {
   type ReceivedHook,
   STATE_FILE,
 } from "./env";
+import { freePort, launchServer } from "./instance";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => (addr && typeof addr === "object" ? resolve(addr.port) : reject(new Error("no port"))));
-    });
-  });
-}
 
 /** Writes `<dir>/<n><ext>` whole: aside first, then renamed, so a reader never sees half a file. */
 function fileWriter(dir: string, ext: string): (content: string | Buffer) => void {
@@ -356,35 +345,12 @@ async function startGatehouse(run: {
     }),
   );
   const logFile = path.join(dir, "server.log");
-  const log = createWriteStream(logFile);
-  const server = serverCommand(root);
-  const child = spawn(server.command, server.args, {
-    cwd: root,
-    env: {
-      ...process.env,
-      GATEHOUSE_CONFIG: configFile,
-      GATEHOUSE_DB: dbFile,
-      E2E_SECRET: E2E_SECRET,
-      HOST: "127.0.0.1",
-      PORT: String(port),
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
-  child.stderr.pipe(log);
-  const setupLink = await new Promise<string>((resolve, reject) => {
-    let seen = "";
-    const timer = setTimeout(() => reject(new Error(`no setup link within 60 s; see ${logFile}`)), 60_000);
-    child.stdout.on("data", (chunk: Buffer) => {
-      log.write(chunk);
-      seen += chunk.toString("utf8");
-      const m = /(http:\/\/\S+\/setup\?code=\S+)/.exec(seen);
-      if (m?.[1]) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`Gatehouse exited with ${code}; see ${logFile}`)));
+  const { child, setupLink } = await launchServer({
+    configFile,
+    dbFile,
+    logFile,
+    port,
+    env: { E2E_SECRET },
   });
   child.unref();
   const state: E2EState = {

@@ -1,8 +1,9 @@
-import { spawn } from "node:child_process";
+import { type ChildProcessByStdio, spawn } from "node:child_process";
 import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { serverCommand } from "../../scripts/server-command.mjs";
 
@@ -21,7 +22,8 @@ export interface Instance {
   stop: () => Promise<void>;
 }
 
-function freePort(): Promise<number> {
+/** A loopback port nothing listens on at the moment of asking. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once("error", reject);
@@ -59,39 +61,11 @@ export async function startInstance(config?: unknown): Promise<Instance> {
   writeFileSync(configFile, JSON.stringify(chosen, null, 2).replaceAll("{dir}", dir));
   const port = await freePort();
   const baseURL = `http://127.0.0.1:${port}`;
-  const logFile = path.join(dir, "server.log");
-  const log = createWriteStream(logFile);
-  const server = serverCommand(root);
-  const child = spawn(server.command, server.args, {
-    cwd: root,
-    env: {
-      ...process.env,
-      GATEHOUSE_CONFIG: configFile,
-      GATEHOUSE_DB: path.join(dir, "gatehouse.db"),
-      HOST: "127.0.0.1",
-      PORT: String(port),
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
-  child.stderr.pipe(log);
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const setupLink = await new Promise<string>((resolve, reject) => {
-    let seen = "";
-    const timer = setTimeout(() => reject(new Error(`no setup link within 60 s; see ${logFile}`)), 60_000);
-    child.stdout.on("data", (chunk: Buffer) => {
-      log.write(chunk);
-      seen += chunk.toString("utf8");
-      const m = /(http:\/\/\S+\/setup\?code=\S+)/.exec(seen);
-      if (m?.[1]) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`Gatehouse exited with ${code}; see ${logFile}`));
-    });
+  const { child, setupLink, exited } = await launchServer({
+    configFile,
+    dbFile: path.join(dir, "gatehouse.db"),
+    logFile: path.join(dir, "server.log"),
+    port,
   });
   return {
     baseURL,
@@ -109,4 +83,61 @@ export async function startInstance(config?: unknown): Promise<Instance> {
       if (!process.env.E2E_KEEP) rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Spawns the production server (the build's bundle) in its own process group with this config,
+ * store and port, its output written to `logFile`; resolves with the setup link once it is
+ * printed, and rejects, naming the log, if the server exits first or prints none within 60 s.
+ * `env` is added to the process's environment.
+ */
+export async function launchServer(opts: {
+  configFile: string;
+  dbFile: string;
+  logFile: string;
+  port: number;
+  env?: Record<string, string>;
+}): Promise<{
+  child: ChildProcessByStdio<null, Readable, Readable>;
+  setupLink: string;
+  exited: Promise<void>;
+}> {
+  const log = createWriteStream(opts.logFile);
+  const server = serverCommand(root);
+  const child = spawn(server.command, server.args, {
+    cwd: root,
+    env: {
+      ...process.env,
+      ...opts.env,
+      GATEHOUSE_CONFIG: opts.configFile,
+      GATEHOUSE_DB: opts.dbFile,
+      HOST: "127.0.0.1",
+      PORT: String(opts.port),
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  child.stderr.pipe(log);
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const setupLink = await new Promise<string>((resolve, reject) => {
+    let seen = "";
+    const timer = setTimeout(
+      () => reject(new Error(`no setup link within 60 s; see ${opts.logFile}`)),
+      60_000,
+    );
+    child.stdout.on("data", (chunk: Buffer) => {
+      log.write(chunk);
+      seen += chunk.toString("utf8");
+      const m = /(http:\/\/\S+\/setup\?code=\S+)/.exec(seen);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`Gatehouse exited with ${code}; see ${opts.logFile}`));
+    });
+  });
+  return { child, setupLink, exited };
 }
