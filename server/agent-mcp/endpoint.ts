@@ -13,11 +13,12 @@ import type { Db } from "../store/db";
 import { agentTokens } from "../store/schema";
 import { type AllowedPeers, agentOf, allowedPeersFor, bearerAgent, peerProblem } from "./guard";
 import { asJsonIfQuick, tracked } from "./json-answer";
-import { ModernLeg } from "./modern";
-import { ListedResources, resourceServers } from "./resources";
+import { resourceServers } from "./listings";
+import { ModernLeg, SHUTDOWN_ANSWER_MS } from "./modern";
+import { ListedResources } from "./resources";
 import { expectsOnlyItsResponse, readMessage, rpcError } from "./rpc";
 import { createAgentServer } from "./server";
-import { isBusy, type Session, SessionTable, SessionTransport } from "./sessions";
+import { answerInFlight, answering, isBusy, type Session, SessionTable, SessionTransport } from "./sessions";
 import { toolsSignature } from "./tools";
 
 /** A session nobody uses (no request in flight, no open stream, no held call) for this long is closed. */
@@ -66,9 +67,9 @@ export interface AgentMcpOptions {
  *
  * 2025: each `initialize` opens a stateful session (an SDK v2 `Server` from the same factory as
  * the 2026-07-28 leg's, and the SDK's streamable-HTTP session transport, {@link SessionTransport})
- * kept in memory; sessions belong to the token that
- * opened them, end on DELETE, after {@link SESSION_IDLE_MS} idle, when their token is revoked,
- * or on shutdown. A restart drops them; pending calls live in the store and stay pending.
+ * kept in memory; sessions belong to the token that opened them, end on DELETE, after
+ * {@link SESSION_IDLE_MS} idle, when their token is revoked, or on shutdown. A restart drops
+ * them; pending calls live in the store and stay pending, a held one's request answered so first.
  *
  * 2026-07-28: a request with no session id that is not a 2025 one (the SDK's `isLegacyRequest`:
  * it carries the per-request envelope) goes to the stateless {@link ModernLeg}, which a restart
@@ -217,6 +218,7 @@ export class AgentMcpEndpoint {
     const baseUrl = (this.deps.publicOrigin ?? new URL(req.url).origin).replace(/\/$/, "");
     // Chosen here, so the session is in the table under its id before the transport runs.
     const id = randomUUID();
+    const release = new AbortController();
     const transport = new SessionTransport({
       sessionIdGenerator: () => id,
       onsessioninitialized: () => {
@@ -251,6 +253,7 @@ export class AgentMcpEndpoint {
             session.holding += delta;
           },
           endStream: (requestId) => transport.closeSSEStream(requestId),
+          release: release.signal,
         },
       },
       "2025",
@@ -265,6 +268,8 @@ export class AgentMcpEndpoint {
       lastUse: 0,
       open: 1,
       holding: 0,
+      release,
+      answering: new Set(),
       closing: false,
       closed: false,
     };
@@ -290,15 +295,19 @@ export class AgentMcpEndpoint {
   ): Promise<Response> {
     this.sessions.touch(session);
     session.open++;
+    // A GET is a listen stream, which no shutdown waits for.
+    const answered = req.method === "POST" ? answering(session) : () => undefined;
     let res: Response;
     try {
       res = await session.transport.handleRequest(req, parsedBody === undefined ? undefined : { parsedBody });
     } catch (err) {
       session.open--;
+      answered();
       throw err;
     }
     const done = () => {
       session.open--;
+      answered();
       this.sessions.touch(session);
     };
     if (!res.body) {
@@ -414,15 +423,20 @@ export class AgentMcpEndpoint {
     }
   }
 
-  /** Ends every session and every 2026-07-28 exchange (shutdown). Held calls stay pending in the store. */
+  /**
+   * Ends every session and every 2026-07-28 exchange (shutdown). Held calls stay pending in the
+   * store, and in both eras their requests are answered so first, with where to follow them
+   * ({@link answerInFlight}; bounded by {@link SHUTDOWN_ANSWER_MS}).
+   */
   async close(): Promise<void> {
     this.closed = true;
     this.unsubscribe();
     clearInterval(this.sweepTimer);
     if (this.debounceTimer) clearTimeout(this.debounceTimer);
-    await Promise.all([
-      ...this.sessions.all().map((s) => this.closeSession(s, "Gatehouse is stopping")),
-      this.modern.close(),
-    ]);
+    const sessions = this.sessions.all();
+    const stopping = answerInFlight(sessions, SHUTDOWN_ANSWER_MS).then(() =>
+      Promise.all(sessions.map((s) => this.closeSession(s, "Gatehouse is stopping"))),
+    );
+    await Promise.all([stopping, this.modern.close()]);
   }
 }

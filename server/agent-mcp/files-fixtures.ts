@@ -15,7 +15,7 @@ import {
   type TestRuntime,
   waitForServersReady,
 } from "@/test/support/runtime";
-import { wrapUri } from "./resources";
+import { wrapUri } from "./links";
 
 /** The careless file server: lists the non-hidden files of a folder, serves any `file://` URI. */
 export const FILES = path.join(REPO_ROOT, "test/fixtures/servers/files.mjs");

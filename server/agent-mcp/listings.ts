@@ -5,7 +5,7 @@ import type { EventBus } from "../events";
 import type { Logger } from "../log";
 import type { McpManager } from "../mcp/manager";
 import type { Db } from "../store/db";
-import { serverOf } from "./tools";
+import { serverOf } from "./tool-names";
 
 /**
  * What resources, resource templates and prompts over `/mcp` share (resources.ts, templates.ts,

@@ -22,6 +22,8 @@ import { logger } from "../log";
 import { serverViews } from "../servers/status";
 import { type AuditRow, listAuditByActions } from "../store/audit";
 import { rpcRefusal } from "./files-fixtures";
+import { wrapUri } from "./links";
+import { Listings, type ResourceDeps } from "./listings";
 import {
   boundMessages,
   getPrompt,
@@ -33,7 +35,7 @@ import {
   unwrapPromptName,
 } from "./prompts";
 import { listResourceReads } from "./reads";
-import { Listings, type ResourceDeps, TRUNCATED_META_KEY, wrapUri } from "./resources";
+import { TRUNCATED_META_KEY } from "./resources";
 
 const PROMPTS = path.join(REPO_ROOT, "test/fixtures/servers/prompts.mjs");
 const EVERYTHING = path.join(REPO_ROOT, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");

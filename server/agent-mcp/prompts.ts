@@ -11,16 +11,9 @@ import { GatehouseError } from "@/lib/errors";
 import { localNameProblem } from "../catalogue/definition";
 import { SERVER_NAME_PATTERN } from "../config";
 import { collectPages } from "../mcp/pages";
-import {
-  audit,
-  clean,
-  type Listings,
-  type ResourceDeps,
-  resourceServers,
-  TRUNCATED_META_KEY,
-  utf8Prefix,
-  wrapUri,
-} from "./resources";
+import { wrapUri } from "./links";
+import { clean, type Listings, type ResourceDeps, resourceServers } from "./listings";
+import { audit, TRUNCATED_META_KEY, utf8Prefix } from "./resources";
 import { rpcFailure } from "./rpc";
 
 /**

@@ -13,11 +13,11 @@ import { describe, expect, it } from "vitest";
 import { logger } from "../log";
 import { type AuditRow, listAuditByActions } from "../store/audit";
 import { filesFixture, rpcRefusal } from "./files-fixtures";
+import type { ResourceDeps } from "./listings";
 import {
   ListedResources,
   RESOURCE_NOT_FOUND,
   RESOURCE_READ_MAX_BYTES,
-  type ResourceDeps,
   readResource,
   TRUNCATED_META_KEY,
 } from "./resources";
@@ -116,6 +116,23 @@ describe("resources/read through /mcp", () => {
       expect(err.code).toBe(RESOURCE_NOT_FOUND);
     }
     expect(reads().filter((r) => r.action === "resource.refused")).toHaveLength(4);
+  }, 30_000);
+
+  it("a way out of the allowed folder percent-encoded twice or more is refused, audited, and never reaches the server", async () => {
+    const client = await connect();
+    const drafts = pathToFileURL(path.join(files.root, "drafts")).href;
+    const waysOut = [
+      `${drafts}/%252e%252e%252f.secret`,
+      `${drafts}/%252E%252E/.secret`,
+      `${drafts}/%25252e%25252e%25252f.secret`,
+    ];
+    for (const wayOut of waysOut) {
+      const err = await refusal(client.readResource({ uri: wrapped(wayOut) }));
+      expect(err.code, wayOut).toBe(RESOURCE_NOT_FOUND);
+    }
+    expect(reads().map((r) => [r.action, r.subject])).toEqual(
+      waysOut.reverse().map((uri) => ["resource.refused", `files ${uri}`]),
+    );
   }, 30_000);
 
   it("a URI that is not a string is refused as not found by Gatehouse, and audited", async () => {

@@ -22,14 +22,13 @@ import {
   waitForServersReady,
 } from "@/test/support/runtime";
 import { listAuditByActions } from "../store/audit";
+import { unwrapUri, wrapUri } from "./links";
 import {
   allowedByOwner,
   boundContents,
   ListedResources,
   RESOURCE_NOT_FOUND,
   TRUNCATED_META_KEY,
-  unwrapUri,
-  wrapUri,
 } from "./resources";
 
 const EVERYTHING = path.join(REPO_ROOT, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
@@ -197,6 +196,13 @@ describe("what an owner's resources.allow admits", () => {
     ["demo://resource/static/..\\x.md", false],
     ["notes:docs/../secret", false],
     ["not a uri", false],
+    // Encoded twice or more: a server that decodes as often walks out of the folder.
+    ["file:///srv/docs/%252e%252e%252fsecret", false],
+    ["file:///srv/docs/%252E%252E/secret", false],
+    ["file:///srv/docs/%25252e%25252e/secret", false],
+    ["file:///srv/docs/..%252fsecret", false],
+    ["file:///srv/docs/a%2500.md", false],
+    ["file:///srv/docs/a%2520b.md", true],
   ])("%s → %s", (uri, admitted) => {
     expect(allowedByOwner(globs, uri)).toBe(admitted);
   });

@@ -7,6 +7,7 @@ import { anyGlobMatches } from "../rules/glob";
 import { writeAudit } from "../store/audit";
 import { LinkedUris, MAX_URI_CHARS, unwrapUri, wrapUri } from "./links";
 import { clean, Listings, RELIST_MIN_INTERVAL_MS, type ResourceDeps, resourceServers } from "./listings";
+import { percentDecodings } from "./percent";
 import { rpcFailure } from "./rpc";
 import {
   holdsDotSegment,
@@ -15,10 +16,6 @@ import {
   unwrapVerbatimUri,
   wrapVerbatim,
 } from "./templates";
-
-export { MAX_URI_CHARS, unwrapUri, wrapUri } from "./links";
-export { clean, Listings, RELIST_MIN_INTERVAL_MS, type ResourceDeps, resourceServers } from "./listings";
-export { ListedTemplates, listResourceTemplates, wrapTemplate } from "./templates";
 
 /**
  * Resources over `/mcp`: what agents may read of the resources of servers with an enabled tool.
@@ -55,23 +52,31 @@ const REFUSED_MESSAGE =
  * Whether an owner's `resources.allow` globs admit `uri`. Only a URI in canonical form can match:
  * exactly what URL parsing gives back (no `.` or `..` segments, no `localhost` file host, no
  * backslash, nothing it would percent-encode), with no percent-encoded `.`, `/`, `\` or NUL
- * either. Otherwise a glob's `*` could be walked out of: `file:///srv/docs/*` must never admit
- * `file:///srv/docs/../../etc/passwd` or `file:///srv/docs/%2e%2e/secret`, which a server would
- * resolve outside the folder.
+ * either, however many times over it is encoded ({@link percentDecodings}: `%252e` is `%2e` to a
+ * server that decodes twice). Otherwise a glob's `*` could be walked out of: `file:///srv/docs/*`
+ * must never admit `file:///srv/docs/../../etc/passwd`, `file:///srv/docs/%2e%2e/secret` or
+ * `file:///srv/docs/%252e%252e/secret`, which a server would resolve outside the folder.
  */
 export function allowedByOwner(globs: readonly string[], uri: string): boolean {
   if (globs.length === 0 || uri.length > MAX_URI_CHARS) return false;
-  if (/%(2e|2f|5c|00)/i.test(uri)) return false;
+  const decodings = percentDecodings(uri);
+  if (!decodings || decodings.some((d) => /%(2e|2f|5c|00)/i.test(d) || holdsDotSegmentBetween(d, /[/:]/)))
+    return false;
   // What the URL parser leaves alone but a server may still resolve: a query or fragment (a
   // server that strips `file://` reads `/srv/docs/?/../../etc/passwd` as a path), a backslash
   // (kept as is in schemes the parser does not know), and dot segments in an opaque path.
-  if (/[?#\\]/.test(uri) || uri.split(/[/:]/).some((seg) => seg === "." || seg === "..")) return false;
+  if (/[?#\\]/.test(uri)) return false;
   try {
     if (new URL(uri).href !== uri) return false;
   } catch {
     return false;
   }
   return anyGlobMatches(globs, uri);
+}
+
+/** Whether `text`, cut at each `separators` match, has a `.` or `..` piece. */
+function holdsDotSegmentBetween(text: string, separators: RegExp): boolean {
+  return text.split(separators).some((seg) => seg === "." || seg === "..");
 }
 
 /**

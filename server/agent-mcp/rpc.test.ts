@@ -18,7 +18,8 @@ import {
   type TestRuntime,
   waitForServersReady,
 } from "@/test/support/runtime";
-import { RESOURCE_NOT_FOUND, wrapUri } from "./resources";
+import { wrapUri } from "./links";
+import { RESOURCE_NOT_FOUND } from "./resources";
 import { answersOnce, rpcFailure, withoutPrefix } from "./rpc";
 import { asLegacyNotFound } from "./sessions";
 

@@ -2,16 +2,12 @@ import "server-only";
 import { type CallToolResult, Server, type ServerCapabilities } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { listEnabledTools } from "../catalogue/catalogue";
+import type { ResourceDeps } from "./listings";
 import { getPrompt, listPrompts } from "./prompts";
-import {
-  type ListedResources,
-  listResources,
-  listResourceTemplates,
-  type ResourceDeps,
-  readResource,
-} from "./resources";
+import { type ListedResources, listResources, readResource } from "./resources";
 import { answersOnce } from "./rpc";
 import { createdTask, declaresTasks, registerTaskHandlers, TASKS_CAPABILITY } from "./tasks";
+import { listResourceTemplates } from "./templates";
 import { type CallContext, callTool, holdSeconds, toMcpTool } from "./tools";
 
 export const SERVER_INFO = { name: "gatehouse", version: "0.1.0" } as const;

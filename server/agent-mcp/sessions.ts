@@ -46,6 +46,10 @@ export interface Session {
   open: number;
   /** `tools/call` requests held for a decision. */
   holding: number;
+  /** Stops holding this session's calls (shutdown): each is answered as it stands, still pending. */
+  release: AbortController;
+  /** One entry per POST whose response is still going out; each resolves once that response is over. */
+  answering: Set<Promise<void>>;
   /** Set before the SDK aborts in-flight handlers on any teardown (see `open`). */
   closing: boolean;
   /** `server.close()` was called. */
@@ -55,6 +59,44 @@ export interface Session {
 /** Whether someone is using `session` right now: a request in flight, an open stream or a held call. */
 export function isBusy(session: Session): boolean {
   return session.open > 0 || session.holding > 0;
+}
+
+/**
+ * Counts a response of `session` as going out ({@link Session.answering}) until the function
+ * returned is called (more calls do nothing).
+ */
+export function answering(session: Session): () => void {
+  let finish: () => void = () => undefined;
+  const over = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+  session.answering.add(over);
+  return () => {
+    session.answering.delete(over);
+    finish();
+  };
+}
+
+/**
+ * Shutdown's first step for the 2025 sessions, before they close: each is marked closing (so a
+ * held call that stops waiting is not taken for the agent withdrawing it) and its held calls are
+ * released, which answers each on its own stream as it stands — still pending, with its id and
+ * where to follow it — as the 2026-07-28 leg does. Resolves once every response going out is
+ * over, or after `withinMs`, whichever is first: a stream still open then closes unanswered.
+ */
+export async function answerInFlight(sessions: Session[], withinMs: number): Promise<void> {
+  for (const s of sessions) {
+    s.closing = true;
+    s.release.abort();
+  }
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.all(sessions.flatMap((s) => [...s.answering])),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, withinMs);
+    }),
+  ]);
+  clearTimeout(timer);
 }
 
 /**

@@ -19,8 +19,9 @@ import { logger } from "../log";
 import { type AuditRow, listAuditByActions } from "../store/audit";
 import { rpcRefusal } from "./files-fixtures";
 import { unwrapUri, wrapUri } from "./links";
+import type { ResourceDeps } from "./listings";
 import { listResourceReads } from "./reads";
-import { ListedResources, RESOURCE_NOT_FOUND, type ResourceDeps, readResource } from "./resources";
+import { ListedResources, RESOURCE_NOT_FOUND, readResource } from "./resources";
 import { expandTemplate, TEMPLATES_SERVER } from "./template-fixtures";
 import {
   holdsDotSegment,
@@ -207,6 +208,29 @@ describe("resource templates through /mcp", () => {
     ]);
   }, 30_000);
 
+  it("a dot segment percent-encoded twice or more is refused like a plain one, and never reaches the server", async () => {
+    const client = await connect();
+    await client.listResourceTemplates();
+    const dotted = [
+      "file:///srv/%252e%252e%252fetc/passwd",
+      "file:///srv/docs/%252E%252E/etc",
+      "file:///srv/%25252e%25252e/etc/passwd",
+      "note://notes/%252e%252e%252fsecret",
+      "note://notes/%252e%252e",
+      "note://notes/a%2500.md",
+    ];
+    for (const own of dotted) {
+      const err = await rpcRefusal(client.readResource({ uri: `gatehouse://tpl/-/${own}` }));
+      expect(err.code, own).toBe(RESOURCE_NOT_FOUND);
+    }
+    expect((await served("tpl")).reads).toEqual([]);
+    expect(
+      readRows()
+        .reverse()
+        .map((r) => [r.action, r.subject, r.detail?.endsWith("but holds a dot segment or an encoded NUL")]),
+    ).toEqual(dotted.map((own) => ["resource.refused", `tpl ${own}`, true]));
+  }, 30_000);
+
   it("the percent-encoded form of an expansion reads the same resource, its contents in that form", async () => {
     const client = await connect();
     const uri = wrapUri("tpl", "note://notes/a%20b");
@@ -361,6 +385,14 @@ describe("what a template read admits", () => {
     ["note://notes/a..b", false],
     ["note://notes/a%00", true],
     ["notes:..", true],
+    // Encoded twice or more: a server that decodes as often finds the dot segment.
+    ["file:///srv/%252e%252e%252fx", true],
+    ["file:///srv/%252E%252E/x", true],
+    ["file:///srv/..%252fx", true],
+    ["file:///srv/%25252e%25252e/x", true],
+    ["note://notes/a%2500", true],
+    ["note://notes/100%25", false],
+    ["note://notes/a%2520b", false],
   ])("%s holds a dot segment: %s", (uri, holds) => {
     expect(holdsDotSegment(uri)).toBe(holds);
   });

@@ -6,6 +6,7 @@ import type { Logger } from "../log";
 import { collectPages } from "../mcp/pages";
 import { wrapUri } from "./links";
 import { clean, Listings, type ResourceDeps, resourceServers } from "./listings";
+import { percentDecodings } from "./percent";
 import {
   compileUriTemplate,
   MAX_TEMPLATE_STATES,
@@ -101,12 +102,16 @@ export function mediaTypeOf(v: unknown): string | undefined {
 
 /**
  * Whether `uri` holds a `.` or `..` segment (between any of `/ \ ? # & = ; , :`), its dots or
- * separators raw or percent-encoded, or an encoded NUL: what a template match does not admit.
+ * separators raw or percent-encoded however many times over, or a NUL, encoded or not: what a
+ * template match does not admit. Every decoding is looked at ({@link percentDecodings}), and a
+ * URI encoded deeper than those go is taken to hold one.
  */
 export function holdsDotSegment(uri: string): boolean {
-  if (/%00/.test(uri)) return true;
-  const decoded = uri.replace(/%2e/gi, ".").replace(/%2f/gi, "/").replace(/%5c/gi, "\\");
-  return decoded.split(/[/\\?#&=;,:]/).some((seg) => seg === "." || seg === "..");
+  const decodings = percentDecodings(uri);
+  if (!decodings) return true;
+  return decodings.some(
+    (d) => d.includes("\0") || d.split(/[/\\?#&=;,:]/).some((seg) => seg === "." || seg === ".."),
+  );
 }
 
 /** At most this much of a template goes into a log line. */

@@ -15,7 +15,9 @@ import { cleanDescription } from "../catalogue/definition";
 import type { CallProgressEvent, EventBus } from "../events";
 import type { Logger } from "../log";
 import { linkResult } from "./links";
-import type { ListedResources, ResourceDeps } from "./resources";
+import type { ResourceDeps } from "./listings";
+import type { ListedResources } from "./resources";
+import { serverOf } from "./tool-names";
 import { isServableInputSchema, isServableOutputSchema, withoutParamHeaders } from "./tool-schemas";
 
 /**
@@ -32,12 +34,6 @@ const RESERVED_META = /^(io\.modelcontextprotocol|modelcontextprotocol\.io)\//;
 
 /** `_meta` key on every `tools/call` result that went through the broker: the call's id and status. */
 export const CALL_META_KEY = "gatehouse/call";
-
-/** The server part of a local tool name `<server>_<tool>` (server names contain no `_`). */
-export function serverOf(localName: string): string {
-  const i = localName.indexOf("_");
-  return i < 0 ? localName : localName.slice(0, i);
-}
 
 const PASSED_HINTS = ["destructiveHint", "idempotentHint", "openWorldHint"] as const;
 
@@ -110,9 +106,9 @@ export interface CallContext {
   /** Ends the SSE stream of a request the client cancelled (the SDK sends it no response). */
   endStream(requestId: RequestId): void;
   /**
-   * Aborted when Gatehouse stops holding calls of this server's requests (a 2026-07-28
-   * exchange at shutdown): a held call is then answered as it stands, still pending, and stays
-   * in the store. Absent: only the request's own signal ends a hold.
+   * Aborted when Gatehouse stops holding calls of this server's requests (shutdown, in either
+   * era): a held call is then answered as it stands, still pending, and stays in the store.
+   * Absent: only the request's own signal ends a hold.
    */
   release?: AbortSignal;
 }
@@ -190,7 +186,9 @@ export function finalResult(call: CallView, checkUrl: string, links: LinkContext
       );
     case "interrupted":
       return text(
-        `Call ${call.id} was interrupted by a Gatehouse restart while it ran; its outcome is unknown.`,
+        call.error?.message.startsWith("Gatehouse stopped") === false
+          ? `Call ${call.id} was interrupted while it ran: ${call.error.message}.`
+          : `Call ${call.id} was interrupted by a Gatehouse restart while it ran; its outcome is unknown.`,
         call,
       );
     case "withdrawn":
@@ -200,8 +198,12 @@ export function finalResult(call: CallView, checkUrl: string, links: LinkContext
   }
 }
 
-/** The answer when the wait is over and nobody has decided yet (or the approved tool still runs). */
-export function stillWaitingResult(call: CallView, waitSeconds: number, checkUrl: string): CallToolResult {
+/**
+ * The answer when the wait is over and nobody has decided yet (or the approved tool still runs).
+ * `waitedSeconds`: how long the request was actually held — a hold cut short by a shutdown says
+ * so, not the wait it was allowed.
+ */
+export function stillWaitingResult(call: CallView, waitedSeconds: number, checkUrl: string): CallToolResult {
   const later = `Check it later with GET ${checkUrl}?wait=60 and the same bearer token.`;
   if (call.status === "running") {
     return text(
@@ -212,7 +214,7 @@ export function stillWaitingResult(call: CallView, waitSeconds: number, checkUrl
   const expiry = call.expiresAt ? ` (it expires at ${call.expiresAt})` : "";
   const needed = `${approvalsNeededText(call.approvalsNeeded)}${call.approvalsNeeded > 1 ? ` (${call.approvedBy.length} so far)` : ""}`;
   return text(
-    `Call ${call.id} is still waiting for ${needed} after ${waitSeconds} s. It stays pending until someone decides${expiry}; nothing more is needed to keep it. ${later}`,
+    `Call ${call.id} is still waiting for ${needed} after ${waitedSeconds} s. It stays pending until someone decides${expiry}; nothing more is needed to keep it. ${later}`,
     call,
   );
 }
@@ -389,7 +391,7 @@ async function hold(
     // After a cancellation or teardown the SDK sends nothing; the call stays in the store.
     return isFinalCallStatus(view.status)
       ? finalResult(view, checkUrl, links)
-      : stillWaitingResult(view, seconds, checkUrl);
+      : stillWaitingResult(view, Math.round(waited()), checkUrl);
   } finally {
     clearInterval(timer);
     unsubscribe();
