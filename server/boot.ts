@@ -1,3 +1,4 @@
+import { constants as osConstants } from "node:os";
 import "server-only";
 import { configPathFromEnv, formatIssues, loadConfigFile } from "./config";
 import { logger, registerSecrets } from "./log";
@@ -14,6 +15,16 @@ import { dbPathFromEnv } from "./store/db";
 import { StoreInUseError } from "./store/lock";
 
 const log = logger("boot");
+
+/**
+ * Signals within this long of the one that began a stop are that same signal delivered again:
+ * Ctrl-C reaches the server from the terminal (its whole process group) and once more forwarded
+ * by `npm start`, and a service manager may signal the group as well as the main process.
+ */
+export const SAME_SIGNAL_MS = 1000;
+
+/** The signals that stop Gatehouse in order: Ctrl-C, a service manager's stop, a closed terminal. */
+const STOP_SIGNALS: NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
 
 /** `http://HOST:PORT` as the console link should show it, or `GATEHOUSE_PUBLIC_ORIGIN`. */
 export function baseUrlFromEnv(env: Record<string, string | undefined> = process.env): string {
@@ -75,14 +86,20 @@ export function boot({ announce = true }: { announce?: boolean } = {}): Runtime 
     log.warn(`${SECRET_KEY_ENV} is set, so the key file ${secretKey.unusedFile} is not used`);
   if (announce) announceSetup(runtime, baseUrlFromEnv());
 
-  let stopping = false;
+  // Handlers stay installed while the stop runs: a signal with none would kill the process at
+  // once, skipping the exit hooks that remove the store's lock file and stop tool servers.
+  let stoppingSince: number | null = null;
   const shutdown = (signal: NodeJS.Signals) => {
-    if (stopping) return;
-    stopping = true;
+    if (stoppingSince !== null) {
+      if (Date.now() - stoppingSince < SAME_SIGNAL_MS) return;
+      // Asked again: stop now. The exit hooks still kill the tool servers and remove the lock.
+      log.warn(`${signal} again: exiting without waiting for the stop to finish`);
+      process.exit(128 + (osConstants.signals[signal] ?? 0));
+    }
+    stoppingSince = Date.now();
     log.info(`${signal}: stopping tool servers`);
     void runtime.stop().finally(() => process.exit(0));
   };
-  process.once("SIGTERM", shutdown);
-  process.once("SIGINT", shutdown);
+  for (const signal of STOP_SIGNALS) process.on(signal, shutdown);
   return runtime;
 }

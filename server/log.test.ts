@@ -112,10 +112,31 @@ it("a server's text cannot forge a log line: newlines and control characters are
   // biome-ignore lint/suspicious/noControlCharactersInRegex: no control character may be left in the line.
   expect(body).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e]/);
   expect(body).toContain(
-    "server x failed: boom\\n2026-01-01T00:00:00.000Z INFO [calls] call approved\\r\\u001b[2K\\u2028\\u202eevil",
+    "server x failed: boom ⏎ 2026-01-01T00:00:00.000Z INFO [calls] call approved\\r\\u001b[2K\\u2028\\u202eevil",
   );
   expect(body).toContain(
-    '{"reason":"boom\\n2026-01-01T00:00:00.000Z INFO [calls] call approved\\r\\u001b[2K\\u2028\\u202eevil"}',
+    '{"reason":"boom ⏎ 2026-01-01T00:00:00.000Z INFO [calls] call approved\\r\\u001b[2K\\u2028\\u202eevil"}',
+  );
+});
+
+it("a log line never carries a literal \\n: a line break in a message or a field reads as ⏎, one entry one line", async () => {
+  const log = await freshLogModule();
+  const lines: string[] = [];
+  vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
+    lines.push(String(chunk));
+    return true;
+  });
+  // As boot writes the config's warnings, and a server's multi-line error (CRLF, indented).
+  log.logger("boot").warn("config warnings\nwarning: a: one\nwarning: b: two\n", {
+    stderr: "Error: boom\r\n    at main (x.js:1:2)",
+    nested: { lines: ["first\nsecond"] },
+  });
+  expect(lines).toHaveLength(1);
+  const body = (lines[0] ?? "").replace(/\n$/, "");
+  expect(body).not.toContain("\n");
+  expect(body).not.toContain("\\n");
+  expect(body).toMatch(
+    /\[boot\] config warnings ⏎ warning: a: one ⏎ warning: b: two \{"stderr":"Error: boom ⏎ at main \(x\.js:1:2\)","nested":\{"lines":\["first ⏎ second"\]\}\}$/,
   );
 });
 

@@ -157,6 +157,32 @@ export function escapeControls(text: string): string {
   return text.replace(CONTROL, (c) => NAMED[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
+/** A run of line breaks (LF or CRLF) with the spaces and tabs around them. */
+const LINE_BREAKS = /[ \t]*(?:\r?\n[ \t]*)+/g;
+/** What a line break inside one log entry reads as: a mark, never a `\n` escape or a real break. */
+export const SHOWN_LINE_BREAK = " ⏎ ";
+
+/**
+ * `text` on one line: each run of line breaks (a multi-line message, a stack trace, CRLF output)
+ * becomes {@link SHOWN_LINE_BREAK}, and breaks at either end are dropped. Other control
+ * characters are left to {@link escapeControls}.
+ */
+export function oneLine(text: string): string {
+  return text.replace(LINE_BREAKS, (run, offset: number) =>
+    offset === 0 || offset + run.length === text.length ? "" : SHOWN_LINE_BREAK,
+  );
+}
+
+/**
+ * The fields as JSON on one line: a string with a line break is redacted as written (a secret
+ * holding a newline is found whole) and then put on one line, so JSON's `\n` never appears.
+ */
+function fieldsJson(fields: Record<string, unknown>): string {
+  return JSON.stringify(fields, (_key, value: unknown) =>
+    typeof value === "string" && /[\r\n]/.test(value) ? oneLine(redact(value)) : value,
+  );
+}
+
 function threshold(): number {
   const l = (process.env.GATEHOUSE_LOG_LEVEL ?? "info") as Level;
   return order[l] ?? order.info;
@@ -164,11 +190,11 @@ function threshold(): number {
 
 function write(level: Level, scope: string, message: string, fields?: Record<string, unknown>): void {
   if (order[level] < threshold()) return;
-  // Redacted before escaping, so a secret holding a newline is still found as written; the
-  // fields' JSON carries its secrets JSON-escaped, a form redact() knows.
+  // Redacted before anything is rewritten, so a secret holding a newline is still found as
+  // written; the fields' JSON carries its secrets JSON-escaped, a form redact() knows.
   const extra =
-    fields && Object.keys(fields).length > 0 ? ` ${escapeControls(redact(JSON.stringify(fields)))}` : "";
-  const text = escapeControls(redact(message));
+    fields && Object.keys(fields).length > 0 ? ` ${escapeControls(redact(fieldsJson(fields)))}` : "";
+  const text = escapeControls(oneLine(redact(message)));
   const line = `${new Date().toISOString()} ${level.toUpperCase()} [${escapeControls(scope)}] ${text}${extra}`;
   (level === "error" || level === "warn" ? process.stderr : process.stdout).write(`${line}\n`);
 }
@@ -182,8 +208,8 @@ export interface Logger {
 
 /**
  * A logger whose lines are `<ISO time> <LEVEL> [scope] message {fields}`, one line each: the
- * message and fields pass through {@link redact}, then {@link escapeControls}, so nothing in them
- * can end the line.
+ * message and fields pass through {@link redact}, then {@link oneLine} (a line break reads as
+ * ` ⏎ `) and {@link escapeControls}, so nothing in them can end the line or forge another.
  */
 export function logger(scope: string): Logger {
   return {

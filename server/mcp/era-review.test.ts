@@ -121,6 +121,67 @@ describe("a server that refuses the 2025 handshake naming 2026-07-28", () => {
   );
 });
 
+describe("a stdio server that leaves the server/discover probe unanswered", () => {
+  it(
+    "a dual-era server slower to start than the probe is not taken for a 2025 one: the unanswered probe is a failed try, said in its history, and it ends ready on 2026-07-28",
+    async () => {
+      const log = join(tempDir(), "requests.log");
+      const config = stdioServer("fx", SLOW_START, {
+        // Dual: a 2025 `initialize` after the unanswered probe would be answered, as 2025.
+        args: [SLOW_START, "--era", "dual", "--transport", "stdio"],
+        env: { REQUEST_LOG: log, START_DELAY_MS: "3500" },
+        timeoutMs: 6000,
+      });
+      const harness = new Harness(gatehouse([config]), QUICK);
+      harness.manager.start();
+      const end = await settled(harness);
+      expect(end.state, String(end.lastError)).toBe("ready");
+      expect(end.protocolVersion).toBe(MODERN);
+      const backoffs = end.history.filter((h) => h.state === "backoff");
+      expect(backoffs).toHaveLength(1);
+      expect(backoffs[0]?.detail).toMatch(/did not answer server\/discover within 3000 ms/);
+      expect(logged(log)).not.toContain("request initialize");
+    },
+    SLOW,
+  );
+
+  it(
+    "a 2025 server silent before initialize connects on the patient try, and is probed again at its next dial rather than remembered as 2025",
+    async () => {
+      const log = join(tempDir(), "requests.log");
+      const config = stdioServer("fx", V1, {
+        args: [V1, "--transport", "stdio"],
+        env: { REQUEST_LOG: log, SILENT_BEFORE_INITIALIZE: "1" },
+        timeoutMs: 2000,
+      });
+      const harness = new Harness(gatehouse([config]), QUICK);
+      harness.manager.start();
+      const first = await settled(harness);
+      expect(first.state, String(first.lastError)).toBe("ready");
+      expect(first.protocolVersion).toBe(LEGACY);
+      expect(first.history.filter((h) => h.state === "backoff")).toHaveLength(1);
+      expect(first.history.at(-1)?.detail).toMatch(
+        /did not answer server\/discover.*2025 on this connection/,
+      );
+
+      // The child dies: the next dial probes again (patiently), and falls back again.
+      const from = harness.events.length;
+      const pids = logged(log)
+        .filter((l) => l.startsWith("started "))
+        .map((l) => Number(l.split(" ")[1]));
+      for (const pid of pids) seenPids.add(pid);
+      const live = pids.at(-1);
+      if (live === undefined) throw new Error("no child started");
+      process.kill(live, "SIGKILL");
+      const second = await settled(harness, from);
+      expect(second.state, String(second.lastError)).toBe("ready");
+      const requests = logged(log).filter((l) => l === "request server/discover");
+      expect(requests).toHaveLength(3);
+    },
+    SLOW,
+  );
+});
+
 describe("a 2026-07-28 server whose server/discover probe fails once", () => {
   it(
     "a probe whose stream breaks gets no made-up answer: it is retried and the server ends ready on 2026-07-28",

@@ -111,6 +111,19 @@ export interface StdioTransportOptions {
 }
 
 /**
+ * A stdio dial whose `server/discover` probe went unanswered was refused its `initialize`: silence
+ * is no answer, so the SDK's stdio fallback (a probe unanswered in time means a 2025 server) is
+ * not taken, and the dial fails instead (see `EraVerdict.dialling`).
+ */
+export class ProbeUnansweredError extends Error {
+  constructor(readonly waitedMs: number) {
+    super(
+      `the server did not answer server/discover within ${waitedMs} ms (still starting?); an unanswered probe says nothing of its protocol era, so it is not taken for a 2025 server`,
+    );
+  }
+}
+
+/**
  * A stdio transport for untrusted servers (the SDK's own buffers whole lines before checking
  * their size and cannot kill a process group). The child runs in its own process group; its
  * death is seen through `'exit'`, even while a grandchild still holds the pipes.
@@ -226,6 +239,8 @@ export class BoundedStdioTransport implements Transport {
       this.onerror?.(new Error("server wrote a line that is not a JSON-RPC message"));
       return;
     }
+    if (this.probe === "sent" && "id" in message && message.id === this.probeId && !("method" in message))
+      this.probe = "answered";
     this.onmessage?.(message);
   }
 
@@ -242,8 +257,30 @@ export class BoundedStdioTransport implements Transport {
    */
   initializeSent = false;
 
+  /**
+   * This connection's `server/discover` probe: not sent, sent and not answered (yet), answered.
+   * `initialize` after a probe still unanswered means the SDK's probe timed out.
+   */
+  probe: "none" | "sent" | "answered" = "none";
+  private probeId: string | number | null = null;
+
+  /**
+   * When set, the probe's wait (ms): an `initialize` after a probe unanswered that long is refused
+   * with {@link ProbeUnansweredError} rather than sent. Null (the default) lets it through.
+   */
+  refuseAfterSilentProbe: number | null = null;
+
   async send(message: JSONRPCMessage): Promise<void> {
-    if ("method" in message && message.method === "initialize") this.initializeSent = true;
+    if ("method" in message && message.method === "server/discover" && "id" in message) {
+      this.probe = "sent";
+      this.probeId = message.id;
+    }
+    if ("method" in message && message.method === "initialize") {
+      if (this.probe === "sent" && this.refuseAfterSilentProbe !== null) {
+        throw new ProbeUnansweredError(this.refuseAfterSilentProbe);
+      }
+      this.initializeSent = true;
+    }
     const child = this.child;
     if (!child || this.closed || child.exitCode !== null || child.signalCode !== null) {
       throw new Error("server process is not running");

@@ -9,12 +9,11 @@ import type {
 import type { ServerState } from "@/lib/api-types";
 import type { ServerConfig } from "../config";
 import { newClient } from "./client";
+import { DialAuth } from "./dial-auth";
 import { EraVerdict } from "./era";
 import {
-  classifyFailure,
   connectionClosed,
   type Failure,
-  failureContext,
   MODERN_PROTOCOL_VERSION,
   messageOf,
   negotiationFailed,
@@ -23,17 +22,17 @@ import {
 import { ListenLoop } from "./listen";
 import { RefreshPacing } from "./refresh-pacing";
 import { ServerRequests } from "./requests";
+import { StateHistory } from "./state-history";
 import { BoundedStdioTransport, LineRing } from "./stdio-transport";
 import {
   backoffDelay,
   CRASH_LOOP,
-  HISTORY_LENGTH,
-  type HistoryEntry,
   STABLE_AFTER_MS,
   type SupervisorDeps,
   type SupervisorSnapshot,
 } from "./supervision";
-import { createTransport, ServerAgent } from "./transports";
+import { Teardowns } from "./teardowns";
+import { ServerAgent } from "./transports";
 
 export type { HistoryEntry, HistoryStore, SupervisorDeps, SupervisorSnapshot } from "./supervision";
 
@@ -63,6 +62,10 @@ export class ServerSupervisor {
   private readonly agent: ServerAgent;
   private readonly pacing: RefreshPacing;
   private readonly requests: ServerRequests;
+  private readonly history: StateHistory;
+  private readonly dialAuth: DialAuth;
+  /** Closes of dropped connections; `stop()` waits for them so no old child is orphaned. */
+  private readonly teardowns: Teardowns;
 
   constructor(
     readonly config: ServerConfig,
@@ -71,6 +74,11 @@ export class ServerSupervisor {
     this.state = config.enabled ? "connecting" : "dark";
     this.agent = new ServerAgent(config);
     this.era = new EraVerdict(config.transport);
+    this.history = new StateHistory(config.name, deps.history);
+    this.dialAuth = new DialAuth(config, deps.signIn);
+    this.teardowns = new Teardowns((err) =>
+      deps.log.debug(`server ${config.name}: close failed: ${messageOf(err)}`),
+    );
     this.pacing = new RefreshPacing({
       run: () => this.refreshTools(),
       onNote: () => this.deps.onState(this.snapshot()),
@@ -94,8 +102,7 @@ export class ServerSupervisor {
   }
 
   start(): void {
-    // Before the first change of this run, which is marked as the start.
-    if (this.deps.history) this.history.push(...this.deps.history.load(this.config.name, HISTORY_LENGTH));
+    this.history.load();
     if (!this.config.enabled) {
       this.setState("dark");
       return;
@@ -116,55 +123,27 @@ export class ServerSupervisor {
       listedTools: this.requests.listedTools,
       stderrTail: this.stderr.snapshot(),
       refreshNote: this.pacing.note,
-      history: [...this.history],
+      history: this.history.snapshot(),
     };
   }
 
-  private readonly history: HistoryEntry[] = [];
-  /** Whether no change has been recorded since start(): the next one is marked `started`. */
-  private firstOfRun = true;
   private crashTimes: number[] = [];
 
   private setState(state: ServerState, detail: string | null = null): void {
     this.state = state;
-    const entry: HistoryEntry = { at: new Date().toISOString(), state, detail };
-    if (this.firstOfRun) entry.started = true;
-    this.firstOfRun = false;
-    this.history.push(entry);
-    if (this.history.length > HISTORY_LENGTH) this.history.shift();
-    this.deps.history?.append(this.config.name, entry, HISTORY_LENGTH);
+    this.history.record(state, detail);
     this.requests.stateChanged();
     this.deps.onState(this.snapshot());
   }
 
-  /** Whether the current connection was dialled with an OAuth grant's tokens. */
-  private dialledWithOAuth = false;
-  /** Whether the current connection's server answered 401 naming its resource metadata. */
-  private challenged = false;
-
+  /** A transport for a dial of generation `this.generation` (see {@link DialAuth}). */
   private makeTransport(authProvider: AuthProvider | null): Transport {
     const gen = this.generation;
-    const onFatal = (error: Error) => this.failWith(gen, error);
-    const onChallenge = (
-      status: 401 | 403,
-      challenge: { resourceMetadataUrl: string | null; scope: string | null; error: string | null },
-    ) => {
-      if (gen !== this.generation) return;
-      const { resourceMetadataUrl, scope } = challenge;
-      if (status === 401 && resourceMetadataUrl !== null && !authProvider) {
-        this.challenged = true;
-        this.deps.signIn?.challenged(this.config.name, { resourceMetadataUrl, scope });
-      }
-      if (status === 403 && challenge.error === "insufficient_scope") {
-        this.deps.signIn?.needsScope(this.config.name, { resourceMetadataUrl, scope });
-      }
-    };
-    return createTransport(this.config, {
+    return this.dialAuth.transport(authProvider, {
       stderr: this.stderr,
       agent: this.agent,
-      onFatal,
-      onChallenge,
-      ...(authProvider ? { authProvider } : {}),
+      onFatal: (error) => this.failWith(gen, error),
+      current: () => gen === this.generation,
     });
   }
 
@@ -183,18 +162,17 @@ export class ServerSupervisor {
       },
       roots: this.config.roots,
       stdio: this.config.transport === "stdio",
-      ...(this.era.patient ? { stdioProbeTimeoutMs: this.config.timeoutMs } : {}),
+      ...this.era.probeOptions(this.config.timeoutMs),
     });
     const credentials = this.deps.signIn?.credentialsFor(this.config) ?? null;
     if (credentials && "needsSignIn" in credentials) {
       this.waitForSignIn(credentials.needsSignIn, detail);
       return;
     }
-    this.dialledWithOAuth = credentials !== null;
-    this.challenged = false;
     let transport: Transport;
     try {
       transport = this.makeTransport(credentials?.provider ?? null);
+      this.era.dialling(transport);
     } catch (err) {
       this.failWith(gen, `cannot start: ${messageOf(err)}`);
       return;
@@ -231,7 +209,7 @@ export class ServerSupervisor {
     try {
       await client.connect(transport, { timeout: this.config.timeoutMs, ...this.era.connectOptions() });
       if (gen !== this.generation) return this.abandon(client, transport);
-      this.era.connected(client);
+      const eraNote = this.era.connected(client, transport);
       const info = client.getServerVersion();
       this.serverInfo = info ? { name: String(info.name), version: String(info.version) } : null;
       this.protocolVersion = client.getNegotiatedProtocolVersion() ?? null;
@@ -240,10 +218,11 @@ export class ServerSupervisor {
       this.lastError = null;
       this.pendingError = null;
       this.readySince = Date.now();
-      this.setState("ready");
+      this.setState("ready", eraNote);
       this.deps.log.info(`server ${this.config.name} ready`, {
         tools: this.requests.listedTools,
         protocol: this.protocolVersion,
+        ...(eraNote ? { note: eraNote } : {}),
       });
       this.startListening(gen, client);
       this.stableTimer = setTimeout(() => {
@@ -286,19 +265,9 @@ export class ServerSupervisor {
     this.listenLoop.start();
   }
 
-  /**
-   * Closes a dial that a newer one overtook (two Reconnects in a row, say), unless it is still
-   * the one teardown() would close: its child must not outlive it.
-   */
+  /** Closes a dial a newer one overtook, unless it is still the one teardown() would close. */
   private abandon(client: Client, transport: Transport): void {
-    if (this.client === client) return;
-    client.onclose = undefined;
-    const done = client
-      .close()
-      .catch(() => transport.close())
-      .catch(() => undefined);
-    this.teardowns.add(done);
-    void done.finally(() => this.teardowns.delete(done));
+    if (this.client !== client) this.teardowns.abandon(client, transport);
   }
 
   /** The last error the current connection's transport reported (a later one's gen is ignored). */
@@ -309,15 +278,7 @@ export class ServerSupervisor {
   /** `fail` with the failure `err` stands for (see {@link classifyFailure}). */
   private failWith(gen: number, err: unknown): void {
     if (gen === this.generation) this.era.connectionFailed(err);
-    this.fail(gen, this.classify(err));
-  }
-
-  private classify(err: unknown): Failure {
-    return classifyFailure(err, {
-      ...failureContext(this.config),
-      oauth: this.dialledWithOAuth,
-      challenged: this.challenged,
-    });
+    this.fail(gen, this.dialAuth.classify(err));
   }
 
   /**
@@ -391,27 +352,14 @@ export class ServerSupervisor {
     this.retryTimer.unref();
   }
 
-  /** Teardowns still stopping an old child; `stop()` waits for them so none is orphaned. */
-  private readonly teardowns = new Set<Promise<void>>();
-
+  /** Drops the current connection; its close runs on in {@link Teardowns}. */
   private teardown(): Promise<void> {
-    const client = this.client;
-    const transport = this.transport;
+    const { client, transport } = this;
     this.listenLoop?.stop();
     this.listenLoop = null;
     this.client = null;
     this.transport = null;
-    if (client) client.onclose = undefined;
-    const done = (async () => {
-      try {
-        await (client ? client.close() : transport?.close());
-      } catch (err) {
-        this.deps.log.debug(`server ${this.config.name}: close failed: ${messageOf(err)}`);
-      }
-    })();
-    this.teardowns.add(done);
-    void done.finally(() => this.teardowns.delete(done));
-    return done;
+    return this.teardowns.close(client, transport);
   }
 
   private clearTimer(which: "retryTimer" | "stableTimer"): void {
@@ -466,7 +414,7 @@ export class ServerSupervisor {
     this.state = "closed";
     this.requests.stateChanged();
     await this.teardown();
-    await Promise.all([...this.teardowns]);
+    await this.teardowns.settled();
     await this.agent.close();
     this.deps.onState(this.snapshot());
   }

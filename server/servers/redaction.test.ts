@@ -87,7 +87,7 @@ it("a server's stderr tail and last error are shown to owners with its secrets r
   expect(leaky.lastError).toContain("key=[redacted] token=[redacted]");
   expect(leaky.history.some((h) => h.detail?.includes("token=[redacted]"))).toBe(true);
 
-  // The log: the failure is written, redacted, and on one line with its newline escaped.
+  // The log: the failure is written, redacted, and on one line with its newline shown as ⏎.
   const failure = writes.filter((w) => w.includes("server leaky failed"));
   expect(failure.length).toBeGreaterThan(0);
   for (const w of writes) {
@@ -96,5 +96,5 @@ it("a server's stderr tail and last error are shown to owners with its secrets r
     expect(w).not.toContain(token);
     expect(w).not.toContain("key=k9");
   }
-  expect(failure[0]).toContain(`key=[redacted] token=[redacted]\\n${FORGED}`);
+  expect(failure[0]).toContain(`key=[redacted] token=[redacted] ⏎ ${FORGED}`);
 }, 30_000);

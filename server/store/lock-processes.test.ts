@@ -26,6 +26,8 @@ import { auditEvents } from "./schema";
 
 const BOOT_HOST = path.join(REPO_ROOT, "test", "fixtures", "boot-host.ts");
 const SLOW_SERVER = path.join(REPO_ROOT, "test", "fixtures", "servers", "slow.mjs");
+/** A tool server that ignores its closed stdin and SIGTERM: a stop waits for its SIGKILL stage. */
+const STUBBORN_SERVER = path.join(REPO_ROOT, "test", "fixtures", "servers", "stubborn.mjs");
 /** Real child processes (tsx, a runtime, tool servers) on a 2-core machine shared with others. */
 const SLOW_TEST = 60_000;
 
@@ -99,6 +101,30 @@ function bootHost(env: Record<string, string>): { child: ChildProcess; outcome: 
   return { child, outcome };
 }
 
+/** Resolves once `child` has written a line matching `pattern` to stdout or stderr. */
+function printed(child: ChildProcess, pattern: RegExp): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let seen = "";
+    const look = (chunk: Buffer) => {
+      seen += chunk.toString();
+      if (!pattern.test(seen)) return;
+      child.stdout?.off("data", look);
+      child.stderr?.off("data", look);
+      resolve();
+    };
+    child.stdout?.on("data", look);
+    child.stderr?.on("data", look);
+    child.once("exit", () => reject(new Error(`exited before printing ${pattern}; printed: ${seen}`)));
+  });
+}
+
+/** How `child` ended: its exit code, or the signal that killed it. */
+function ended(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  if (child.exitCode !== null || child.signalCode !== null)
+    return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
+  return new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+}
+
 function exited(child: ChildProcess): Promise<number | null> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
   return new Promise((resolve) => child.once("exit", (code) => resolve(code)));
@@ -147,7 +173,7 @@ describe("one Gatehouse process per store", () => {
         { tool: "slow_write", arguments: {} },
       );
       expect(call.status).toBe("pending");
-      runtime.broker.approve("alice", call.id);
+      await runtime.broker.approve("alice", call.id);
       expect(callStatus(runtime, call.id)).toBe("running");
       const auditBefore = runtime.db.select().from(auditEvents).where(eq(auditEvents.callId, call.id)).all();
       const lockBefore = existsSync(`${dbFile}.lock`) ? readFileSync(`${dbFile}.lock`, "utf8") : null;
@@ -216,6 +242,52 @@ describe("one Gatehouse process per store", () => {
     },
     SLOW_TEST,
   );
+
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    it(
+      `a ${signal} delivered twice while the tool servers stop (to the whole process group, and again forwarded by npm start) leaves no lock file`,
+      async () => {
+        const dir = tempDir();
+        const pidFile = path.join(dir, "stubborn.pid");
+        pidFiles.push(pidFile);
+        const env = {
+          GATEHOUSE_CONFIG: path.join(dir, "gatehouse.json"),
+          GATEHOUSE_DB: path.join(dir, "gatehouse.db"),
+          GATEHOUSE_LOG_LEVEL: "info",
+        };
+        writeFileSync(
+          env.GATEHOUSE_CONFIG,
+          JSON.stringify({
+            mcpServers: {
+              stubborn: {
+                command: process.execPath,
+                args: [STUBBORN_SERVER],
+                env: { PID_FILE: pidFile },
+                enabled: true,
+              },
+            },
+          }),
+        );
+        const host = bootHost(env);
+        const ready = printed(host.child, /server stubborn ready/);
+        const out = await host.outcome;
+        expect(out.code, out.stderr).toBeNull();
+        await ready;
+        expect(lockRecord(env.GATEHOUSE_DB).pid).toBe(host.child.pid);
+
+        const stopping = printed(host.child, new RegExp(`${signal}: stopping`));
+        host.child.kill(signal);
+        await stopping;
+        // The stubborn server holds the stop for seconds: the second signal comes in the middle.
+        host.child.kill(signal);
+
+        const end = await ended(host.child);
+        expect(end.signal).toBeNull();
+        expect(existsSync(`${env.GATEHOUSE_DB}.lock`)).toBe(false);
+      },
+      SLOW_TEST,
+    );
+  }
 
   it(
     "the CLI adds a user, creates a token and tests rules beside a running server, whose lock stays",
