@@ -32,7 +32,9 @@ export function signedOutCookie(req: Request): string {
  * Checks credentials and starts a session; returns the Set-Cookie value. The attempt is counted
  * against the name and the client's `address` (null: by name only) before the password check
  * starts, so concurrent guesses cannot outrun the throttle: a refused one throws
- * `TooManyAttempts` (server/auth/access.ts) and never reaches the check. `verify` is the check
+ * `TooManyAttempts` (server/auth/access.ts) and never reaches the check. A sign-in whose stored
+ * password hash changed while the password was being checked (an owner reset it, or removed the
+ * person) is refused: the session would otherwise outlive the reset. `verify` is the check
  * (default `verifyCredentials`; tests count its calls).
  */
 export async function signIn(

@@ -16,6 +16,10 @@ const log = logger("rules");
  * running loop) and the evaluation fails; the next one gets a fresh worker. A small pool keeps
  * one hostile evaluation from holding everyone else's, and a share of the queue per requester
  * keeps one flooding agent from pushing everyone else's out.
+ *
+ * CEL is `@bufbuild/cel`: maintained by Buf, run against the cel-spec conformance suite, and pure
+ * TypeScript with its own RE2-semantics regex engine, so `matches()` runs in linear time whatever
+ * pattern an owner writes or string an agent sends.
  */
 
 /** The longest one evaluation may run, from when a worker starts on it. */

@@ -146,7 +146,9 @@ function tryCreate(file: string, record: LockRecord): boolean {
  * token. A lock whose process is gone is stale and taken over, with a warning in the log.
  * Throws {@link StoreInUseError} naming the holder when a live process holds it (this one
  * included, for another runtime not yet stopped). `":memory:"` needs no lock. The lock is the
- * server's: the CLI opens the store beside a running server without it.
+ * server's: the CLI opens the store beside a running server without it. A holder is judged by
+ * its pid on this host, so two hosts, or containers in different pid namespaces, sharing one
+ * volume are not told apart.
  */
 export function lockStore(dbFile: string): StoreLock {
   if (dbFile === ":memory:") return { file: null, release() {} };
