@@ -9,12 +9,18 @@ import { type ServerAuthView, type ServerView, type SignInOutcome, signInOutcome
 import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatAge, formatDateTime, formatUntil } from "@/lib/format";
 
-type Revocation = "revoked" | "not_offered" | "failed";
+type Revocation = "revoked" | "refresh_only" | "not_offered" | "failed";
 
 /** How long the note after a Disconnect stays when there is nothing left to do about it. */
 const REVOCATION_NOTE_MS = 10_000;
 
-const revocationText: Record<Revocation, string> = {
+/** What a Disconnect did; `until`, the access token's expiry when it was not revoked. */
+function revocationText(revocation: Revocation, until: string | null): string {
+  if (revocation !== "refresh_only") return revocationTexts[revocation];
+  return `Disconnected. The refresh token was revoked; the authorization server cannot revoke the access token, which stays valid there until ${until ? formatDateTime(until) : "it expires"}.`;
+}
+
+const revocationTexts: Record<Exclude<Revocation, "refresh_only">, string> = {
   revoked: "Disconnected. The authorization server revoked the tokens.",
   not_offered:
     "Disconnected. The server offers no revocation, so the tokens were only forgotten here; they stay valid at the authorization server until they expire.",
@@ -24,6 +30,7 @@ const revocationText: Record<Revocation, string> = {
 
 const revocationTones: Record<Revocation, string> = {
   revoked: "border-emerald-200 bg-emerald-50 text-emerald-900",
+  refresh_only: "border-amber-200 bg-amber-50 text-amber-900",
   not_offered: "border-zinc-200 bg-white text-zinc-800",
   failed: "border-amber-200 bg-amber-50 text-amber-900",
 };
@@ -92,6 +99,7 @@ function SignInBlock({
   const waiting = server.state === "needs_auth";
   const [confirming, setConfirming] = useState(false);
   const [revocation, setRevocation] = useState<Revocation | null>(null);
+  const [validUntil, setValidUntil] = useState<string | null>(null);
 
   const connect = useMutation({
     mutationFn: async () => signInAddress((await endpoints.servers.connect(server.name)).authorizationUrl),
@@ -100,9 +108,10 @@ function SignInBlock({
   });
   const disconnect = useMutation({
     mutationFn: () => endpoints.servers.disconnect(server.name),
-    onSuccess: ({ server: updated, revocation: outcome }) => {
+    onSuccess: ({ server: updated, revocation: outcome, accessExpiresAt }) => {
       setConfirming(false);
       setRevocation(outcome);
+      setValidUntil(accessExpiresAt ?? null);
       onUpdated(updated);
     },
   });
@@ -119,10 +128,10 @@ function SignInBlock({
     return () => window.removeEventListener("pageshow", onShow);
   }, [resetConnect]);
 
-  // A failed revocation stays until dismissed: the owner may want to revoke the access at the
-  // authorization server themselves.
+  // A failed or partial revocation stays until dismissed: the owner may want to revoke the
+  // access at the authorization server themselves.
   useEffect(() => {
-    if (revocation === null || revocation === "failed") return;
+    if (revocation === null || revocation === "failed" || revocation === "refresh_only") return;
     const timer = setTimeout(() => setRevocation(null), REVOCATION_NOTE_MS);
     return () => clearTimeout(timer);
   }, [revocation]);
@@ -211,8 +220,8 @@ function SignInBlock({
           role="status"
           className={cx("flex items-start gap-2 rounded-md border px-3 py-2", revocationTones[revocation])}
         >
-          <p className="min-w-0 flex-1 break-words">{revocationText[revocation]}</p>
-          {revocation === "failed" ? (
+          <p className="min-w-0 flex-1 break-words">{revocationText(revocation, validUntil)}</p>
+          {revocation === "failed" || revocation === "refresh_only" ? (
             <Button className="px-2 py-0.5 text-xs" onClick={() => setRevocation(null)}>
               Dismiss
             </Button>

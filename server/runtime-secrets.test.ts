@@ -56,7 +56,12 @@ describe("an OAuth client secret", () => {
         hosted: {
           url: "https://notes.example.com/mcp",
           enabled: false,
-          auth: { type: "oauth", clientId: "gatehouse", clientSecret: "${NOTES_APP_VALUE}" },
+          auth: {
+            type: "oauth",
+            clientId: "gatehouse",
+            issuer: "https://auth.example.com",
+            clientSecret: "${NOTES_APP_VALUE}",
+          },
         },
       },
     };

@@ -299,7 +299,7 @@ async function startGatehouse(run: {
           url: oauth.resourceUrl,
           enabled: true,
           allowPrivate: true,
-          auth: { type: "oauth", scopes: ["read", "write"] },
+          auth: { type: "oauth", allowPrivate: true, scopes: ["read", "write"] },
         },
       },
       approvals: { expireAfterSeconds: 900, waitSeconds: 60, selfApproval: false },

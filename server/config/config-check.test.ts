@@ -131,6 +131,7 @@ describe("config check with a server's auth", () => {
           type: "oauth",
           scopes: ["read", "write"],
           clientId: "gatehouse",
+          issuer: "https://auth.example.com",
           clientSecret: "${TASKS_SECRET}",
         }),
       ),
@@ -146,7 +147,13 @@ describe("config check with a server's auth", () => {
     writeFileSync(
       file,
       JSON.stringify(
-        tasks({ type: "oauth", scopes: ["read", "read"], clientId: "gatehouse", clientSecret: SECRET }),
+        tasks({
+          type: "oauth",
+          scopes: ["read", "read"],
+          clientId: "gatehouse",
+          issuer: "https://auth.example.com",
+          clientSecret: SECRET,
+        }),
       ),
     );
     const res = await configCheck(file, { GATEHOUSE_DB: path.join(dir, "g.db") });

@@ -85,6 +85,7 @@ it("a server's auth is shown with its scopes and clientId, and of its client sec
           type: "oauth",
           scopes: ["read", "write"],
           clientId: "gatehouse",
+          issuer: "https://auth.example.com",
           clientSecret: "${TASKS_SECRET}",
         },
       },
@@ -119,7 +120,7 @@ it("a clientId that came from ${VAR} is shown as written, like a target's URL", 
     {
       tasks: {
         url: "https://tasks.example.com/mcp",
-        auth: { type: "oauth", clientId: "${TASKS_CLIENT_ID}" },
+        auth: { type: "oauth", clientId: "${TASKS_CLIENT_ID}", issuer: "https://auth.example.com" },
       },
     },
     { TASKS_CLIENT_ID: id },

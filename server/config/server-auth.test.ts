@@ -6,6 +6,7 @@ import { check, http, messagesAt, onlyServer, stdio, withServers } from "./test-
 
 const at = (name: string, rest = "") => `mcpServers.${name}.auth${rest}`;
 const SECRET = "cs-Zq81x-7f3e9a2b-client-secret";
+const ISSUER = "https://auth.example.com";
 
 describe("a server's auth: accepted forms", () => {
   it('is absent unless written; {"type": "oauth"} alone gives no scopes and no client', () => {
@@ -15,6 +16,8 @@ describe("a server's auth: accepted forms", () => {
       scopes: [],
       clientId: null,
       clientSecret: null,
+      issuer: null,
+      allowPrivate: false,
     });
   });
 
@@ -34,6 +37,7 @@ describe("a server's auth: accepted forms", () => {
                 "a!#$%&'()*+,-./:;<=>?@[]^_`{|}~",
               ],
               clientId: "${TASKS_CLIENT_ID}",
+              issuer: ISSUER,
               clientSecret: "${TASKS_CLIENT_SECRET}",
             },
           },
@@ -51,26 +55,43 @@ describe("a server's auth: accepted forms", () => {
       ],
       clientId: "gatehouse-prod",
       clientSecret: SECRET,
+      issuer: ISSUER,
+      allowPrivate: false,
     });
   });
 
   it("a legacy SSE server may have auth too, and other headers are kept beside it", () => {
     const server = onlyServer(
       withServers({
-        a: { ...http, type: "sse", headers: { "X-Tenant": "t1" }, auth: { type: "oauth", clientId: "c1" } },
+        a: {
+          ...http,
+          type: "sse",
+          headers: { "X-Tenant": "t1" },
+          auth: { type: "oauth", clientId: "c1", issuer: ISSUER },
+        },
       }),
     );
     expect(server.transport).toBe("sse");
     expect(server.headers).toEqual({ "X-Tenant": "t1" });
-    expect(server.auth).toEqual({ type: "oauth", scopes: [], clientId: "c1", clientSecret: null });
+    expect(server.auth).toEqual({
+      type: "oauth",
+      scopes: [],
+      clientId: "c1",
+      clientSecret: null,
+      issuer: ISSUER,
+      allowPrivate: false,
+    });
   });
 
   it("authSecrets lists each configured client secret, for the log's redaction", () => {
     const result = check(
       {
         mcpServers: {
-          a: { ...http, auth: { type: "oauth", clientId: "c1", clientSecret: "${A_SECRET}" } },
-          b: { ...http, auth: { type: "oauth", clientId: "c2" } },
+          a: {
+            ...http,
+            auth: { type: "oauth", clientId: "c1", issuer: ISSUER, clientSecret: "${A_SECRET}" },
+          },
+          b: { ...http, auth: { type: "oauth", clientId: "c2", issuer: ISSUER } },
           c: http,
         },
       },
@@ -216,12 +237,15 @@ describe("a server's auth: refusals", () => {
     const result = check(
       {
         mcpServers: {
-          a: { ...http, auth: { type: "oauth", clientId: "" } },
-          b: { ...http, auth: { type: "oauth", clientId: 42 } },
-          c: { ...http, auth: { type: "oauth", clientId: "x".repeat(MAX_CLIENT_ID_CHARS + 1) } },
-          d: { ...http, auth: { type: "oauth", clientId: "client\u00e9" } },
-          e: { ...http, auth: { type: "oauth", clientId: "client " } },
-          f: { ...http, auth: { type: "oauth", clientId: "${LONG_ID}" } },
+          a: { ...http, auth: { type: "oauth", clientId: "", issuer: ISSUER } },
+          b: { ...http, auth: { type: "oauth", clientId: 42, issuer: ISSUER } },
+          c: {
+            ...http,
+            auth: { type: "oauth", clientId: "x".repeat(MAX_CLIENT_ID_CHARS + 1), issuer: ISSUER },
+          },
+          d: { ...http, auth: { type: "oauth", clientId: "client\u00e9", issuer: ISSUER } },
+          e: { ...http, auth: { type: "oauth", clientId: "client ", issuer: ISSUER } },
+          f: { ...http, auth: { type: "oauth", clientId: "${LONG_ID}", issuer: ISSUER } },
         },
       },
       { LONG_ID: "y".repeat(MAX_CLIENT_ID_CHARS + 1) },
@@ -243,8 +267,9 @@ describe("a server's auth: refusals", () => {
       `is ${MAX_CLIENT_ID_CHARS + 1} characters long (after \${VAR} expansion); at most ${MAX_CLIENT_ID_CHARS} are allowed`,
     ]);
     expect(
-      withServers({ a: { ...http, auth: { type: "oauth", clientId: "x".repeat(MAX_CLIENT_ID_CHARS) } } })
-        .errors,
+      withServers({
+        a: { ...http, auth: { type: "oauth", clientId: "x".repeat(MAX_CLIENT_ID_CHARS), issuer: ISSUER } },
+      }).errors,
     ).toEqual([]);
   });
 
@@ -266,7 +291,11 @@ describe("a server's auth: refusals", () => {
     const written = [SECRET, `\${A_SECRET:-${SECRET}}`, `x\${A_SECRET}`, "${A_SECRET}${B}", "${A_SECRET"];
     for (const clientSecret of written) {
       const result = check(
-        { mcpServers: { a: { ...http, auth: { type: "oauth", clientId: "c1", clientSecret } } } },
+        {
+          mcpServers: {
+            a: { ...http, auth: { type: "oauth", clientId: "c1", issuer: ISSUER, clientSecret } },
+          },
+        },
         { A_SECRET: SECRET, B: "b" },
       );
       expect(result.config, clientSecret).toBeNull();
@@ -280,7 +309,7 @@ describe("a server's auth: refusals", () => {
       expect(new ConfigError(result.errors).message).not.toContain(SECRET);
     }
     const notString = withServers({
-      a: { ...http, auth: { type: "oauth", clientId: "c1", clientSecret: 123456 } },
+      a: { ...http, auth: { type: "oauth", clientId: "c1", issuer: ISSUER, clientSecret: 123456 } },
     });
     expect(messagesAt(notString.errors, at("a", ".clientSecret"))).toEqual([
       'must be a ${VAR} reference to the secret, e.g. "${TASKS_CLIENT_SECRET}", not a number',
@@ -289,7 +318,7 @@ describe("a server's auth: refusals", () => {
   });
 
   it("an unset clientSecret reference is an error on an enabled server and a warning on a dark one", () => {
-    const auth = { type: "oauth", clientId: "c1", clientSecret: "${NOPE_SECRET}" };
+    const auth = { type: "oauth", clientId: "c1", issuer: ISSUER, clientSecret: "${NOPE_SECRET}" };
     const enabled = withServers({ a: { ...http, enabled: true, auth } });
     expect(messagesAt(enabled.errors, at("a", ".clientSecret"))).toEqual([
       'uses ${NOPE_SECRET}, which is not set; set NOPE_SECRET in Gatehouse\'s environment, or set "enabled": false',
@@ -306,7 +335,7 @@ describe("a server's auth: refusals", () => {
   });
 
   it("an empty or multi-line clientSecret from the environment is refused without showing it", () => {
-    const auth = { type: "oauth", clientId: "c1", clientSecret: "${A_SECRET}" };
+    const auth = { type: "oauth", clientId: "c1", issuer: ISSUER, clientSecret: "${A_SECRET}" };
     const empty = check({ mcpServers: { a: { ...http, auth } } }, { A_SECRET: "" });
     expect(messagesAt(empty.errors, at("a", ".clientSecret"))).toEqual([
       "is empty once ${A_SECRET} is expanded; set A_SECRET to the client secret",
@@ -340,5 +369,51 @@ describe("a server's auth: refusals", () => {
       },
     ]);
     expect(formatIssues(result)).not.toContain(SECRET);
+  });
+});
+
+describe("a server's auth: the issuer of a client registered in advance, and auth.allowPrivate", () => {
+  it("a clientId without an issuer is refused at auth.issuer: a pre-registered client belongs to one authorization server", () => {
+    const result = withServers({ x: { ...http, auth: { type: "oauth", clientId: "c1" } } });
+    expect(result.config).toBeNull();
+    expect(messagesAt(result.errors, "mcpServers.x.auth.issuer")).toEqual([
+      'required with clientId: a client registered in advance belongs to one authorization server, and its secret goes to no other; write that server\'s issuer URL, e.g. "issuer": "https://auth.example.com"',
+    ]);
+  });
+
+  it("an issuer is an http(s) URL without query or fragment, kept as written; allowPrivate is a boolean, false unless written", () => {
+    const server = onlyServer(
+      withServers({
+        a: {
+          ...http,
+          auth: {
+            type: "oauth",
+            clientId: "c1",
+            issuer: "https://auth.example.com/tenant",
+            allowPrivate: true,
+          },
+        },
+      }),
+    );
+    expect(server.auth).toEqual({
+      type: "oauth",
+      scopes: [],
+      clientId: "c1",
+      clientSecret: null,
+      issuer: "https://auth.example.com/tenant",
+      allowPrivate: true,
+    });
+    const result = withServers({
+      a: { ...http, auth: { type: "oauth", clientId: "c1", issuer: "ftp://auth.example.com" } },
+      b: { ...http, auth: { type: "oauth", clientId: "c1", issuer: "https://auth.example.com/?x=1" } },
+      c: { ...http, auth: { type: "oauth", clientId: "c1", issuer: 42 } },
+      d: { ...http, auth: { type: "oauth", allowPrivate: "yes" } },
+    });
+    expect(messagesAt(result.errors, at("a", ".issuer"))[0]).toMatch(/^must be an https URL/);
+    expect(messagesAt(result.errors, at("b", ".issuer"))[0]).toMatch(/no query or fragment/);
+    expect(messagesAt(result.errors, at("c", ".issuer"))[0]).toMatch(/^must be an https URL.*not a number$/);
+    expect(messagesAt(result.errors, at("d", ".allowPrivate"))).toEqual([
+      "must be true or false, not a string",
+    ]);
   });
 });

@@ -17,7 +17,7 @@ export const MAX_SCOPES = 50;
 export const MAX_SCOPE_CHARS = 256;
 export const MAX_CLIENT_ID_CHARS = 256;
 
-const KEYS = ["type", "scopes", "clientId", "clientSecret"] as const;
+const KEYS = ["type", "scopes", "clientId", "clientSecret", "issuer", "allowPrivate"] as const;
 const EXAMPLE = '{"type": "oauth", "scopes": ["read", "write"]}';
 const SECRET_EXAMPLE = '"${TASKS_CLIENT_SECRET}"';
 const NOT_HERE = "Gatehouse discovers it from the server's metadata (RFC 9728, RFC 8414); remove it";
@@ -32,7 +32,7 @@ const HINTS: Record<string, string> = {
   redirect_uri: "the sign-in returns to /oauth/callback on Gatehouse's public origin; remove it",
   authorizationUrl: NOT_HERE,
   tokenUrl: NOT_HERE,
-  issuer: NOT_HERE,
+  issuer_url: 'use "issuer" instead (only with "clientId")',
 };
 
 /** RFC 6749 §3.3 scope-token: printable ASCII except space, `"` and `\`. */
@@ -99,7 +99,56 @@ export function readAuth(
     }
     clientSecret = readClientSecret(value.clientSecret, at("clientSecret"), expand, issues);
   }
-  return known ? { type: "oauth", scopes, clientId, clientSecret } : undefined;
+  let issuer: string | null = null;
+  if (value.issuer !== undefined) issuer = readIssuer(value.issuer, at("issuer"), issues);
+  else if (value.clientId !== undefined) {
+    issues.error(
+      at("issuer"),
+      'required with clientId: a client registered in advance belongs to one authorization server, and its secret goes to no other; write that server\'s issuer URL, e.g. "issuer": "https://auth.example.com"',
+    );
+  }
+  let allowPrivate = false;
+  if (value.allowPrivate !== undefined) {
+    if (typeof value.allowPrivate === "boolean") allowPrivate = value.allowPrivate;
+    else issues.error(at("allowPrivate"), `must be true or false, not ${typeName(value.allowPrivate)}`);
+  }
+  return known ? { type: "oauth", scopes, clientId, clientSecret, issuer, allowPrivate } : undefined;
+}
+
+/**
+ * `issuer`: the RFC 8414 issuer identifier of the authorization server a configured client is
+ * registered with, as written: https (plain http only on a loopback host, for a development
+ * server), no query or fragment. Null when wrong (reported).
+ */
+function readIssuer(value: unknown, where: string, issues: Issues): string | null {
+  const shape =
+    'must be an https URL, the issuer of the authorization server the client is registered with, e.g. "https://auth.example.com"';
+  if (typeof value !== "string" || value.trim() === "") {
+    issues.error(where, `${shape}, not ${describeGiven(value)}`);
+    return null;
+  }
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    issues.error(where, `${shape}; ${show(value)} is not a URL`);
+    return null;
+  }
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  const loopback = host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+  if (!(url.protocol === "https:" || (url.protocol === "http:" && loopback))) {
+    issues.error(where, `${shape} (plain http only on a loopback host), not a ${url.protocol} URL`);
+    return null;
+  }
+  if (url.search !== "" || url.hash !== "" || value.includes("?") || value.includes("#")) {
+    issues.error(where, "is an issuer identifier, with no query or fragment (RFC 8414); remove them");
+    return null;
+  }
+  if (url.username || url.password) {
+    issues.error(where, "must not hold credentials; remove the user and password from the URL");
+    return null;
+  }
+  return value;
 }
 
 /** `scopes`: 1..{@link MAX_SCOPES} distinct RFC 6749 scope tokens; [] when absent or unusable (reported). */

@@ -21,8 +21,22 @@ const log = logger("http");
  * Strict cookie, like the session's, is not sent), ten minutes. Path=/, so a second Connect reads
  * it and keeps it (two sign-ins side by side both come back). Over https it has the `__Host-`
  * prefix, as the session cookie does: neither a plain-http page nor a sibling subdomain can set
- * one, so nobody can plant a binding a browser would then use.
+ * one. Every sign-in gets a binding of its own, never one the browser already holds (over plain
+ * http a page on another port of the same host can plant a cookie): the value lists the new
+ * binding first and the browser's earlier well-formed ones after it (at most
+ * {@link MAX_BINDINGS}), so sign-ins started side by side all come back.
  */
+const MAX_BINDINGS = 4;
+const BINDING = /^[A-Za-z0-9_-]{43}$/;
+
+/** The well-formed bindings a sign-in cookie's value lists (`.`-separated). */
+function bindingsOf(value: string | null): string[] {
+  return (value ?? "")
+    .split(".")
+    .filter((b) => BINDING.test(b))
+    .slice(0, MAX_BINDINGS);
+}
+
 function bindingCookieName(secure: boolean): string {
   return secure ? "__Host-gh_oauth" : "gh_oauth";
 }
@@ -41,8 +55,7 @@ function bindingCookie(value: string, secure: boolean, maxAgeSeconds: number): s
 
 /**
  * `POST /api/servers/:name/oauth` (owners): starts a sign-in and answers the authorization URL
- * the browser is to open; the binding cookie goes with it. A browser that already holds one
- * keeps it, so two sign-ins started side by side both come back to it.
+ * the browser is to open; the binding cookie goes with it, the new sign-in's binding first.
  */
 export async function startSignIn(ctx: RouteContext<undefined, undefined>): Promise<Response> {
   const { runtime, req, params } = ctx;
@@ -58,24 +71,31 @@ export async function startSignIn(ctx: RouteContext<undefined, undefined>): Prom
     );
   }
   const secure = isSecure(req);
-  const held = readCookie(req.headers.get("cookie"), bindingCookieName(secure));
+  const held = bindingsOf(readCookie(req.headers.get("cookie"), bindingCookieName(secure)));
   const { authorizationUrl, binding } = await runtime.signIns.begin({
     server: params.name ?? "",
     actor: principalName(who(ctx)),
     origin,
-    ...(held && /^[A-Za-z0-9_-]{43}$/.test(held) ? { binding: held } : {}),
   });
-  return json({ authorizationUrl }, 200, { "Set-Cookie": bindingCookie(binding, secure, 600) });
+  const value = [binding, ...held.filter((b) => b !== binding)].slice(0, MAX_BINDINGS).join(".");
+  return json({ authorizationUrl }, 200, { "Set-Cookie": bindingCookie(value, secure, 600) });
 }
 
-/** `DELETE /api/servers/:name/oauth` (owners): Disconnect, with how the revocation went. */
+/**
+ * `DELETE /api/servers/:name/oauth` (owners): Disconnect, with how the revocation went and, when
+ * the access token was not revoked, until when it stays valid at the authorization server.
+ */
 export async function endGrant(
   ctx: RouteContext<undefined, undefined>,
-): Promise<{ server: ServerView; revocation: Revocation }> {
+): Promise<{ server: ServerView; revocation: Revocation; accessExpiresAt: string | null }> {
   const { runtime, params } = ctx;
   const name = params.name ?? "";
-  const revocation = await runtime.signIns.disconnect(name, principalName(who(ctx)));
-  return { server: serverView(runtime.manager, runtime.db, name, runtime.signIns), revocation };
+  const { revocation, accessExpiresAt } = await runtime.signIns.disconnect(name, principalName(who(ctx)));
+  return {
+    server: serverView(runtime.manager, runtime.db, name, runtime.signIns),
+    revocation,
+    accessExpiresAt,
+  };
 }
 
 /**
@@ -90,10 +110,10 @@ export async function finishSignIn(req: Request): Promise<Response> {
   const badHost = hostProblem(req.headers.get("host"), edgePeers(runtime));
   if (badHost) return new Response(badHost, { status: 403, headers: { "Content-Type": "text/plain" } });
   const secure = isSecure(req);
-  const binding = readCookie(req.headers.get("cookie"), bindingCookieName(secure));
+  const bindings = bindingsOf(readCookie(req.headers.get("cookie"), bindingCookieName(secure)));
   let result: { server: string | null; outcome: string };
   try {
-    result = await runtime.signIns.finish(new URL(req.url).searchParams, binding);
+    result = await runtime.signIns.finish(new URL(req.url).searchParams, bindings);
   } catch (err) {
     log.error("the sign-in callback failed", { error: err instanceof Error ? err.message : String(err) });
     result = { server: null, outcome: "failed" };

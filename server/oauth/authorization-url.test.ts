@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { checkAuthorizationUrl } from "./sign-ins";
+import { checkAuthorizationUrl } from "./begin";
 
 describe("the browser is sent only to an https authorization endpoint", () => {
   it("takes https anywhere and plain http on loopback only", () => {

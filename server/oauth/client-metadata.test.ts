@@ -55,7 +55,14 @@ describe("the client ID metadata document", () => {
   it("with a public origin, Connect is pressed there and the callback is on it; an authorization server without metadata-document support gets a registration for it", async () => {
     world = await startOAuthWorld({ dir: mkdtempSync(path.join(tmpdir(), "gh-cimd-")) });
     host = await startSignInHost(
-      { remote: { url: world.url, enabled: true, allowPrivate: true, auth: { type: "oauth" } } },
+      {
+        remote: {
+          url: world.url,
+          enabled: true,
+          allowPrivate: true,
+          auth: { type: "oauth", allowPrivate: true },
+        },
+      },
       { publicOrigin: "https://gatehouse.example.com" },
     );
     // Pressed on another origin Gatehouse answers, the sign-in could never come back to its cookie.

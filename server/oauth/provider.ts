@@ -47,8 +47,11 @@ export interface FlowOptions {
   redirectUri: string;
   /** The client ID metadata document's URL, when Gatehouse serves one (its public origin is https). */
   clientMetadataUrl: string | null;
-  /** The client of the config (`auth.clientId`, `auth.clientSecret`); wins over any other. */
-  configured: { clientId: string; clientSecret: string | null } | null;
+  /**
+   * The client of the config (`auth.clientId`, `auth.clientSecret`) and the issuer it is
+   * registered with (`auth.issuer`); wins over any other, and is used with that issuer only.
+   */
+  configured: { clientId: string; clientSecret: string | null; issuer: string } | null;
   /** The scope to ask for, space-separated; null: what the server's metadata names. */
   scope: string | null;
   clock?: () => number;
@@ -86,11 +89,16 @@ export class FlowProvider implements OAuthClientProvider {
   clientInformation(ctx?: OAuthClientInformationContext): StoredOAuthClientInformation | undefined {
     const configured = this.opts.configured;
     if (configured) {
-      // Bound by the config to whatever authorization server the server names: stamped with
-      // the one discovery found, as the SDK expects of a stored credential (unstamped, it warns).
+      // A client registered in advance belongs to one authorization server: asked for it at
+      // another (the server's metadata named one), the run stops here, before a registration,
+      // a token request or an authorization URL could carry it there.
+      if (ctx && !sameIssuer(ctx.issuer, configured.issuer))
+        throw new IssuerRefusedError(ctx.issuer, configured.issuer);
+      // Stamped with the configured issuer, never the discovered one, as the SDK expects of a
+      // stored credential (unstamped, it warns).
       const info: StoredOAuthClientInformation = {
         client_id: configured.clientId,
-        ...(ctx ? { issuer: ctx.issuer } : {}),
+        issuer: configured.issuer,
       };
       if (configured.clientSecret !== null) info.client_secret = configured.clientSecret;
       return info;
@@ -152,6 +160,25 @@ export class FlowProvider implements OAuthClientProvider {
     if (scope === "all" || scope === "verifier") this.flow.codeVerifier = null;
     if (scope === "all" || scope === "discovery") this.flow.discovery = null;
   }
+}
+
+/**
+ * The server names an authorization server other than the issuer its configured client is
+ * registered with: the sign-in is refused, and the client's credentials are sent nowhere.
+ */
+export class IssuerRefusedError extends Error {
+  readonly code = "GATEHOUSE_ISSUER_REFUSED";
+  constructor(found: string, configured: string) {
+    super(
+      `the server names the authorization server ${found}, not ${configured}, the issuer its configured client is registered with (auth.issuer): its client credentials go to no other`,
+    );
+  }
+}
+
+/** Whether two issuer identifiers name the same authorization server (one trailing `/` aside, as the SDK allows). */
+export function sameIssuer(a: string | undefined | null, b: string): boolean {
+  if (typeof a !== "string") return false;
+  return a.replace(/\/$/, "") === b.replace(/\/$/, "");
 }
 
 /**

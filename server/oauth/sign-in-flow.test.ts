@@ -11,6 +11,7 @@ import path from "node:path";
 import { and, eq } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
 import { redact } from "@/server/log";
+import { OAuthStore } from "@/server/oauth/store";
 import { auditEvents, oauthPending, serverOauth } from "@/server/store/schema";
 import {
   arrive,
@@ -45,10 +46,22 @@ async function start(as: Parameters<typeof startOAuthWorld>[0]["as"] = {}) {
       url: world.url,
       enabled: true,
       allowPrivate: true,
-      auth: { type: "oauth", scopes: ["read", "write"] },
+      auth: { type: "oauth", allowPrivate: true, scopes: ["read", "write"] },
     },
   });
   return { world, host };
+}
+
+/**
+ * Resolves once the current access token of `remote` is due for renewal (a third of its lifetime
+ * before it expires). The passing of time is the behaviour under test here, so this waits for it.
+ */
+async function untilRenewalDue(h: SignInHost): Promise<void> {
+  const grant = new OAuthStore(h.runtime.db, h.runtime.secrets).grant("remote");
+  const expiresAt = Date.parse(grant?.accessExpiresAt ?? "");
+  const obtainedAt = grant?.secrets.tokens?.obtainedAt ?? expiresAt;
+  const due = expiresAt - (expiresAt - obtainedAt) / 3;
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, due - Date.now()) + 50));
 }
 
 function audit(h: SignInHost, action: string) {
@@ -142,11 +155,12 @@ describe("signing in to an OAuth server", () => {
   });
 
   it("renews an access token near its expiry with the refresh token, without the owner", async () => {
-    // Tokens live 2 s, under the minute before expiry at which Gatehouse renews: every use renews.
-    const { world, host } = await start({ accessTokenTtlSeconds: 2 });
+    // Tokens live 6 s: each is renewed once a third of that (2 s) is left before it expires.
+    const { world, host } = await start({ accessTokenTtlSeconds: 6 });
     expect(await signIn(host, world, "remote")).toBe("connected");
     await waitForState(host, "remote", "ready");
     const before = storedTokens(host.runtime, "remote");
+    await untilRenewalDue(host);
     const call = await callRemote(host);
     expect(call.httpStatus).toBe(200);
     const refreshes = world.as.log.filter((e) => e.kind === "token" && e.grantType === "refresh_token");
@@ -158,8 +172,11 @@ describe("signing in to an OAuth server", () => {
     expect(world.requests().filter((r) => r.auth === "inactive")).toEqual([]);
     expect((await viewOf(host, "remote")).auth?.connectedBy).toBe("olga");
     // Two renewals on, the first tokens have left the log's redaction; the current ones have not.
+    await untilRenewalDue(host);
     expect((await callRemote(host)).httpStatus).toBe(200);
+    await untilRenewalDue(host);
     expect((await callRemote(host)).httpStatus).toBe(200);
+    expect(world.as.log.filter((e) => e.kind === "token" && e.grantType === "refresh_token")).toHaveLength(3);
     const now = storedTokens(host.runtime, "remote");
     expect(redact(`${before?.access}`)).toBe(before?.access);
     expect(redact(`${now?.access} ${now?.refresh}`)).toBe("[redacted] [redacted]");
@@ -193,7 +210,14 @@ describe("signing in to an OAuth server", () => {
     await first.rt.stop({ keepDir: true });
     const rt = await startTestRuntime({
       dir,
-      servers: { remote: { url: world.url, enabled: true, allowPrivate: true, auth: { type: "oauth" } } },
+      servers: {
+        remote: {
+          url: world.url,
+          enabled: true,
+          allowPrivate: true,
+          auth: { type: "oauth", allowPrivate: true },
+        },
+      },
     });
     host = { rt, runtime: rt.runtime, cookie: first.cookie, binding: null };
     await waitForState(host, "remote", "ready");
@@ -241,5 +265,30 @@ describe("signing in to an OAuth server", () => {
     expect(await signIn(host, world, "remote")).toBe("connected");
     await waitForState(host, "remote", "ready");
     expect(world.as.log.filter((e) => e.kind === "registration")).toHaveLength(1);
+  });
+
+  it("Disconnect at an authorization server that cannot revoke its structured access token says what was revoked and until when the access token stays valid", async () => {
+    const { world, host } = await start({ accessTokenFormat: "jwt" });
+    expect(await signIn(host, world, "remote")).toBe("connected");
+    const tokens = storedTokens(host.runtime, "remote");
+    const validUntil = (await viewOf(host, "remote")).auth?.expiresAt;
+    expect(validUntil).toBeTruthy();
+
+    const res = await request("DELETE", "/api/servers/remote/oauth", { cookie: host.cookie });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { revocation: string; accessExpiresAt?: string | null };
+    expect(body).toMatchObject({ revocation: "refresh_only", accessExpiresAt: validUntil });
+    // The refresh token was revoked; the access token was refused as a structured one (RFC 7009 §2.2.1).
+    expect(await world.as.isActive(tokens?.refresh ?? "")).toBe(false);
+    expect(world.as.log.filter((e) => e.kind === "revocation").map((e) => [e.tokenTypeHint, e.ok])).toEqual([
+      ["refresh_token", true],
+      ["access_token", false],
+    ]);
+    expect(audit(host, "server.oauth.disconnected")).toEqual([
+      expect.objectContaining({
+        detail: JSON.stringify({ revocation: "refresh_only", accessValidUntil: validUntil }),
+      }),
+    ]);
+    expect(storedTokens(host.runtime, "remote")).toBeNull();
   });
 });

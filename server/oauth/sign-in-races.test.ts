@@ -103,7 +103,12 @@ async function tokenProxy(asOrigin: string) {
 
 const dir = () => mkdtempSync(path.join(tmpdir(), "gh-oauth-race-"));
 const remote = (url: string) => ({
-  remote: { url, enabled: true, allowPrivate: true, auth: { type: "oauth", scopes: ["read"] } },
+  remote: {
+    url,
+    enabled: true,
+    allowPrivate: true,
+    auth: { type: "oauth", allowPrivate: true, scopes: ["read"] },
+  },
 });
 
 function audit(h: SignInHost, action: string) {
@@ -115,15 +120,15 @@ function audit(h: SignInHost, action: string) {
 }
 
 /**
- * A world whose token endpoint is behind {@link tokenProxy}, with tokens of 30 s (under the
- * minute before expiry at which Gatehouse renews: every call renews), and olga signed in.
+ * A world whose token endpoint is behind {@link tokenProxy}, and olga signed in. A test makes
+ * the next call renew by having the server refuse the current token ({@link denyCurrent}).
  */
 async function signedInBehindProxy() {
   const asPort = await freePort();
   const proxy = await tokenProxy(`http://127.0.0.1:${asPort}`);
   const w = await startOAuthWorld({
     dir: dir(),
-    as: { port: asPort, tokenEndpointOverride: `${proxy.url}/token`, accessTokenTtlSeconds: 30 },
+    as: { port: asPort, tokenEndpointOverride: `${proxy.url}/token` },
   });
   world = w;
   const h = await startSignInHost(remote(w.url));
@@ -133,10 +138,16 @@ async function signedInBehindProxy() {
   return { proxy, world: w, host: h };
 }
 
+/** From now on the server refuses the current access token: the next call renews it on its 401. */
+function denyCurrent(w: OAuthWorld, h: SignInHost): void {
+  w.deny(storedTokens(h.runtime, "remote")?.access ?? "");
+}
+
 describe("a renewal answered after its sign-in ended", () => {
   it("after a Disconnect, its tokens are dropped: nothing comes back, and the reason stays the Disconnect's", async () => {
-    const { proxy, host } = await signedInBehindProxy();
+    const { proxy, host, world } = await signedInBehindProxy();
 
+    denyCurrent(world, host);
     proxy.hold();
     const call = callRemote(host);
     await proxy.arrival;
@@ -160,6 +171,7 @@ describe("a renewal answered after its sign-in ended", () => {
 
     // The next token request, a renewal, is held and then refused, as if its grant had been
     // revoked in between.
+    denyCurrent(world, host);
     proxy.hold();
     proxy.answerWith(400, JSON.stringify({ error: "invalid_grant", error_description: "grant revoked" }));
     const call = callRemote(host);
@@ -246,16 +258,16 @@ describe("an authorization server's error text", () => {
 });
 
 describe("the sign-in cookie", () => {
-  it("is HttpOnly and SameSite=Lax for the whole site; over https __Host- and Secure; a second Connect keeps it", async () => {
+  it("is HttpOnly and SameSite=Lax for the whole site; over https __Host- and Secure; a second Connect keeps the first beside its own", async () => {
     world = await startOAuthWorld({ dir: dir() });
     host = await startSignInHost(remote(world.url));
     const plain = await pressConnect(host, "remote");
     expect(plain.headers.get("set-cookie")).toMatch(
       /^gh_oauth=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=600$/,
     );
-    const first = host.binding;
+    const first = (host.binding ?? "").replace(/^gh_oauth=/, "");
     await pressConnect(host, "remote");
-    expect(host.binding).toBe(first);
+    expect(host.binding).toMatch(new RegExp(`^gh_oauth=[A-Za-z0-9_-]{43}\\.${first}$`));
 
     // Over https (behind a proxy that says so) the session cookie has its __Host- name too.
     host.binding = null;
@@ -265,5 +277,34 @@ describe("the sign-in cookie", () => {
     expect(secure.headers.get("set-cookie")).toMatch(
       /^__Host-gh_oauth=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=600; Secure$/,
     );
+  });
+
+  it("a sign-in never reuses a gh_oauth cookie the browser already has: every Connect mints a fresh binding", async () => {
+    world = await startOAuthWorld({ dir: dir() });
+    host = await startSignInHost(remote(world.url));
+    // A page on another port of the same host planted a binding it knows.
+    const planted = `gh_oauth=${"p".repeat(43)}`;
+    host.binding = planted;
+    const authorizationUrl = await connect(host, "remote");
+    expect(host.binding).not.toBe(planted);
+    expect(host.binding).toMatch(/^gh_oauth=[A-Za-z0-9_-]{43}/);
+    expect(host.binding?.startsWith(planted)).toBe(false);
+    const location = await world.as.signInHeadless(authorizationUrl);
+    // The planted value alone does not finish the sign-in; the browser's own cookie does.
+    expect((await arrive(host, location, planted)).outcome).toBe("wrong_user");
+    const second = await connect(host, "remote");
+    const back = await arrive(host, await world.as.signInHeadless(second));
+    expect(back.outcome).toBe("connected");
+  });
+
+  it("two sign-ins started side by side in one browser both come back to it", async () => {
+    world = await startOAuthWorld({ dir: dir() });
+    host = await startSignInHost(remote(world.url));
+    const firstUrl = await connect(host, "remote");
+    const secondUrl = await connect(host, "remote");
+    const first = await world.as.signInHeadless(firstUrl);
+    const second = await world.as.signInHeadless(secondUrl);
+    expect((await arrive(host, second)).outcome).toBe("connected");
+    expect((await arrive(host, first)).outcome).toBe("connected");
   });
 });

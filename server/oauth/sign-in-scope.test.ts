@@ -10,6 +10,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { refusedAddressKind } from "@/server/net/address-policy";
 import { OAuthStore } from "@/server/oauth/store";
 import { serverOauth } from "@/server/store/schema";
 import {
@@ -26,6 +27,9 @@ import {
   waitForState,
 } from "@/test/support/oauth";
 import { request, startTestRuntime } from "@/test/support/runtime";
+
+/** 127.0.0.1 plays a public host; every other address is judged by the real policy. */
+const LOOPBACK_PUBLIC = (ip: string) => (ip === "127.0.0.1" ? null : refusedAddressKind(ip));
 
 let world: OAuthWorld | null = null;
 let host: SignInHost | null = null;
@@ -74,7 +78,7 @@ describe("scope", () => {
           url: world.url,
           enabled: true,
           allowPrivate: true,
-          auth: { type: "oauth", scopes: ["read"] },
+          auth: { type: "oauth", allowPrivate: true, scopes: ["read"] },
         },
       },
       // write_note is not read-only: a rule lets it run without review, so its outcome is seen here.
@@ -130,7 +134,9 @@ describe("a server that asks for a sign-in only by its 401", () => {
   it("waits in needs_auth from its challenge, signs in from the challenge's metadata, and keeps the grant across a restart", async () => {
     const world = await startWorld();
     const entry = { remote: { url: world.url, enabled: true, allowPrivate: true } };
-    host = await startSignInHost(entry);
+    // Without an "auth" key there is no auth.allowPrivate: the authorization server, on another
+    // loopback port than the server's own URL, plays a public host.
+    host = await startSignInHost(entry, { refuseAddress: LOOPBACK_PUBLIC });
     await waitForState(host, "remote", "needs_auth");
     const waiting = await viewOf(host, "remote");
     expect(waiting.auth).toMatchObject({ kind: "oauth", source: "challenge", connected: false });
@@ -159,7 +165,7 @@ describe("a server that asks for a sign-in only by its 401", () => {
     const first = host;
     const dir = first.rt.dir;
     await first.rt.stop({ keepDir: true });
-    const rt = await startTestRuntime({ dir, servers: entry });
+    const rt = await startTestRuntime({ dir, servers: entry, refuseAddress: LOOPBACK_PUBLIC });
     host = { rt, runtime: rt.runtime, cookie: first.cookie, binding: null };
     await waitForState(host, "remote", "ready");
     expect((await callRemote(host)).call.status).toBe("succeeded");
@@ -196,13 +202,15 @@ describe("a configured client", () => {
             scopes: ["read", "write"],
             clientId,
             clientSecret: "${REMOTE_CLIENT_SECRET}",
+            issuer: world.as.issuer,
+            allowPrivate: true,
           },
         },
       },
       { env: { REMOTE_CLIENT_SECRET: clientSecret } },
     );
     // The SDK warns (on the console, outside Gatehouse's log) of a stored client with no issuer
-    // stamp: a configured client is stamped with the issuer discovery found.
+    // stamp: a configured client is stamped with its configured issuer.
     const warned: string[] = [];
     const warn = vi.spyOn(console, "warn").mockImplementation((...args: unknown[]) => {
       warned.push(args.map(String).join(" "));
@@ -212,12 +220,14 @@ describe("a configured client", () => {
     expect((await arrive(host, await world.as.signInHeadless(authorizationUrl))).outcome).toBe("connected");
     await waitForState(host, "remote", "ready");
     expect((await callRemote(host)).call.status).toBe("succeeded");
+    // The server refuses the token from now on: the call renews it, as the configured client.
+    world.deny(storedTokens(host.runtime, "remote")?.access ?? "");
+    expect((await callRemote(host)).call.status).toBe("succeeded");
     warn.mockRestore();
     expect(warned.filter((w) => w.includes("issuer"))).toEqual([]);
 
     expect(world.as.log.filter((e) => e.kind === "registration")).toEqual([]);
-    // The code, then renewals (tokens live 30 s, under the minute before expiry at which Gatehouse
-    // renews: every use renews), all authenticated as the configured client.
+    // The code, then the renewal, all authenticated as the configured client.
     const [code, ...renewals] = world.as.log.filter((e) => e.kind === "token");
     expect(code).toMatchObject({ grantType: "authorization_code", clientId, ok: true });
     expect(renewals.length).toBeGreaterThan(0);
@@ -241,7 +251,12 @@ describe("a grant belongs to its URL", () => {
   it("after the server's URL changed the old tokens are not sent: needs_auth, saying why", async () => {
     const world = await startWorld();
     host = await startSignInHost({
-      remote: { url: world.url, enabled: true, allowPrivate: true, auth: { type: "oauth" } },
+      remote: {
+        url: world.url,
+        enabled: true,
+        allowPrivate: true,
+        auth: { type: "oauth", allowPrivate: true },
+      },
     });
     expect(await signIn(host, world, "remote")).toBe("connected");
     await waitForState(host, "remote", "ready");
@@ -257,7 +272,14 @@ describe("a grant belongs to its URL", () => {
     const moved = `${world.url}?tenant=2`;
     const rt = await startTestRuntime({
       dir,
-      servers: { remote: { url: moved, enabled: true, allowPrivate: true, auth: { type: "oauth" } } },
+      servers: {
+        remote: {
+          url: moved,
+          enabled: true,
+          allowPrivate: true,
+          auth: { type: "oauth", allowPrivate: true },
+        },
+      },
     });
     host = { rt, runtime: rt.runtime, cookie: first.cookie, binding: null };
     await waitForState(host, "remote", "needs_auth");

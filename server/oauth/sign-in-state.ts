@@ -1,0 +1,220 @@
+import "server-only";
+import type { OAuthClientInformationMixed } from "@modelcontextprotocol/client";
+import { GatehouseError } from "@/lib/errors";
+import type { ServerConfig } from "../config";
+import { forgetSecrets, type Logger, registerSecrets } from "../log";
+import type { AuthChallenge } from "../mcp/sign-in";
+import { type SecretBox, SecretBoxError } from "../secrets";
+import { writeAudit } from "../store/audit";
+import type { Db } from "../store/db";
+import { type AddressPolicy, OAuthFetch } from "./fetch";
+import { FlowProvider, type FlowState, sameIssuer } from "./provider";
+import { type Grant, type GrantSecrets, OAuthStore } from "./store";
+import { secretValues } from "./text";
+
+/**
+ * What the sign-in modules share about every OAuth server: its config, its guarded fetch, the
+ * challenges its 401 and 403 answers carried, the grant (opened once and cached, its secrets
+ * registered with the log's redaction), why it waits for a sign-in, and the few rules every step
+ * applies the same way (which client to authenticate as, how a grant the authorization server no
+ * longer honours is put aside). The steps themselves (starting a sign-in, its callback, renewal,
+ * Disconnect) live in their own modules and read and write through this.
+ */
+
+/** How long a started sign-in waits for the browser to come back. */
+export const SIGN_IN_TTL_MS = 10 * 60 * 1000;
+/** An access token this close to its expiry is renewed before it is sent. */
+export const REFRESH_MARGIN_MS = 60 * 1000;
+/** The path the authorization server sends the browser back to. */
+export const CALLBACK_PATH = "/oauth/callback";
+/** Where Gatehouse serves its client ID metadata document (when its public origin is https). */
+export const CLIENT_METADATA_PATH = "/oauth/client-metadata.json";
+
+export interface SignInsDeps {
+  db: Db;
+  secrets: SecretBox;
+  servers: readonly ServerConfig[];
+  /** `GATEHOUSE_PUBLIC_ORIGIN`: the callback's origin; otherwise the origin Connect was pressed on. */
+  publicOrigin: string | undefined;
+  log: Logger;
+  /** A grant was stored or forgotten: the server is to be dialled again. */
+  onGrantChanged(server: string): void;
+  /** Tests pass an address policy under which one loopback address counts as public. */
+  refuse?: AddressPolicy;
+  clock?: () => number;
+  /** Default {@link REFRESH_MARGIN_MS}. */
+  refreshMarginMs?: number;
+}
+
+export class SignInState {
+  readonly store: OAuthStore;
+  private readonly byName: Map<string, ServerConfig>;
+  private readonly fetches = new Map<string, OAuthFetch>();
+  /** Servers whose 401 named their resource metadata, with that challenge. */
+  readonly challenges = new Map<string, AuthChallenge>();
+  /** Servers whose 403 asked for scope the grant lacks, with that challenge. */
+  readonly stepUps = new Map<string, AuthChallenge>();
+  /** Why a server without a grant waits (after a Disconnect, say); in memory only. */
+  readonly notes = new Map<string, string>();
+  /** Opened grants, so a request does not open the sealed row each time. */
+  readonly cache = new Map<string, Grant | null>();
+  /** The secrets registered with the log's redaction per server, newest generation last. */
+  private readonly registered = new Map<string, string[][]>();
+
+  constructor(readonly deps: SignInsDeps) {
+    this.store = new OAuthStore(deps.db, deps.secrets);
+    this.byName = new Map(deps.servers.map((s) => [s.name, s]));
+  }
+
+  now(): number {
+    return (this.deps.clock ?? Date.now)();
+  }
+
+  /** The configured server `server`, or undefined. */
+  find(server: string): ServerConfig | undefined {
+    return this.byName.get(server);
+  }
+
+  config(server: string): ServerConfig {
+    const c = this.byName.get(server);
+    if (!c) throw new GatehouseError("not_found", `no server named "${server}" is configured`);
+    return c;
+  }
+
+  fetchFor(c: ServerConfig) {
+    let f = this.fetches.get(c.name);
+    if (!f) {
+      f = new OAuthFetch(c, this.deps.refuse);
+      this.fetches.set(c.name, f);
+    }
+    return f.fetch;
+  }
+
+  /** The grant of `server`, opened (cached); null when none, or when it cannot be opened (said once in the log). */
+  grant(server: string): Grant | null {
+    if (this.cache.has(server)) return this.cache.get(server) ?? null;
+    let grant: Grant | null = null;
+    try {
+      grant = this.store.grant(server);
+    } catch (err) {
+      if (!(err instanceof SecretBoxError)) throw err;
+      this.notes.set(
+        server,
+        `the stored sign-in cannot be opened (${err.message}): an owner must sign in again`,
+      );
+      this.deps.log.warn(`server ${server}: ${err.message}; its sign-in is treated as absent`);
+    }
+    if (grant) this.remember(server, grant.secrets);
+    this.cache.set(server, grant);
+    return grant;
+  }
+
+  save(grant: Grant): void {
+    this.store.saveGrant(grant);
+    this.remember(grant.server, grant.secrets);
+    this.cache.set(grant.server, grant);
+  }
+
+  /**
+   * Registers a grant's secrets with the log's redaction, and forgets those of generations older
+   * than the one before (an access token is renewed every hour or so: registered for good, they
+   * would grow the redaction without end). The previous generation stays hidden: its access token
+   * may still be valid, and in flight.
+   */
+  private remember(server: string, secrets: GrantSecrets): void {
+    const values = secretValues(secrets);
+    registerSecrets(values);
+    const generations = [...(this.registered.get(server) ?? []), values].slice(-2);
+    const kept = new Set(generations.flat());
+    const older = (this.registered.get(server) ?? []).flat().filter((v) => !kept.has(v));
+    if (older.length > 0) forgetSecrets(older);
+    this.registered.set(server, generations);
+  }
+
+  /** Whether `c` signs in with OAuth: configured so, asked for by its 401, or signed in before. */
+  isOAuth(c: ServerConfig): boolean {
+    if (c.transport === "stdio") return false;
+    return c.auth?.type === "oauth" || this.challenges.has(c.name) || this.grant(c.name) !== null;
+  }
+
+  waitingReason(c: ServerConfig): string {
+    return this.challenges.has(c.name) && c.auth?.type !== "oauth"
+      ? "the server asks for an OAuth sign-in (HTTP 401 naming its resource metadata): an owner can press Connect"
+      : "nobody has signed in to this server yet: an owner can press Connect";
+  }
+
+  /** Why `c` waits for a sign-in now: the grant's problem, a note (a Disconnect), or nobody signed in. */
+  waiting(c: ServerConfig): string {
+    return this.grant(c.name)?.problem ?? this.notes.get(c.name) ?? this.waitingReason(c);
+  }
+
+  /**
+   * Forgets the tokens of `grant`, which the authorization server no longer honours, keeping its
+   * client registration unless `dropClient`, and records `reason` (audited); returns it, for the
+   * error thrown. Nothing is written when `grant` is no longer the server's current one.
+   */
+  refuseGrant(c: ServerConfig, grant: Grant, reason: string, dropClient = false): string {
+    if (this.grant(c.name) !== grant) return this.waiting(c);
+    const { tokens: _, client, ...rest } = grant.secrets;
+    const secrets = dropClient || !client ? rest : { ...rest, client };
+    this.deps.db.transaction(() => {
+      this.save({ ...grant, secrets, accessExpiresAt: null, problem: reason });
+      writeAudit(this.deps.db, {
+        actor: "gatehouse",
+        action: "server.oauth.expired",
+        subject: c.name,
+        detail: reason,
+      });
+    });
+    this.deps.log.warn(`server ${c.name}: ${reason}`);
+    return reason;
+  }
+
+  /**
+   * Why the configured client of `c` may not be used with the authorization server `secrets`
+   * were obtained from (it is not the configured issuer); null when it may, or when `c` has no
+   * configured client.
+   */
+  foreignIssuer(c: ServerConfig, secrets: GrantSecrets): string | null {
+    const configured = c.auth?.clientId ? c.auth.issuer : null;
+    if (!configured) return null;
+    const found =
+      secrets.discovery?.authorizationServerMetadata?.issuer ??
+      secrets.discovery?.authorizationServerUrl ??
+      null;
+    if (sameIssuer(found, configured)) return null;
+    return `the sign-in's authorization server ${found ?? "(unknown)"} is not ${configured}, the configured client's issuer (auth.issuer), and the client's credentials go to no other`;
+  }
+
+  /** The client to authenticate as: the configured one, else the one registered and kept. */
+  clientOf(c: ServerConfig, secrets: GrantSecrets): OAuthClientInformationMixed | null {
+    const auth = c.auth;
+    if (auth?.clientId) {
+      return { client_id: auth.clientId, ...(auth.clientSecret ? { client_secret: auth.clientSecret } : {}) };
+    }
+    if (!secrets.client) return null;
+    const { redirectUri: _, issuer: __, ...client } = secrets.client;
+    return client;
+  }
+
+  /** The SDK's client provider over one run's `flow`, with `c`'s client identity. */
+  provider(c: ServerConfig, flow: FlowState, redirectUri: string, scope: string | null): FlowProvider {
+    const origin = this.deps.publicOrigin?.replace(/\/$/, "");
+    const auth = c.auth;
+    return new FlowProvider(flow, {
+      redirectUri,
+      clientMetadataUrl: origin?.startsWith("https://") ? `${origin}${CLIENT_METADATA_PATH}` : null,
+      configured:
+        auth?.clientId && auth.issuer
+          ? { clientId: auth.clientId, clientSecret: auth.clientSecret, issuer: auth.issuer }
+          : null,
+      scope,
+      ...(this.deps.clock ? { clock: this.deps.clock } : {}),
+    });
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.fetches.values()].map((f) => f.close()));
+    this.fetches.clear();
+  }
+}
