@@ -30,8 +30,11 @@ export function renewalDue(
 
 /**
  * The bearer tokens a supervisor dials a signed-in server with: the access token, renewed with
- * the refresh token before it expires and once on a 401, one renewal per grant at a time; a grant
- * the authorization server refuses to renew is put aside (the server then waits for a sign-in).
+ * the refresh token before it expires and once on a 401, one renewal per grant at a time. A
+ * renewal the authorization server refuses (`invalid_grant`, `invalid_client`,
+ * `unauthorized_client`) forgets the tokens, keeps the reason on the grant and puts the server in
+ * `needs_auth`; one with no usable answer (unreached, a 5xx, a refused address) is an ordinary
+ * failure, retried with the supervisor's backoff.
  */
 export class Renewals {
   /** The renewal under way per server, and the grant it renews: requests of that grant share it. */
