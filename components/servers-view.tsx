@@ -1,9 +1,11 @@
 "use client";
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { ServerCap } from "@/components/server-cap";
 import { ServerInspector } from "@/components/server-inspector";
 import { ServerSignIn, SignInBanner, signInShowsLastError } from "@/components/server-sign-in";
 import { ServerStateBadge } from "@/components/server-state-badge";
+import { ServerSwitch } from "@/components/server-switch";
 import { Button, EmptyState, ErrorAlert, Loading, PageHeader } from "@/components/ui";
 import { useNow } from "@/components/use-now";
 import type { ServerEntryView, ServerHistoryEntry, ServerView } from "@/lib/api-types";
@@ -127,6 +129,8 @@ function ServerCard({ server }: { server: ServerView }) {
       </dl>
 
       {!server.enabled ? <DarkNote name={server.name} entry={server.entry} /> : null}
+      <ServerSwitch server={server} onUpdated={applyUpdate} />
+      <ServerCap name={server.name} cap={server.cap} line={server.entry?.line ?? null} />
 
       <ServerSignIn server={server} now={now} onUpdated={applyUpdate} />
 

@@ -16,6 +16,8 @@ import { type Instance, startInstance } from "./support/instance";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const demoServer = path.join(root, "demo", "server.mjs");
+const manyTools = path.join(root, "test", "fixtures", "servers", "many-tools.mjs");
+const LONG = "browser_take_a_screenshot_of_the_whole_page_";
 const owner = { name: "dora", password: "dora-owner-pass-1" };
 
 const config = {
@@ -38,10 +40,29 @@ const config = {
       env: { DEMO_STATE_FILE: "{dir}/tasks-state.json" },
       enabled: false,
     },
+    // 32 tools against a cap of 4: 28 over it, more than the card shows unfolded.
+    crowd: {
+      command: process.execPath,
+      args: [manyTools],
+      // Names long enough to wrap on the card.
+      env: { TOOL_COUNT: "30", TOOL_PREFIX: LONG },
+      maxTools: 4,
+      enabled: true,
+    },
   },
   approvals: { expireAfterSeconds: 900, waitSeconds: 60, selfApproval: false },
   catalogue: { descriptionMaxChars: 1024, refreshSeconds: 300 },
 };
+
+/** test-results/screenshots…/<name>.png, beside what `snap` writes. */
+const shotPath = (name: string) =>
+  path.join(
+    "test-results",
+    process.env.NEXT_DIST_DIR
+      ? `screenshots-${process.env.NEXT_DIST_DIR.replace(/[^A-Za-z0-9_-]/g, "_")}`
+      : "screenshots",
+    `${name}.png`,
+  );
 
 test.describe
   .serial("dark servers from a pasted config", () => {
@@ -107,6 +128,45 @@ test.describe
         await expect(card.getByRole("button", { name: "Reconnect" })).toBeDisabled();
       }
       await snap(page, "dark-servers");
+    });
+
+    test("an owner switches a pasted server on from its card, sees it connect, and switches it off", async () => {
+      const files = page.getByTestId("server-files");
+      // The file's "enabled": false wins: no switch on that card.
+      await expect(page.getByTestId("server-tasks").getByRole("button", { name: "Switch on" })).toHaveCount(
+        0,
+      );
+      await expect(files).toContainText('An "enabled" key in gatehouse.json wins over this switch');
+      await files.getByRole("button", { name: "Switch on" }).click();
+      await expect(files).toContainText("ready");
+      await expect(files).toContainText(`Switched on here by ${owner.name}`);
+      await expect(files.getByRole("button", { name: "Reconnect" })).toBeEnabled();
+      await files.screenshot({ path: shotPath("dark-servers-switched-on-card") });
+      await snap(page, "dark-servers-switched-on");
+
+      await files.getByRole("button", { name: "Switch off" }).click();
+      await expect(files).toContainText("dark");
+      await expect(files).toContainText(
+        'Not switched on: add "enabled": true to this entry in gatehouse.json.',
+      );
+      await expect(files.getByRole("button", { name: "Switch on" })).toBeVisible();
+    });
+
+    test("a server's card names the tools over its cap and where to raise maxTools", async () => {
+      const crowd = page.getByTestId("server-crowd");
+      await expect(crowd).toContainText("ready");
+      const cap = crowd.getByTestId("server-cap");
+      await expect(cap).toContainText("28 tools over the cap of 4");
+      await expect(cap).toContainText('"maxTools" (now 4)');
+      // In name order: the first four have rows, the rest wait, long names wrapping in their place.
+      await expect(cap.getByRole("listitem").filter({ hasText: `${LONG}tool_003` })).toBeVisible();
+      await expect(cap).toContainText("and 16 more");
+      await expect(cap).toContainText(`${configFile} line ${lineOf("crowd")}: "crowd": {`);
+      await cap.getByText("and 16 more").click();
+      await expect(cap.getByRole("listitem").filter({ hasText: `${LONG}tool_029` })).toBeVisible();
+      await expect(cap.getByRole("listitem").filter({ hasText: /^has space$/ })).toBeVisible();
+      await crowd.screenshot({ path: shotPath("dark-servers-over-cap-card") });
+      await snap(page, "dark-servers-over-cap");
     });
 
     test("a server's history marks where Gatehouse started", async () => {

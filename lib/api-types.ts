@@ -90,6 +90,8 @@ export const GrantRequest = z
 export type GrantRequest = z.infer<typeof GrantRequest>;
 /** `POST /api/calls/:id/approve`: an empty body approves; `grant` also allows what follows. */
 export const ApproveBody = z.object({ grant: GrantRequest.optional() }).strict();
+/** `POST /api/servers/:name/switch`: an owner's "Switch on" (`true`) or "Switch off" (`false`). */
+export const SwitchServerBody = z.object({ on: z.boolean() }).strict();
 export const DenyBody = z.object({ reason: z.string().trim().min(1, "Give a reason.").max(2000) });
 export const WaitQuery = z.object({ wait: z.coerce.number().min(0).max(120).optional() });
 
@@ -167,6 +169,34 @@ export interface ServerView {
    * `enabled` (why a dark server is dark); null when the config came from no file.
    */
   entry: ServerEntryView | null;
+  /** Its `maxTools`, the tools it lists beyond it, and where to raise it. */
+  cap: ServerCapView;
+  /**
+   * Switching it on from the Servers page, for an entry with no `enabled` key; null when the
+   * entry says `"enabled"` (the file decides) or the config came from no file.
+   */
+  switch: ServerSwitchView | null;
+}
+
+/** A server's tool cap as the Servers page shows it. */
+export interface ServerCapView {
+  maxTools: number;
+  /** Tools it listed beyond `maxTools` at the last refresh (no row, not offered), in name order. */
+  overCapTools: string[];
+  /** `<config file> line <n>` of its entry, where `maxTools` is raised; null without a file. */
+  entryAt: string | null;
+  /** What to do to offer an over-cap tool: the sentence agents calling one are told too. */
+  hint: string;
+  /** Set when more of its tools are enabled than `maxTools` allows (the cap was lowered). */
+  warning: string | null;
+}
+
+/** An owner's switch for a server whose entry has no `enabled` key. */
+export interface ServerSwitchView {
+  /** Who switched it on from the page, and when; null while it is dark. */
+  switchedOn: { by: string; at: string } | null;
+  /** Why it cannot be switched on (an unset `${VAR}`, by path); null when it can, or is on. */
+  refusal: string | null;
 }
 
 /** One state change of a server. */

@@ -117,6 +117,12 @@ export const endpoints = {
     /** `POST /api/servers/:name/reconnect`: answers 202 with the server as it is now. */
     reconnect: (name: string) =>
       api<{ server: ServerView }>(`/api/servers/${seg(name)}/reconnect`, { method: "POST" }),
+    /** `POST /api/servers/:name/switch`: switches a server without `enabled` in its entry on or off. */
+    switch: (name: string, on: boolean) =>
+      api<{ server: ServerView }>(`/api/servers/${seg(name)}/switch`, {
+        method: "POST",
+        json: { on },
+      }),
     resources: (name: string, init?: ReadInit) =>
       api<{ supported: boolean; resources: ResourceView[] }>(`/api/servers/${seg(name)}/resources`, init),
     readResource: (name: string, uri: string, init?: ReadInit) =>
@@ -134,13 +140,15 @@ export const endpoints = {
       api<{ authorizationUrl: string }>(`/api/servers/${seg(name)}/oauth`, { method: "POST" }),
     /**
      * `DELETE /api/servers/:name/oauth`: forgets the grant, revoking its tokens where the
-     * authorization server offers revocation (`revocation` says how that went).
+     * authorization server offers revocation (`revocation` says how that went;
+     * `accessExpiresAt`, until when an access token not revoked stays valid there).
      */
     disconnect: (name: string) =>
-      api<{ server: ServerView; revocation: "revoked" | "not_offered" | "failed" }>(
-        `/api/servers/${seg(name)}/oauth`,
-        { method: "DELETE" },
-      ),
+      api<{
+        server: ServerView;
+        revocation: "revoked" | "refresh_only" | "not_offered" | "failed";
+        accessExpiresAt: string | null;
+      }>(`/api/servers/${seg(name)}/oauth`, { method: "DELETE" }),
   },
 
   catalogue: {

@@ -14,7 +14,9 @@ import { createNotifier, type Notifier, notificationSecrets } from "./notify/not
 import { type AddressPolicy, OAuthSignIns } from "./oauth";
 import { RuleSet, rulesMatchingNoTool } from "./rules";
 import { loadSecretKey, SecretBox, type SecretKey } from "./secrets";
+import { capWarnings } from "./servers/cap";
 import { StoredServerHistory } from "./servers/history";
+import { applyServerSwitches } from "./servers/switch";
 import { type Db, openDb } from "./store/db";
 import { lockStore, type StoreLock } from "./store/lock";
 import { tools } from "./store/schema";
@@ -109,6 +111,9 @@ function wireRuntime(opts: RuntimeOptions, lock: StoreLock): Runtime {
   // Before the store opens: a refused key file stops the start with nothing opened.
   const secrets = new SecretBox(opts.secretKey ?? loadSecretKey({ env: {}, dbFile: opts.dbFile }));
   const db = openDb(opts.dbFile);
+  // Before anything reads `enabled`: the servers owners switched on from the Servers page.
+  for (const warning of applyServerSwitches(db, config.servers)) log.warn(warning);
+  for (const warning of capWarnings(db, config.servers)) log.warn(warning);
   const bus = new EventBus();
   registerSecrets(notificationSecrets(config.notifications));
   const notifier = createNotifier({
@@ -181,7 +186,7 @@ function wireRuntime(opts: RuntimeOptions, lock: StoreLock): Runtime {
     approvals: config.approvals,
     rules,
     argumentBytesFor: (server) => argumentBytes.get(server),
-    callTool: (server, tool, args, onProgress) => manager.callTool(server, tool, args, { onProgress }),
+    callTool: (server, tool, args, opts) => manager.callTool(server, tool, args, opts),
     notify: (txDb, event, call) => notifier.notify(txDb, event, call),
   });
 

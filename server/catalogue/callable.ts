@@ -1,7 +1,9 @@
 import "server-only";
+import { and, eq } from "drizzle-orm";
 import type { ToolAvailability } from "@/lib/api-types";
 import type { ErrorCode } from "@/lib/errors";
-import type { tools } from "../store/schema";
+import type { Db } from "../store/db";
+import { overCapTools, type tools } from "../store/schema";
 
 type ToolRow = typeof tools.$inferSelect;
 
@@ -28,10 +30,22 @@ export function availabilityOf(row: ToolRow): ToolAvailability {
  * and is still listed, usable and unchanged since it was enabled. A call's request, its
  * approval and the agent's tool list all ask here, so they can never disagree.
  *
- * `name` is what the caller asked for, used when there is no row.
+ * `name` is what the caller asked for, used when there is no row. With `db`, a name without a
+ * row that its server lists over `maxTools` is `tool_over_cap` (with where to raise the cap)
+ * rather than `tool_not_found`. A row `allowTools` leaves out is `tool_excluded`, whatever its
+ * status: the config, not the server, keeps it from agents.
  */
-export function callProblem(row: ToolRow | null, name: string): CallProblem | null {
-  if (!row) return { code: "tool_not_found", message: `no tool named "${name}"` };
+export function callProblem(row: ToolRow | null, name: string, db?: Db): CallProblem | null {
+  if (!row)
+    return (db && overCapProblem(db, name)) ?? { code: "tool_not_found", message: `no tool named "${name}"` };
+  if (!row.present && row.excluded) {
+    return {
+      code: "tool_excluded",
+      message:
+        `${row.localName} is left out by its server's "allowTools" (mcpServers.${row.server}.allowTools in ` +
+        `gatehouse.json), though the server may list it; an owner can add it there to offer it`,
+    };
+  }
   if (row.status !== "enabled")
     return { code: "tool_not_enabled", message: `${row.localName} is not enabled` };
   switch (availabilityOf(row)) {
@@ -47,4 +61,33 @@ export function callProblem(row: ToolRow | null, name: string): CallProblem | nu
     case "ok":
       return null;
   }
+}
+
+/**
+ * `tool_over_cap` when `name` (`<server>_<tool>`) is a tool its server lists beyond its `maxTools`:
+ * it has no catalogue row, so agents are told where the cap is set, not that no such tool exists.
+ */
+export function overCapProblem(db: Db, name: string): CallProblem | null {
+  // Server names never hold "_" (see SERVER_NAME_PATTERN): the first one ends the server's name.
+  const cut = name.indexOf("_");
+  if (cut <= 0) return null;
+  const server = name.slice(0, cut);
+  const over = db
+    .select({ maxTools: overCapTools.maxTools, entryAt: overCapTools.entryAt })
+    .from(overCapTools)
+    .where(and(eq(overCapTools.server, server), eq(overCapTools.remoteName, name.slice(cut + 1))))
+    .get();
+  if (!over) return null;
+  return {
+    code: "tool_over_cap",
+    message: `${name} is listed by its server but over its cap: ${capHint(server, over)}`,
+  };
+}
+
+/** Where and how to raise a server's cap, as owners and agents are told it. */
+export function capHint(server: string, cap: { maxTools: number; entryAt: string | null }): string {
+  const where = cap.entryAt
+    ? `in ${cap.entryAt} ("${server}" entry)`
+    : `in the "${server}" entry of gatehouse.json`;
+  return `"maxTools" is ${cap.maxTools}; raise "maxTools" ${where} and restart Gatehouse, then enable the tool`;
 }

@@ -81,16 +81,16 @@ describe("trimTools (stable trimming)", () => {
     }
   });
 
-  it("the cap holds: rows after trimming never exceed maxTools unless they already did, and free slots are filled", () => {
+  it("the cap holds: listed rows after trimming never exceed maxTools unless they already did, and free slots are filled", () => {
     for (const seed of SEEDS) {
       const input = randomCase(seed);
       const r = trimTools(input);
-      const rows = input.existing.size + r.admitted.length;
-      expect(rows, `seed ${seed}`).toBeLessThanOrEqual(Math.max(input.maxTools, input.existing.size));
-      if (input.existing.size >= input.maxTools) expect(r.admitted, `seed ${seed}`).toEqual([]);
+      // Only rows the server lists hold a slot: a gone (or excluded) row never keeps a listed tool out.
+      const rows = r.kept.length + r.admitted.length;
+      expect(rows, `seed ${seed}`).toBeLessThanOrEqual(Math.max(input.maxTools, r.kept.length));
+      if (r.kept.length >= input.maxTools) expect(r.admitted, `seed ${seed}`).toEqual([]);
       // Nothing is refused while there is room.
-      if (r.overCap.length > 0)
-        expect(rows, `seed ${seed}`).toBe(Math.max(input.maxTools, input.existing.size));
+      if (r.overCap.length > 0) expect(rows, `seed ${seed}`).toBe(Math.max(input.maxTools, r.kept.length));
     }
   });
 
@@ -210,14 +210,14 @@ describe("syncServerTools (discovery → rows)", () => {
     expect(listEnabledTools(d).map((t) => t.name)).toEqual(["srv_a"]);
   });
 
-  it("a gone tool still holds its slot: a newcomer cannot take it", () => {
+  it("a gone tool holds no slot: a newcomer the server lists takes it", () => {
     const d = memoryDb();
     const srv = serverConfig("srv", { maxTools: 1 });
     syncServerTools(d, srv, [tool("m")], OPTS);
     const summary = syncServerTools(d, srv, [tool("a")], OPTS);
     expect(summary.gone).toEqual(["srv_m"]);
-    expect(summary.overCap).toEqual(["a"]);
-    expect(rows(d, "srv").map((r) => r.remoteName)).toEqual(["m"]);
+    expect(summary.overCap).toEqual([]);
+    expect(rows(d, "srv").map((r) => r.remoteName)).toEqual(["a", "m"]);
   });
 
   it("enabling pins the tool to its current definition", () => {

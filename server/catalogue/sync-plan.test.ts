@@ -38,6 +38,7 @@ function rowOf(t: Tool, over: Partial<ToolRow> = {}): ToolRow {
     description: def.description,
     readOnly: false,
     unusableReason: null,
+    excluded: false,
     firstSeenAt: "2026-01-01T00:00:00.000Z",
     updatedAt: "2026-01-01T00:00:00.000Z",
     ...over,
@@ -78,7 +79,7 @@ describe("planRefresh: stable trimming", () => {
     expect(p.summary.overCap).toEqual(["d"]);
   });
 
-  it("tools with a row keep their place over the cap, gone rows included; newcomers wait", () => {
+  it("listed tools with a row keep their place over the cap, returning ones included; newcomers wait", () => {
     const p = plan({
       maxTools: 2,
       rows: [rowOf(tool("y")), rowOf(tool("z"), { present: false })],
@@ -87,6 +88,21 @@ describe("planRefresh: stable trimming", () => {
     expect(p.insert).toEqual([]);
     expect(p.summary.returned).toEqual(["srv_z"]);
     expect(p.summary.overCap).toEqual(["a"]);
+  });
+
+  it("a row that is gone or excluded holds no slot; its exclusion is recorded on the row", () => {
+    const p = plan({
+      maxTools: 2,
+      allowTools: ["a", "b", "y"],
+      rows: [rowOf(tool("y")), rowOf(tool("x")), rowOf(tool("z"), { present: false })],
+      listed: [tool("a"), tool("b"), tool("x"), tool("y")],
+    });
+    expect(p.summary.added).toEqual(["srv_a"]);
+    expect(p.summary.overCap).toEqual(["b"]);
+    expect(p.exclusion).toEqual([
+      { localName: "srv_x", excluded: true },
+      { localName: "srv_z", excluded: true },
+    ]);
   });
 
   it("a tool newly over the cap gets a feed entry; one already over it does not", () => {
@@ -121,6 +137,7 @@ describe("planRefresh: known tools", () => {
           description: "now deletes",
           readOnly: false,
           unusableReason: null,
+          excluded: false,
         },
       },
     ]);
@@ -199,6 +216,7 @@ describe("planRefresh: known tools", () => {
       "definition",
       "definitionHash",
       "description",
+      "excluded",
       "present",
       "readOnly",
       "unusableReason",
@@ -327,7 +345,8 @@ describe("planRefresh: what is stored and recorded", () => {
 
   it("feed entries are ordered by kind, a changed definition last, names within a kind Z to A", () => {
     const p = plan({
-      maxTools: 5,
+      // The gone row g holds no slot: m and three newcomers fill the four.
+      maxTools: 4,
       rows: [rowOf(tool("m")), rowOf(tool("g"))],
       listed: [tool("m", { description: "new" }), tool("b"), tool("a"), tool("c"), tool("d"), tool("e")],
     });

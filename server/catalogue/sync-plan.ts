@@ -54,6 +54,8 @@ export interface ListedColumns {
   description: string;
   readOnly: boolean;
   unusableReason: string | null;
+  /** A listed row is never excluded: `allowTools` let it through. */
+  excluded: false;
 }
 
 /** A row to insert: discovery only ever proposes. */
@@ -145,6 +147,11 @@ export interface RefreshPlan {
   insert: NewToolRow[];
   /** Rows listed again or with a new definition; listed rows that did not change are absent. */
   update: RowUpdate[];
+  /**
+   * Unlisted rows whose `excluded` flag changes: true when `allowTools` leaves the tool out (a
+   * call is then refused as excluded), false when it is merely gone.
+   */
+  exclusion: { localName: string; excluded: boolean }[];
   // The rows to mark absent are `summary.gone`; the server's over-cap list becomes `summary.overCap`.
   /** Change-feed entries in the order they are to be written (see {@link FEED_ORDER}). */
   feed: PlannedChange[];
@@ -246,7 +253,7 @@ export function planRefresh(input: RefreshInput): RefreshPlan {
     excluded: [],
     vouchDropped: [],
   };
-  const plan: RefreshPlan = { summary, insert: [], update: [], feed: [], audit: [] };
+  const plan: RefreshPlan = { summary, insert: [], update: [], exclusion: [], feed: [], audit: [] };
   const feed: PlannedChange[] = [];
 
   for (const name of [...trim.kept, ...trim.admitted]) {
@@ -264,6 +271,7 @@ export function planRefresh(input: RefreshInput): RefreshPlan {
       description: def.description,
       readOnly: isReadOnly(def),
       unusableReason: localNameProblem(server.name, name),
+      excluded: false,
     };
     const row = existing.get(name);
     if (!row) {
@@ -344,7 +352,10 @@ export function planRefresh(input: RefreshInput): RefreshPlan {
   }
 
   for (const row of rows) {
-    if (!row.present || byName.has(row.remoteName)) continue;
+    if (byName.has(row.remoteName)) continue;
+    const excluded = allow !== null && !allow.has(row.remoteName);
+    if (row.excluded !== excluded) plan.exclusion.push({ localName: row.localName, excluded });
+    if (!row.present) continue;
     summary.gone.push(row.localName);
     if (excludedListed.has(row.remoteName)) {
       summary.excluded.push(row.remoteName);

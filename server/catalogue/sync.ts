@@ -2,7 +2,7 @@ import "server-only";
 import type { Tool } from "@modelcontextprotocol/client";
 import { and, asc, eq, gt, gte, inArray, like, max, notLike, sql } from "drizzle-orm";
 import type { ChangeKind } from "@/lib/api-types";
-import type { ServerConfig } from "../config";
+import { type ServerConfig, shownConfigPath } from "../config";
 import type { Db } from "../store/db";
 import { auditEvents, calls, catalogueChanges, grants, overCapTools, tools } from "../store/schema";
 import { parseDetail, type RecordedChange } from "./changes";
@@ -60,7 +60,7 @@ export function syncServerTools(
           ? recentChanges(tx, server.name, new Date(at.getTime() - windowMs).toISOString())
           : undefined,
     });
-    const changes = applyRefresh(tx, plan, now);
+    const changes = applyRefresh(tx, plan, now, capOf(server));
     opts.alsoWrite?.(changes);
     return { ...plan.summary, changes };
   });
@@ -141,8 +141,20 @@ function recentChanges(tx: Tx, server: string, since: string): Map<string, Recen
   return recent;
 }
 
+/** What an over-cap tool's row records of the cap: its value, and where the entry is to raise it. */
+function capOf(server: ServerConfig): { maxTools: number; entryAt: string | null } {
+  const { file, line } = server.source ?? { file: "", line: null };
+  const entryAt = file === "" ? null : `${shownConfigPath(file)}${line === null ? "" : ` line ${line}`}`;
+  return { maxTools: server.maxTools, entryAt };
+}
+
 /** Writes `plan` inside `tx`; returns its feed rows as written, in id order. */
-function applyRefresh(tx: Tx, plan: RefreshPlan, now: string): RecordedChange[] {
+function applyRefresh(
+  tx: Tx,
+  plan: RefreshPlan,
+  now: string,
+  cap: { maxTools: number; entryAt: string | null },
+): RecordedChange[] {
   const server = plan.summary.server;
   for (const { localName, set, rehashedFrom } of plan.update) {
     tx.update(tools)
@@ -167,9 +179,15 @@ function applyRefresh(tx: Tx, plan: RefreshPlan, now: string): RecordedChange[] 
   for (const localName of plan.summary.gone) {
     tx.update(tools).set({ present: false, updatedAt: now }).where(eq(tools.localName, localName)).run();
   }
+  for (const { localName, excluded } of plan.exclusion) {
+    tx.update(tools).set({ excluded }).where(eq(tools.localName, localName)).run();
+  }
 
   tx.delete(overCapTools).where(eq(overCapTools.server, server)).run();
-  for (const name of plan.summary.overCap) tx.insert(overCapTools).values({ server, remoteName: name }).run();
+  for (const name of plan.summary.overCap)
+    tx.insert(overCapTools)
+      .values({ server, remoteName: name, ...cap })
+      .run();
 
   const changes: RecordedChange[] = [];
   for (const { replaces, ...change } of plan.feed) {

@@ -15,7 +15,7 @@ export {
   shownConfigPath,
 } from "./display";
 export type { Expansion } from "./expand";
-export { CREDENTIAL_NAME, expandVars, substitutedValues } from "./expand";
+export { CREDENTIAL_NAME, expandVars, substitutedValues, writeRefs } from "./expand";
 export { configPathFromEnv, loadConfig, loadConfigFile, scanJson } from "./load";
 export { closestKey, LIMITS } from "./readers";
 export { authSecrets } from "./server-auth";

@@ -98,8 +98,10 @@ export function validateServer(
 
   // Read first: whether an unset ${VAR} is an error or a warning depends on it.
   const enabled = readBool(raw, "enabled", path, false, issues);
+  const unsetVars: { path: string; names: string[] }[] = [];
   const expand = reportingExpander(opts.env, issues, (where, unset) => {
     const refs = writeRefs(unset);
+    unsetVars.push({ path: where, names: unset });
     const names = unset.join(", ");
     const one = unset.length === 1;
     if (enabled) {
@@ -218,6 +220,7 @@ export function validateServer(
       file: opts.path ?? "",
       line: opts.serverLines?.get(name) ?? null,
       enabled: typeof raw.enabled === "boolean" ? raw.enabled : null,
+      ...(unsetVars.length > 0 ? { unset: unsetVars } : {}),
     },
     // Absent rather than empty when the entry has none, like the file.
     ...(resources ? { resources } : {}),

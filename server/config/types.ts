@@ -81,6 +81,12 @@ export interface ServerEntrySource {
   line: number | null;
   /** `enabled` as the entry writes it; null when the entry has no `enabled` key (dark by default). */
   enabled: boolean | null;
+  /**
+   * Where the entry refers to unset `${VAR}`s: each field's path (`mcpServers.files.env.TOKEN`)
+   * and the names it refers to (never values); absent when every reference is set. Such a server
+   * stays dark.
+   */
+  unset?: { path: string; names: string[] }[];
 }
 
 /**
@@ -105,6 +111,19 @@ export interface ServerAuthConfig {
    * secret: never shown, logged or put in a message. Null for a public client. Only with `clientId`.
    */
   clientSecret: string | null;
+  /**
+   * The issuer (RFC 8414) of the authorization server `clientId` is registered with, as written;
+   * required with `clientId`, null without. The configured client (and its secret) is used only
+   * with that authorization server: a server whose metadata names another is refused before the
+   * browser is sent anywhere, and its tokens are revoked and renewed only there.
+   */
+  issuer: string | null;
+  /**
+   * Whether the hosts of the sign-in other than the server's own URL (its authorization server's
+   * metadata, registration, token and revocation endpoints) may be loopback, private or
+   * link-local addresses. Default false: the server's `allowPrivate` covers its own origin only.
+   */
+  allowPrivate: boolean;
 }
 
 /** One entry of a server's `roots`: a folder (or file) the server is told it may work on. */

@@ -1,11 +1,13 @@
 import "server-only";
-import type { ServerAuthView, ServerView } from "@/lib/api-types";
+import type { ServerAuthView, ServerCapView, ServerView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import { toolCounts } from "../catalogue/catalogue";
 import { describeTarget, type ServerConfig, shownConfigPath } from "../config";
 import { redact } from "../log";
 import type { McpManager } from "../mcp/manager";
 import type { Db } from "../store/db";
+import { serverCaps } from "./cap";
+import { switchedOnServers, switchView } from "./switch";
 
 /** Text that came from a server (its error texts, its stderr), as an owner may see it. */
 const shown = (text: string | null): string | null => (text === null ? null : redact(text));
@@ -19,7 +21,13 @@ const shown = (text: string | null): string | null => (text === null ? null : re
  */
 export function serverViews(manager: McpManager, db: Db, signIns?: AuthViews): ServerView[] {
   const counts = toolCounts(db);
-  return manager.list().map(({ config: c, status }) => {
+  const listed = manager.list();
+  const caps = serverCaps(
+    db,
+    listed.map((s) => s.config),
+  );
+  const switched = switchedOnServers(db);
+  return listed.map(({ config: c, status }) => {
     const n = counts.get(c.name) ?? { proposed: 0, enabled: 0, disabled: 0, overCap: 0 };
     return {
       name: c.name,
@@ -45,6 +53,9 @@ export function serverViews(manager: McpManager, db: Db, signIns?: AuthViews): S
       entry: c.source?.file
         ? { file: shownConfigPath(c.source.file), line: c.source.line, enabled: c.source.enabled }
         : null,
+      // Every server has one: serverCaps is built from this very list.
+      cap: caps.get(c.name) as ServerCapView,
+      switch: switchView(c, switched.get(c.name)),
     };
   });
 }

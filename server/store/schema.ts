@@ -75,6 +75,11 @@ export const tools = sqliteTable(
     description: text("description").notNull(),
     readOnly: integer("read_only", { mode: "boolean" }).notNull(),
     unusableReason: text("unusable_reason"),
+    /**
+     * The server's `allowTools` leaves this tool out (set at each refresh): not listed to agents,
+     * holds no `maxTools` slot, and a call is refused as excluded rather than gone.
+     */
+    excluded: integer("excluded", { mode: "boolean" }).notNull().default(false),
     firstSeenAt: text("first_seen_at").notNull().default(now),
     updatedAt: text("updated_at").notNull().default(now),
   },
@@ -117,9 +122,24 @@ export const overCapTools = sqliteTable(
     server: text("server").notNull(),
     remoteName: text("remote_name").notNull(),
     seenAt: text("seen_at").notNull().default(now),
+    /** The server's `maxTools` when the tool was refused. */
+    maxTools: integer("max_tools").notNull().default(0),
+    /** Where to raise it: `<config file> line <n>` of the server's entry; null when unknown. */
+    entryAt: text("entry_at"),
   },
   (t) => [uniqueIndex("over_cap_server_remote_idx").on(t.server, t.remoteName)],
 );
+
+/**
+ * Servers an owner switched on from the Servers page: their entries have no `enabled` key, so
+ * they would start dark. Remembered across restarts; "Switch off" deletes the row. An entry's
+ * own `"enabled"` always wins over this.
+ */
+export const serverSwitches = sqliteTable("server_switches", {
+  name: text("name").primaryKey(),
+  switchedBy: text("switched_by").notNull(),
+  switchedAt: text("switched_at").notNull().default(now),
+});
 
 export const calls = sqliteTable(
   "calls",
