@@ -233,6 +233,49 @@ describe("the rooms and their arrows", () => {
   });
 });
 
+/** The most lines a file of server/ may have: past it, a module holds more than one idea. */
+const MAX_SERVER_FILE_LINES = 450;
+
+/** Every file of server/ (tests and fixtures too) with more than `max` lines, as `path: N lines`. */
+function overlongFiles(max: number): string[] {
+  return codeFiles(path.join(root, "server"))
+    .map((f) => ({ f, lines: readFileSync(f, "utf8").split("\n").length - 1 }))
+    .filter(({ lines }) => lines > max)
+    .map(({ f, lines }) => `${path.relative(root, f)}: ${lines} lines`);
+}
+
+/** File → the local files it imports (static, dynamic and type-only alike), for the code files of server/. */
+function serverFileGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of codeFiles(path.join(root, "server"))) {
+    const targets = specifiers(file)
+      .map((spec) => localTarget(file, spec))
+      .filter((t): t is string => t !== null && CODE.test(t));
+    graph.set(
+      path.relative(root, file),
+      [...new Set(targets)].map((t) => path.relative(root, t)),
+    );
+  }
+  return graph;
+}
+
+describe("the files of server/", () => {
+  it(`no file of server/ is longer than ${MAX_SERVER_FILE_LINES} lines`, () => {
+    expect(overlongFiles(MAX_SERVER_FILE_LINES)).toEqual([]);
+  });
+
+  it("the length check names a file over the bound", () => {
+    const longest = Math.max(
+      ...codeFiles(path.join(root, "server")).map((f) => readFileSync(f, "utf8").split("\n").length - 1),
+    );
+    expect(overlongFiles(longest - 1).length).toBeGreaterThan(0);
+  });
+
+  it("no two files of server/ import each other, directly or around a cycle", () => {
+    expect(cyclesOf(serverFileGraph())).toEqual([]);
+  });
+});
+
 /** Test files and the helpers tests share beside them (`*-fixtures.ts`, `test-helpers.ts`). */
 const TEST_ONLY = /(\.test\.[cm]?[jt]sx?|-fixtures\.ts|(^|\/)test-helpers\.ts)$/;
 
