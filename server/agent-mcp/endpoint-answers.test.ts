@@ -87,7 +87,7 @@ describe("how a request is answered", () => {
     await pending;
     const reviewer = await createTestUser(t.runtime, "rita", ["reviewer"]);
     const [call] = t.runtime.broker.list({ status: "pending", limit: 1 });
-    t.runtime.broker.approve(reviewer.user.name, call?.id ?? "");
+    await t.runtime.broker.approve(reviewer.user.name, call?.id ?? "");
     expect(await res.text()).toMatch(/^data: \{"result":.*"id":43\}$/m);
   });
 

@@ -75,7 +75,9 @@ describe("withdrawing a pending call", () => {
     const waited = rt.runtime.broker.wait(id, 10);
     rt.runtime.broker.withdraw(agent, id);
     expect((await waited).status).toBe("withdrawn");
-    expect(codeOf(() => rt?.runtime.broker.approve(reviewer.user.name, id))).toBe("already_decided");
+    await expect(rt.runtime.broker.approve(reviewer.user.name, id)).rejects.toMatchObject({
+      code: "already_decided",
+    });
     expect(rt.demoRuns()).toBe(0);
   });
 
@@ -95,7 +97,7 @@ describe("withdrawing a pending call", () => {
     rt = await startTestRuntime();
     const id = await pendingCall(rt);
     const reviewer = await createTestUser(rt.runtime, "rita", ["reviewer"]);
-    rt.runtime.broker.approve(reviewer.user.name, id);
+    await rt.runtime.broker.approve(reviewer.user.name, id);
     expect(codeOf(() => rt?.runtime.broker.withdraw(agent, id))).toBe("already_decided");
     await waitForCallStatus(rt.runtime, id, "succeeded");
     expect(rt.demoRuns()).toBe(1);

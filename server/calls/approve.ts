@@ -2,7 +2,7 @@ import "server-only";
 import { and, eq } from "drizzle-orm";
 import type { GrantRequest } from "@/lib/api-types";
 import { approvalsText } from "@/lib/decision-text";
-import { GatehouseError } from "@/lib/errors";
+import { type ErrorCode, GatehouseError } from "@/lib/errors";
 import { mayReviewNow } from "../auth/users";
 import { getToolRow } from "../catalogue/catalogue";
 import type { EventBus } from "../events";
@@ -10,8 +10,8 @@ import { createGrant, type GrantRow } from "../grants";
 import { writeAudit } from "../store/audit";
 import type { Db } from "../store/db";
 import { agentTokens, calls } from "../store/schema";
-import type { CallEventName } from "./broker";
-import { approvedByOf, bindingProblem, type CallRow, nowIso, pendingMs } from "./call-row";
+import { approvedByOf, bindingProblem, type CallNotify, type CallRow, nowIso, pendingMs } from "./call-row";
+import { asJudged, type Judgement, raisedText, STANDS } from "./rejudge";
 import { transition } from "./transition";
 
 export interface ApprovalDeps {
@@ -19,7 +19,7 @@ export interface ApprovalDeps {
   bus: EventBus;
   /** May a person approve a call they requested (one-reviewer calls only). */
   selfApproval: boolean;
-  notify?: (db: Db, event: CallEventName, call: CallRow) => void;
+  notify?: CallNotify;
 }
 
 /** What one reviewer's approval did. */
@@ -127,26 +127,34 @@ function approverProblem(
 }
 
 /**
- * One reviewer approves a pending call (`row`, read just now). The approval must still apply
- * (`bindingProblem`); if it does not, the call moves to `refused` and this throws why. Short of
- * the call's `approvalsNeeded`, the approval is added to `approvedBy` with one conditional update
- * (the row must still be pending with the approvals read), audited as `call.approval`. The last
- * approval moves the call `pending → running` in one {@link transition}, so whoever clicks at the
- * same moment, it runs once; a grant asked for is created in that same transaction.
+ * One reviewer approves a pending call (`stored`, read just now), as the current rules judge it
+ * (`judgement`, see rejudge.ts; default: it stands as held). A `raise` counts this approval toward
+ * the raised number, stored with the rule that asks for it. The approval must still apply
+ * (`bindingProblem`, and no deny rule may match now); if it does not, the call moves to
+ * `refused` (the deny rule named) and this throws why. Short of the call's `approvalsNeeded`, the
+ * approval is added to `approvedBy` with one conditional update (the row must still be pending
+ * with the approvals read), audited as `call.approval`. The last approval moves the call
+ * `pending → running` in one {@link transition}, so whoever clicks at the same moment, it runs
+ * once; a grant asked for is created in that same transaction.
  *
  * Returns null when the call was decided meanwhile (the caller says how).
  */
 export function approve(
   deps: ApprovalDeps,
   reviewer: string,
-  row: CallRow,
+  stored: CallRow,
   grant?: GrantRequest,
+  judged: Judgement = STANDS,
 ): ApprovalStep | null {
   const { db, bus } = deps;
+  // A count the start's judgement already stored is no raise of this approval's.
+  const judgement =
+    judged.kind === "raise" && judged.approvalsNeeded <= stored.approvalsNeeded ? STANDS : judged;
+  const row = asJudged(stored, judgement);
   const refusal = approverProblem(deps, reviewer, row, grant);
   if (refusal) throw refusal;
   const now = nowIso();
-  const problem = bindingProblem(row, getToolRow(db, row.tool));
+  const problem: Refusal | null = bindingProblem(row, getToolRow(db, row.tool)) ?? ruleProblem(judgement);
   if (problem) {
     const moved = transition(db, bus, {
       from: "pending",
@@ -158,6 +166,7 @@ export function approve(
         finishedAt: now,
         errorCode: problem.code,
         errorMessage: `${problem.message}; it was not run`,
+        ...(problem.rule ? { rule: problem.rule, reason: problem.reason ?? null } : {}),
       },
       actor: reviewer,
       audit: (c) => ({ detail: `approval refused: ${problem.message}`, durationMs: pendingMs(c) }),
@@ -166,6 +175,14 @@ export function approve(
     if (moved.length === 0) return null;
     throw new GatehouseError(problem.code, `Approval refused: ${problem.message}.`);
   }
+  // A raised count is stored with this approval (counted or the last), and said in its audit row.
+  const raised =
+    judgement.kind === "raise"
+      ? {
+          set: { approvalsNeeded: row.approvalsNeeded, rule: row.rule, approvalReason: row.approvalReason },
+          text: raisedText(judgement, stored.approvalsNeeded),
+        }
+      : null;
   // An approval counts while its giver may still review: one removed, or whose role was taken,
   // since giving it is no longer one of the eyes (a compromised reviewer's "1 of 2" goes with them).
   const before = approvedByOf(row).filter((name) => mayReviewNow(db, name));
@@ -175,7 +192,7 @@ export function approve(
     const counted = db.transaction((tx) => {
       const updated = tx
         .update(calls)
-        .set({ approvedBy: JSON.stringify(approvedBy) })
+        .set({ approvedBy: JSON.stringify(approvedBy), ...raised?.set })
         .where(and(eq(calls.id, row.id), eq(calls.status, "pending"), eq(calls.approvedBy, row.approvedBy)))
         .returning({ id: calls.id })
         .all();
@@ -185,7 +202,7 @@ export function approve(
         action: "call.approval",
         subject: row.tool,
         callId: row.id,
-        detail: approvalsText(approvedBy.length, needed),
+        detail: [approvalsText(approvedBy.length, needed), raised?.text].filter(Boolean).join("; "),
       });
       return true;
     });
@@ -202,10 +219,19 @@ export function approve(
     id: row.id,
     // Only with the approvals read: another process adding one meanwhile makes this a lost race.
     approvedBy: row.approvedBy,
-    set: { decidedAt: now, decidedBy: reviewer, startedAt: now, approvedBy: JSON.stringify(approvedBy) },
+    set: {
+      decidedAt: now,
+      decidedBy: reviewer,
+      startedAt: now,
+      approvedBy: JSON.stringify(approvedBy),
+      ...raised?.set,
+    },
     actor: reviewer,
     audit: (c) => ({
-      detail: needed >= 2 ? approvalsText(approvedBy.length, needed) : null,
+      detail:
+        [needed >= 2 ? approvalsText(approvedBy.length, needed) : null, raised?.text]
+          .filter(Boolean)
+          .join("; ") || null,
       durationMs: pendingMs(c),
     }),
     alsoWrite: (c) => {
@@ -228,4 +254,20 @@ export function approve(
   });
   if (moved.length === 0) return null;
   return { kind: "approved", grant: made };
+}
+
+/** Why an approval no longer applies; a deny rule's refusal names the rule and its reason. */
+interface Refusal {
+  code: ErrorCode;
+  message: string;
+  rule?: string | null;
+  reason?: string | null;
+}
+
+/** The refusal a deny rule that now matches makes of an approval, or null. */
+function ruleProblem(judgement: Judgement): Refusal | null {
+  if (judgement.kind !== "deny") return null;
+  const { stop } = judgement;
+  const message = `${stop.message} (${stop.why}; the rules changed since the call was held)`;
+  return { code: stop.code, message, rule: stop.rule, reason: stop.reason };
 }

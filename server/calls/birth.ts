@@ -8,8 +8,7 @@ import { writeAudit } from "../store/audit";
 import type { Db } from "../store/db";
 import { prepared } from "../store/prepared";
 import { agentTokens, type tools } from "../store/schema";
-import type { CallEventName } from "./broker";
-import type { CallRow, Requester } from "./call-row";
+import type { CallNotify, CallRow, Requester } from "./call-row";
 import {
   type CallDecision,
   coverQuery,
@@ -21,7 +20,7 @@ import {
 import { insertCall } from "./queries";
 
 type ToolRow = typeof tools.$inferSelect;
-type Notify = ((db: Db, event: CallEventName, call: CallRow) => void) | undefined;
+type Notify = CallNotify | undefined;
 
 /*
  * A call's birth: its first row and audit row, as its decision says, inside the broker's group

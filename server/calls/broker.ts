@@ -1,12 +1,5 @@
 import "server-only";
-import {
-  type CallStoryView,
-  type CallView,
-  type GrantRequest,
-  type GrantView,
-  isFinalCallStatus as isFinal,
-  type TokenView,
-} from "@/lib/api-types";
+import type { CallStoryView, CallView, GrantRequest, GrantView, TokenView } from "@/lib/api-types";
 import { GatehouseError, isErrorCode } from "@/lib/errors";
 import type { EventBus } from "../events";
 import { readGrantView } from "../grants";
@@ -18,6 +11,7 @@ import { approve } from "./approve";
 import { recordedArguments } from "./arguments";
 import { writeBirth } from "./birth";
 import {
+  type CallNotify,
   type CallRow,
   type CallSubject,
   decisionText,
@@ -29,14 +23,18 @@ import {
 } from "./call-row";
 import { decideCall } from "./decision";
 import { type CallListParams, callAudit, callView, findCall, getCall, listCalls } from "./queries";
+import { judgeAgain, judgePending } from "./rejudge";
 import { revokeAgent } from "./revoke-agent";
-import { type RunDeps, runCall } from "./run";
+import { interruptLeftRunning, type RunDeps, runCall } from "./run";
 import { transition } from "./transition";
+import { untilFinal } from "./wait";
 
-export { callCursor, RESULT_STORE_MAX_BYTES, type Requester } from "./call-row";
-
-/** The moments of a call that people are told of (PRODUCT.md §10). */
-export type CallEventName = "call.pending" | "call.decided" | "call.expired" | "call.interrupted";
+export {
+  type CallEventName,
+  callCursor,
+  RESULT_STORE_MAX_BYTES,
+  type Requester,
+} from "./call-row";
 
 export interface BrokerDeps {
   db: Db;
@@ -49,15 +47,16 @@ export interface BrokerDeps {
   argumentBytesFor?: (server: string) => number | undefined;
   /**
    * Asks the tool server, with a way to hear its progress on the call until it answers; what it
-   * reports is published on the bus as `call.progress` while the call runs (see run.ts).
+   * reports is published on the bus as `call.progress` while the call runs (see run.ts). Asked to
+   * wait for a server that is reconnecting, and to say how long it waited (`reconnect`).
    */
   callTool: RunDeps["callTool"];
   /**
    * Called inside the transaction that makes `event` true of `call` (the new pending row, or the
-   * move out of pending or running), so what it writes (the notification outbox) is committed
+   * move out of pending or running, a refusal by the rules at start included), so what it writes (the notification outbox) is committed
    * with the call or not at all. Synchronous; a throw fails the call's write. Default: nothing.
    */
-  notify?: (db: Db, event: CallEventName, call: CallRow) => void;
+  notify?: CallNotify;
 }
 
 /** Full results of recent calls are kept in memory this long for waiting agents. */
@@ -75,6 +74,8 @@ export class CallBroker {
   private readonly recent = new Map<string, { result: unknown; at: number }>();
   private expiryTimer: NodeJS.Timeout | null = null;
   private readonly running = new Set<Promise<void>>();
+  /** The start's judgement of pending calls against the current rules (see rejudge.ts). */
+  private judging: Promise<void> = Promise.resolve();
   /** The call path's writes (new calls, outcomes and their audit rows), group-committed. */
   private readonly writes: WriteBatch;
 
@@ -82,24 +83,13 @@ export class CallBroker {
     this.writes = new WriteBatch(deps.db.$client);
   }
 
-  /** Marks calls left `running` by a crash as `interrupted` (never re-run) and starts expiry. */
+  /**
+   * Marks calls left `running` by a crash as `interrupted` (never re-run), starts expiry, and
+   * judges the pending calls against the current rules in the background (`judgePending`: a deny
+   * rule refuses them, a raised count is recorded); an approval meanwhile judges its call itself.
+   */
   start(): void {
-    const { db, bus } = this.deps;
-    transition(db, bus, {
-      from: "running",
-      to: "interrupted",
-      // Only a call that waited for a reviewer was ever told of; a read-only one never was.
-      alsoWrite: (c) => {
-        if (c.approvalReason !== null) this.deps.notify?.(db, "call.interrupted", c);
-      },
-      set: {
-        finishedAt: nowIso(),
-        errorCode: "interrupted",
-        errorMessage: "Gatehouse stopped while the call was running: outcome unknown",
-      },
-      actor: "gatehouse",
-      audit: () => ({ detail: "outcome unknown" }),
-    });
+    interruptLeftRunning(this.deps);
     this.expireDue();
     this.expiryTimer = setInterval(() => {
       try {
@@ -110,11 +100,13 @@ export class CallBroker {
       }
     }, 1000);
     this.expiryTimer.unref();
+    this.judging = judgePending(this.deps);
   }
 
-  /** Stops the expiry timer and waits for tool runs in flight. */
+  /** Stops the expiry timer and waits for the start's judgement and tool runs in flight. */
   async stop(): Promise<void> {
     if (this.expiryTimer) clearInterval(this.expiryTimer);
+    await this.judging;
     await Promise.allSettled([...this.running]);
     this.flushWrites();
   }
@@ -237,24 +229,28 @@ export class CallBroker {
   }
 
   /**
-   * A reviewer approves a pending call (see `approve` in approve.ts): short of the approvals it
-   * needs, the approval is counted and the call keeps waiting; the last one moves it
-   * `pending → running` exactly once and runs it in the background. With `grant`, the approval
-   * also creates a grant for the same requester and tool. An approval that no longer applies
-   * moves the call to `refused` and throws why.
+   * A reviewer approves a pending call (see `approve` in approve.ts), judged first against the
+   * rules as they are now (`judgeAgain`: a deny rule refuses it, a review rule asking for more
+   * approvals raises its count): short of the approvals it needs, the approval is counted and the
+   * call keeps waiting; the last one moves it `pending → running` exactly once and runs it in the
+   * background. With `grant`, the approval also creates a grant for the same requester and tool.
+   * An approval that no longer applies moves the call to `refused` and throws why.
    */
-  approve(
+  async approve(
     reviewer: string,
     id: string,
     opts: { grant?: GrantRequest } = {},
-  ): { call: CallView; grant: GrantView | null } {
+  ): Promise<{ call: CallView; grant: GrantView | null }> {
     const { db, bus } = this.deps;
+    const judgement = await judgeAgain(this.deps.rules, this.decidable(id));
+    // Read again: the call may have been decided, or approved by another, while rules were evaluated.
     const row = this.decidable(id);
     const step = approve(
       { db, bus, selfApproval: this.deps.approvals.selfApproval, notify: this.deps.notify },
       reviewer,
       row,
       opts.grant,
+      judgement,
     );
     if (!step) throw this.alreadyDecided(id);
     if (step.kind === "counted") return { call: callView(db, id), grant: null };
@@ -360,31 +356,10 @@ export class CallBroker {
 
   /**
    * Resolves when the call reaches a final status, after `seconds`, or when `signal` aborts,
-   * whichever is first; woken by the event bus, never by polling.
+   * whichever is first (see {@link untilFinal}).
    */
-  async wait(id: string, seconds: number, signal?: AbortSignal): Promise<CallView> {
-    const first = this.get(id);
-    if (!first) throw new GatehouseError("call_not_found", `no call ${id}`);
-    // An abort that came before the wait (a cancellation while the call was being stored) would
-    // never fire its listener: it ends the wait at once, as a later one does.
-    if (isFinal(first.status) || seconds <= 0 || signal?.aborted) return first;
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        unsubscribe();
-        signal?.removeEventListener("abort", done);
-        resolve();
-      };
-      const timer = setTimeout(done, seconds * 1000);
-      const unsubscribe = this.deps.bus.subscribe((e) => {
-        if (e.type === "call" && e.id === id && isFinal(e.status)) done();
-      });
-      signal?.addEventListener("abort", done);
-      // The decision may have landed between the first read and the subscription.
-      const again = this.get(id);
-      if (again && isFinal(again.status)) done();
-    });
-    return this.get(id) ?? first;
+  wait(id: string, seconds: number, signal?: AbortSignal): Promise<CallView> {
+    return untilFinal({ bus: this.deps.bus, get: (callId) => this.get(callId) }, id, seconds, signal);
   }
 
   /** Calls newest first (ties by id), narrowed by `params`; page on with `before`. */

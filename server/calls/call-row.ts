@@ -3,6 +3,7 @@ import type { CallStatus, CallView } from "@/lib/api-types";
 import type { ErrorCode } from "@/lib/errors";
 import { callProblem } from "../catalogue/callable";
 import { parseApprovedBy } from "../store/approved-by";
+import type { Db } from "../store/db";
 import type { calls, tools } from "../store/schema";
 import { argumentsDigest } from "./arguments";
 import { newCallId } from "./ids";
@@ -14,6 +15,15 @@ import { newCallId } from "./ids";
 
 export type CallRow = typeof calls.$inferSelect;
 type ToolRow = typeof tools.$inferSelect;
+
+/** The moments of a call that people are told of (PRODUCT.md §10). */
+export type CallEventName = "call.pending" | "call.decided" | "call.expired" | "call.interrupted";
+
+/**
+ * Writes what `event` tells of `call` (the notification outbox) inside the transaction that makes
+ * it true; see `BrokerDeps.notify`.
+ */
+export type CallNotify = (db: Db, event: CallEventName, call: CallRow) => void;
 
 export interface Requester {
   kind: "agent" | "user";

@@ -121,7 +121,7 @@ export async function decideCall(
 ): Promise<Decided> {
   const { db } = deps;
   const row = getToolRow(db, input.tool);
-  const problem = callProblem(row, input.tool);
+  const problem = callProblem(row, input.tool, db);
   if (problem || !row) {
     const decision = problem
       ? stop(problem.code, problem.message, null, problem.message)
@@ -148,21 +148,7 @@ export async function decideCall(
   const decided = (decision: CallDecision): Decided => ({ decision, row, skipped });
   const match = verdict.match;
 
-  if (match?.rule.decision === "deny") {
-    const reason = match.rule.reason ?? "the rule denies this call";
-    // Failing closed is said, so a requester does not take "DROP never…" for a verdict on its SQL.
-    const closed =
-      match.when.kind === "error" ? ` (its condition could not be evaluated, so it applies)` : "";
-    return decided({
-      ...stop(
-        "denied_by_rule",
-        `denied by rule "${match.rule.name}"${closed}: ${reason}`,
-        match.rule.name,
-        match.explanation,
-      ),
-      reason: match.rule.reason,
-    });
-  }
+  if (match?.rule.decision === "deny") return decided(denialBy(match));
   if (match?.rule.decision === "allow") {
     return decided({
       outcome: "run",
@@ -229,7 +215,24 @@ function stop(code: ErrorCode, message: string, rule: string | null, why: string
   return { outcome: "stop", code, message, rule, reason: null, why };
 }
 
-function reviewWait(match: RuleMatch): WaitDecision {
+/** The refusal a matching deny rule makes: `denied_by_rule`, the rule named, its reason given. */
+export function denialBy(match: RuleMatch): StopDecision {
+  const reason = match.rule.reason ?? "the rule denies this call";
+  // Failing closed is said, so a requester does not take "DROP never…" for a verdict on its SQL.
+  const closed = match.when.kind === "error" ? ` (its condition could not be evaluated, so it applies)` : "";
+  return {
+    ...stop(
+      "denied_by_rule",
+      `denied by rule "${match.rule.name}"${closed}: ${reason}`,
+      match.rule.name,
+      match.explanation,
+    ),
+    reason: match.rule.reason,
+  };
+}
+
+/** The wait a matching review rule asks for. */
+export function reviewWait(match: RuleMatch): WaitDecision {
   const n = match.rule.approvals;
   const closed = match.when.kind === "error" ? " (its condition could not be evaluated, so it applies)" : "";
   return {

@@ -5,12 +5,21 @@ import { GatehouseError } from "@/lib/errors";
 import { cleanDescription } from "../catalogue/definition";
 import type { CallProgressEvent, EventBus } from "../events";
 import type { Logger } from "../log";
+import { outcomeUnknown } from "../mcp/failures";
+import type { ReconnectWait, ReconnectWaitOptions } from "../mcp/manager";
 import { writeAudit } from "../store/audit";
 import type { Db } from "../store/db";
 import type { WriteBatch } from "../store/write-batch";
-import { type CallRow, capResult, type OutcomeColumns, RESULT_STORE_MAX_BYTES } from "./call-row";
-import { finishCall } from "./queries";
-import { outcomeAction } from "./transition";
+import {
+  type CallNotify,
+  type CallRow,
+  capResult,
+  nowIso,
+  type OutcomeColumns,
+  RESULT_STORE_MAX_BYTES,
+} from "./call-row";
+import { finishCall, getCall } from "./queries";
+import { outcomeAction, transition } from "./transition";
 
 /** A progress notification of a running call, as its tool server sent it (untrusted). */
 export interface ToolProgress {
@@ -28,14 +37,17 @@ export interface RunDeps {
   bus: EventBus;
   /**
    * Asks the tool server. `onProgress` is to hear the server's progress notifications for this
-   * call, from when it is asked until it answers.
+   * call, from when it is asked until it answers; `reconnect`, to wait for a server that is
+   * coming back rather than fail at once, and to hear how long it waited (see `McpManager.callTool`).
    */
   callTool(
     server: string,
     tool: string,
     args: Record<string, unknown>,
-    onProgress: (progress: ToolProgress) => void,
+    opts: { onProgress: (progress: ToolProgress) => void; reconnect: ReconnectWaitOptions },
   ): Promise<CallToolResult>;
+  /** Told of a held call interrupted under its tool (`call.interrupted`), in the outcome's write. */
+  notify?: CallNotify;
 }
 
 /** The longest progress message passed on, after cleaning (as a description is capped). */
@@ -122,12 +134,22 @@ function progressRelay(id: string, publish: (event: CallProgressEvent) => void) 
 /** A call that is already `running`, with its arguments parsed. */
 export type RunnableCall = Pick<
   CallRow,
-  "id" | "tool" | "server" | "remoteName" | "requesterName" | "destructive"
+  "id" | "tool" | "server" | "remoteName" | "requesterName" | "destructive" | "expiresAt" | "approvalReason"
 > & { args: Record<string, unknown> };
 
+/** The statuses a run ends in. */
+type RunStatus = "succeeded" | "failed" | "interrupted";
+
+/** "waited 840 ms for server x to reconnect (it was in backoff)", for the outcome's audit row. */
+function waitedText(server: string, wait: ReconnectWait): string {
+  const was = wait.from === "backoff" ? "it was in backoff" : "it was connecting";
+  const end = wait.to === "ready" ? "" : `; it was still not ready (${wait.to})`;
+  return `waited ${wait.ms} ms for server ${server} to reconnect (${was})${end}`;
+}
+
 /**
- * Asks the tool server and records the outcome, `running → succeeded | failed`, with its audit
- * row in the same group-committed write, before resolving. Like `transition()`, it moves
+ * Asks the tool server and records the outcome, `running → succeeded | failed | interrupted`, with
+ * its audit row in the same group-committed write, before resolving. Like `transition()`, it moves
  * only a call still `running`, and writes the audit row only when the call moved (`moved`).
  * Never throws for the tool's sake: a failure of the call is its outcome. Returns the columns
  * written and the full result, if any.
@@ -136,15 +158,25 @@ export type RunnableCall = Pick<
  * moment its answer (or failure) came. The outcome sets `startedAt` and `finishedAt` to those two
  * moments and the audit row's `durationMs` to the span between them, so the call's view (which
  * subtracts the two) and its story's audit row give the same figure. The wait between the
- * decision and the send (a group commit, an approval's transaction) is no part of it.
+ * decision and the send (a group commit, an approval's transaction) is no part of it, nor is a
+ * wait for a server that was reconnecting: the call waits for it (for at most the server's
+ * `timeoutMs`, and an approved call never past its expiry) instead of failing at once, and the
+ * outcome's audit row says how long.
+ *
+ * A destructive call whose request went out and got no answer (the server died or the connection
+ * broke under it, or it timed out: `outcomeUnknown`) is `interrupted`, outcome unknown, as after a
+ * Gatehouse crash: the server may have done the work before it went, so "failed" would be false,
+ * and it is never re-run. A read-only call failing that way is `failed`: nothing it may have done
+ * needs a reviewer. A call refused before anything was sent is `failed` either way.
  */
 export async function runCall(
   deps: RunDeps,
   call: RunnableCall,
-): Promise<{ stored: OutcomeColumns & { status: "succeeded" | "failed" }; full: unknown; moved: boolean }> {
+): Promise<{ stored: OutcomeColumns & { status: RunStatus }; full: unknown; moved: boolean }> {
   let full: unknown;
   let truncatedNote: string | null = null;
-  const stored: OutcomeColumns & { status: "succeeded" | "failed" } = {
+  let waitedNote: string | null = null;
+  const stored: OutcomeColumns & { status: RunStatus } = {
     status: "failed",
     startedAt: "",
     finishedAt: "",
@@ -155,10 +187,21 @@ export async function runCall(
   };
   const progress = progressRelay(call.id, (event) => deps.bus.publishProgress(event));
   startsWatched.getStore()?.(call.id);
-  const sent = Date.now();
+  let sent = Date.now();
   let answered = sent;
+  const reconnect: ReconnectWaitOptions = {
+    ...(call.expiresAt ? { notAfter: Date.parse(call.expiresAt) } : {}),
+    onWaited: (wait) => {
+      // The run time starts when the call is sent, after the wait.
+      sent = Date.now();
+      waitedNote = waitedText(call.server, wait);
+    },
+  };
   try {
-    const result = await deps.callTool(call.server, call.remoteName, call.args, progress.report);
+    const result = await deps.callTool(call.server, call.remoteName, call.args, {
+      onProgress: progress.report,
+      reconnect,
+    });
     answered = Date.now();
     full = result;
     const capped = capResult(result);
@@ -176,6 +219,11 @@ export async function runCall(
     stored.errorCode = err instanceof GatehouseError ? err.code : "internal";
     stored.errorMessage = err instanceof GatehouseError ? err.message : "the call failed unexpectedly";
     if (!(err instanceof GatehouseError)) deps.log.error(`call ${call.id} failed`, { error: String(err) });
+    else if (call.destructive && outcomeUnknown(err)) {
+      stored.status = "interrupted";
+      stored.errorCode = "interrupted";
+      stored.errorMessage = `outcome unknown (the tool may have run; it is not run again): ${err.message}`;
+    }
   } finally {
     // Before the outcome is written and announced: whoever waits hears no progress after it.
     progress.end();
@@ -192,9 +240,37 @@ export async function runCall(
       action: outcomeAction(stored.status),
       subject: call.tool,
       callId: call.id,
-      detail: [stored.errorMessage, truncatedNote].filter(Boolean).join("; ") || null,
-      durationMs,
+      detail: [waitedNote, stored.errorMessage, truncatedNote].filter(Boolean).join("; ") || null,
+      // An interrupted call has no run time: the tool's answer never came.
+      durationMs: stored.status === "interrupted" ? null : durationMs,
     });
+    // Only a call that waited for a reviewer was ever told of (as at a restart).
+    if (stored.status === "interrupted" && call.approvalReason !== null) {
+      deps.notify?.(deps.db, "call.interrupted", getCall(deps.db, call.id));
+    }
   });
   return { stored, full, moved };
+}
+
+/**
+ * Marks every call left `running` (Gatehouse stopped, or crashed, while its tool ran) as
+ * `interrupted`: its outcome is unknown, and it is never run again. Only a call that waited for a
+ * reviewer is told of (`call.interrupted`); a read-only one never was. Run once at start.
+ */
+export function interruptLeftRunning(deps: { db: Db; bus: EventBus; notify?: CallNotify }): void {
+  const { db, bus } = deps;
+  transition(db, bus, {
+    from: "running",
+    to: "interrupted",
+    alsoWrite: (c) => {
+      if (c.approvalReason !== null) deps.notify?.(db, "call.interrupted", c);
+    },
+    set: {
+      finishedAt: nowIso(),
+      errorCode: "interrupted",
+      errorMessage: "Gatehouse stopped while the call was running: outcome unknown",
+    },
+    actor: "gatehouse",
+    audit: () => ({ detail: "outcome unknown" }),
+  });
 }

@@ -17,14 +17,17 @@ import type { CallRow } from "./call-row";
  * pending → denied       call.denied       a reviewer denied it
  * pending → expired      call.expired      nobody decided within approvals.expireAfterSeconds
  * pending → withdrawn    call.withdrawn    its requester took it back
- * pending → refused      call.refused      approval came, but the tool is no longer what was shown
+ * pending → refused      call.refused      approval came, but the tool is no longer what was shown, or a
+ *                                          deny rule now matches it (at approval or at start, rejudge.ts)
  * running → succeeded    call.succeeded    the tool answered (the outcome write, see run.ts)
  * running → failed       call.failed       the tool failed or reported an error (likewise)
- * running → interrupted  call.interrupted  Gatehouse stopped meanwhile: outcome unknown, never re-run
+ * running → interrupted  call.interrupted  outcome unknown, never re-run: Gatehouse stopped meanwhile, or a
+ *                                          destructive call's server died or timed out under it (run.ts)
  * ```
  *
  * An approval short of a call's `approvalsNeeded` is no move: it is recorded as `call.approval`
- * on a call that stays `pending` (see approve.ts).
+ * on a call that stays `pending` (see approve.ts); nor is a count raised by the current rules at
+ * start, recorded as `call.rejudged` (see rejudge.ts).
  */
 export const CALL_TRANSITIONS = {
   pending: {
@@ -52,6 +55,9 @@ type TransitionColumns = Partial<
     | "errorCode"
     | "errorMessage"
     | "approvedBy"
+    | "rule"
+    | "approvalsNeeded"
+    | "approvalReason"
   >
 >;
 
@@ -121,7 +127,7 @@ export function transition<F extends MovableStatus>(
   return moved;
 }
 
-/** The audit action of a call's outcome (`running → succeeded | failed`). */
-export function outcomeAction(status: "succeeded" | "failed"): string {
+/** The audit action of a call's outcome (`running → succeeded | failed | interrupted`, see run.ts). */
+export function outcomeAction(status: "succeeded" | "failed" | "interrupted"): string {
   return CALL_TRANSITIONS.running[status];
 }

@@ -137,6 +137,48 @@ export function unreached(err: unknown): boolean {
   );
 }
 
+/** JSON-RPC codes MCP SDKs use for this side's own failures (a closed connection, a timeout). */
+const LOCAL_RPC_CODES: ReadonlySet<number> = new Set([STREAM_ENDED_CODE, -32001]);
+
+/** System error codes of a dial that never connected: nothing was sent. */
+const NEVER_CONNECTED: ReadonlySet<string> = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "GATEHOUSE_REFUSED_ADDRESS",
+]);
+
+/**
+ * Whether a `tools/call` that failed with `err` may have run on the server: the request went out
+ * and no answer came back (the process died or the connection closed or broke under it, the
+ * session was lost, the deadline passed). A timed-out call counts: the cancellation Gatehouse
+ * sends is a request the server may ignore, and the work may be done, or half done, by then.
+ *
+ * False when nothing was sent (Gatehouse refused before sending: `server_unavailable` and every
+ * other code but `upstream_error` and `upstream_timeout`; a dial refused or never resolved) or
+ * when the server did answer: a JSON-RPC error of its own, a result the SDK refused or that was
+ * empty (no cause), an HTTP status below 500 (refused at the door). `err` is what the request
+ * layer threw: a `GatehouseError` whose `cause` is the transport's or the SDK's error.
+ */
+export function outcomeUnknown(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === "upstream_timeout") return true;
+  if (code !== "upstream_error") return false;
+  const causes = chain(err).slice(1);
+  if (causes.length === 0) return false;
+  for (const e of causes) {
+    if (e instanceof ProtocolError && !LOCAL_RPC_CODES.has(e.code)) return false;
+    if (e instanceof SdkError && e.code === SdkErrorCode.InvalidResult) return false;
+    const status = httpStatus(e);
+    if (status !== null && status < 500) return false;
+    const sys = (e as { code?: unknown }).code;
+    if (typeof sys === "string" && NEVER_CONNECTED.has(sys)) return false;
+  }
+  return true;
+}
+
 /**
  * A readable message for any thrown value, with the reason at the end of its cause chain: undici
  * reports every network failure as "fetch failed" with the reason (the outbound guard's refusal,

@@ -1,9 +1,10 @@
 import "server-only";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
+import type { ServerState } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import type { GatehouseConfig, ServerConfig } from "../config";
 import type { Logger } from "../log";
-import type { SupervisorDeps, SupervisorSnapshot } from "./supervision";
+import type { HistoryStore, SupervisorDeps, SupervisorSnapshot } from "./supervision";
 import { ServerSupervisor } from "./supervisor";
 
 export interface ManagerDeps {
@@ -25,28 +26,82 @@ export interface ToolProgress {
   message?: string;
 }
 
+/** The states a server leaves by itself, to `ready` or to a failure: a call may wait them out. */
+const RECONNECTING: ReadonlySet<ServerState> = new Set(["connecting", "backoff"]);
+
+/** What a call waited for its server to come back (see {@link McpManager.callTool}). */
+export interface ReconnectWait {
+  /** How long it waited, in milliseconds. */
+  ms: number;
+  /** The state the server was in when the call came (`connecting` or `backoff`). */
+  from: ServerState;
+  /** The state it was in when the wait ended: `ready`, or what it went to instead (or still was). */
+  to: ServerState;
+}
+
+/** How a call waits for a server that is reconnecting (see {@link McpManager.callTool}). */
+export interface ReconnectWaitOptions {
+  /** Epoch milliseconds the wait never passes (an approved call's expiry); default: none. */
+  notAfter?: number;
+  /** Told what was waited, once, before the call is sent or fails; never for a call that did not wait. */
+  onWaited?(wait: ReconnectWait): void;
+}
+
 /** One supervisor per configured server. Starting never waits on any server. */
 export class McpManager {
   private readonly supervisors = new Map<string, ServerSupervisor>();
+  /** Checks run on every state change of any server: the waits of {@link untilReachable}. */
+  private readonly stateWatchers = new Set<() => void>();
 
   constructor(
     private readonly config: GatehouseConfig,
-    deps: ManagerDeps,
+    private readonly deps: ManagerDeps,
   ) {
-    for (const server of config.servers) {
-      this.supervisors.set(
-        server.name,
-        new ServerSupervisor(server, {
-          log: deps.log,
-          refreshSeconds: config.catalogue.refreshSeconds,
-          onState: deps.onState,
-          onTools: deps.onTools,
-          backoff: deps.backoff,
-          ...(deps.signIn ? { signIn: deps.signIn } : {}),
-          ...(deps.history ? { history: deps.history } : {}),
-        }),
-      );
-    }
+    for (const server of config.servers) this.supervisors.set(server.name, this.supervise(server));
+  }
+
+  private supervise(server: ServerConfig, history = this.deps.history): ServerSupervisor {
+    const deps = this.deps;
+    return new ServerSupervisor(server, {
+      log: deps.log,
+      refreshSeconds: this.config.catalogue.refreshSeconds,
+      onState: (snapshot) => {
+        deps.onState(snapshot);
+        for (const check of [...this.stateWatchers]) check();
+      },
+      onTools: deps.onTools,
+      backoff: deps.backoff,
+      ...(deps.signIn ? { signIn: deps.signIn } : {}),
+      ...(history ? { history } : {}),
+    });
+  }
+
+  /**
+   * Puts a supervisor for `server` (a configured server, `enabled` changed) in the place of its
+   * current one, which is stopped, and starts it: how an owner's "Switch on" or "Switch off"
+   * takes effect without a restart. Readers see the new one at once. Its history goes on from
+   * the old one's, and its first change is not marked as a start of Gatehouse.
+   */
+  async replace(server: ServerConfig): Promise<void> {
+    const old = this.get(server.name);
+    const store = this.deps.history;
+    const earlier = old.snapshot().history;
+    let first = true;
+    const history: HistoryStore = {
+      load: (name, limit) => store?.load(name, limit) ?? earlier.slice(-limit),
+      append: (name, entry, limit) => {
+        // The same object is in the new supervisor's own list: this run goes on, it did not start.
+        if (first) delete entry.started;
+        first = false;
+        store?.append(name, entry, limit);
+      },
+    };
+    const next = this.supervise(server, history);
+    this.supervisors.set(server.name, next);
+    const at = this.config.servers.findIndex((s) => s.name === server.name);
+    if (at >= 0) this.config.servers[at] = server;
+    await old.stop();
+    next.start();
   }
 
   start(): void {
@@ -68,14 +123,58 @@ export class McpManager {
    * Calls `tool` on `server` (see `ServerSupervisor.callTool`). `onProgress` hears the server's
    * progress notifications for this call as it sent them (untrusted: unchecked, unpaced) until
    * the answer; without it no progress is asked for.
+   *
+   * With `reconnect`, a call for a server that is coming back by itself (`connecting`, or
+   * `backoff` after a crash or a bounce) waits until it is `ready` instead of failing at once, for
+   * at most the server's `timeoutMs` and never past `reconnect.notAfter`; a server that goes
+   * elsewhere meanwhile (`failed`, `needs_auth`, `closed`) ends the wait, and the call then fails
+   * as it would have. Once sent, the call has its whole `timeoutMs` of its own: the wait is no part
+   * of the tool's deadline, so a slow reconnect never cuts a call short. A server that is `dark`,
+   * `failed`, `closed` or waits for a sign-in fails the call at once, as without `reconnect`.
    */
-  callTool(
+  async callTool(
     server: string,
     tool: string,
     args: Record<string, unknown>,
-    opts: { signal?: AbortSignal; onProgress?: (progress: ToolProgress) => void } = {},
+    opts: {
+      signal?: AbortSignal;
+      onProgress?: (progress: ToolProgress) => void;
+      reconnect?: ReconnectWaitOptions;
+    } = {},
   ): Promise<CallToolResult> {
-    return this.get(server).callTool(tool, args, opts);
+    const supervisor = this.get(server);
+    const { reconnect, ...callOpts } = opts;
+    if (reconnect) {
+      const wait = await this.untilReachable(supervisor, reconnect.notAfter);
+      if (wait) reconnect.onWaited?.(wait);
+    }
+    return supervisor.callTool(tool, args, callOpts);
+  }
+
+  /**
+   * Waits while `supervisor`'s server is {@link RECONNECTING}, woken by its state changes (never by
+   * polling), for at most its `timeoutMs` and never past `notAfter`. Null when it was not
+   * reconnecting (nothing waited); otherwise what was waited and how it ended.
+   */
+  private untilReachable(supervisor: ServerSupervisor, notAfter?: number): Promise<ReconnectWait | null> {
+    const from = supervisor.snapshot().state;
+    if (!RECONNECTING.has(from)) return Promise.resolve(null);
+    const started = Date.now();
+    const limit = Math.min(supervisor.config.timeoutMs, (notAfter ?? Number.POSITIVE_INFINITY) - started);
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.stateWatchers.delete(check);
+        resolve({ ms: Date.now() - started, from, to: supervisor.snapshot().state });
+      };
+      const check = () => {
+        if (!RECONNECTING.has(supervisor.snapshot().state)) done();
+      };
+      const timer = setTimeout(done, Math.max(0, limit));
+      // A wait never keeps the process up.
+      timer.unref();
+      this.stateWatchers.add(check);
+    });
   }
 
   async stop(): Promise<void> {

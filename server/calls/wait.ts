@@ -1,0 +1,45 @@
+import "server-only";
+import { type CallView, isFinalCallStatus as isFinal } from "@/lib/api-types";
+import { GatehouseError } from "@/lib/errors";
+import type { EventBus } from "../events";
+
+/** What a wait on a call reads: the bus its moves are published on, and its view (null: none). */
+export interface WaitSource {
+  bus: EventBus;
+  get(id: string): CallView | null;
+}
+
+/**
+ * Resolves with call `id`'s view when it reaches a final status, after `seconds`, or when `signal`
+ * aborts, whichever is first; woken by the event bus, never by polling. `call_not_found` when
+ * there is no such call.
+ */
+export async function untilFinal(
+  source: WaitSource,
+  id: string,
+  seconds: number,
+  signal?: AbortSignal,
+): Promise<CallView> {
+  const first = source.get(id);
+  if (!first) throw new GatehouseError("call_not_found", `no call ${id}`);
+  // An abort that came before the wait (a cancellation while the call was being stored) would
+  // never fire its listener: it ends the wait at once, as a later one does.
+  if (isFinal(first.status) || seconds <= 0 || signal?.aborted) return first;
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      unsubscribe();
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, seconds * 1000);
+    const unsubscribe = source.bus.subscribe((e) => {
+      if (e.type === "call" && e.id === id && isFinal(e.status)) done();
+    });
+    signal?.addEventListener("abort", done);
+    // The decision may have landed between the first read and the subscription.
+    const again = source.get(id);
+    if (again && isFinal(again.status)) done();
+  });
+  return source.get(id) ?? first;
+}
