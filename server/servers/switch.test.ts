@@ -4,6 +4,7 @@
  * outlives a restart and is undone by "Switch off"; the file's own `"enabled"` always wins, and a
  * server that refers to an unset `${VAR}` is refused by the variable's path.
  */
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { and, eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -13,6 +14,7 @@ import {
   bodyOf,
   createTestUser,
   DEMO_SERVER,
+  REPO_ROOT,
   request,
   startTestRuntime,
   type TestRuntime,
@@ -171,4 +173,41 @@ describe("switching a dark server on from the Servers page", () => {
     expect(view(t, "files").state).toBe("dark");
     expect(switchRows(t, "server.switch_on")).toEqual([]);
   });
+
+  it("switches sent at the same moment leave one tool server running, the last one asked for", async () => {
+    const slow = path.join(REPO_ROOT, "test", "fixtures", "servers", "slow.mjs");
+    const pids = (dir: string) =>
+      readFileSync(path.join(dir, "pids"), "utf8").split("\n").filter(Boolean).map(Number);
+    const {
+      rt: t,
+      cookie,
+      dir,
+    } = await start((d) => ({
+      files: {
+        command: "node",
+        args: [slow],
+        env: { RUNS_FILE: path.join(d, "runs.json"), PID_FILE: path.join(d, "pids") },
+      },
+    }));
+    const answers = await Promise.all(
+      [true, false, true].map((on) => request("POST", "/api/servers/files/switch", { cookie, body: { on } })),
+    );
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
+    await waitForServersReady(t.runtime, ["files"]);
+    expect(view(t, "files")).toMatchObject({ enabled: true, state: "ready" });
+    await t.stop({ keepDir: true });
+    rt = undefined;
+    // Stopping Gatehouse stops every child it started: one left alive was started by a
+    // supervisor the manager no longer knew.
+    const alive = pids(dir).filter((pid) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    for (const pid of alive) process.kill(pid, "SIGKILL");
+    expect(alive).toEqual([]);
+  }, 60_000);
 });
