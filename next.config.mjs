@@ -16,6 +16,8 @@ const nextConfig = {
   // default is Next's own.
   distDir: process.env.NEXT_DIST_DIR ?? ".next",
   poweredByHeader: false,
+  // forbidden(): a console page a person's roles do not open answers 403 (app/(console)/forbidden.tsx).
+  experimental: { authInterrupts: true },
   serverExternalPackages: ["better-sqlite3"],
   // `npm start`'s first build (scripts/start.mjs) sets this: a user starting a released checkout
   // gains nothing from type-checking it (about 20 s of a two-core machine's first start), which

@@ -5,7 +5,7 @@ import Link from "next/link";
 import { type FormEvent, type InputHTMLAttributes, useId, useState } from "react";
 import { Age } from "@/components/age";
 import { CallStatusBadge } from "@/components/call-status-badge";
-import { decisionText, RUN_TIME_MEANING, serverOf } from "@/components/call-text";
+import { callErrorText, decisionText, RUN_TIME_MEANING, serverOf } from "@/components/call-text";
 import { ResourceReads } from "@/components/resource-reads";
 import { Button, EmptyState, ErrorAlert, inputClass, Loading, PageHeader, thClass } from "@/components/ui";
 import { type CallView, callStatuses } from "@/lib/api-types";
@@ -256,6 +256,8 @@ function FilterField({
 function ActivityRow({ call }: { call: CallView }) {
   const text = decisionText(call);
   const server = serverOf(call);
+  // The row says why a run failed; a refusal's code is in the Decision column already.
+  const failure = call.status === "failed" ? callErrorText(call) : null;
   return (
     <tr data-testid={`activity-${call.id}`} className="hover:bg-zinc-50/60">
       <td className="px-3 py-2 align-top text-zinc-700">
@@ -274,6 +276,15 @@ function ActivityRow({ call }: { call: CallView }) {
         {server ? (
           <span className="block text-xs text-zinc-500">
             on <span className="font-mono">{server}</span>
+          </span>
+        ) : null}
+        {failure ? (
+          <span
+            className="mt-1 line-clamp-2 break-words text-xs text-rose-700"
+            title={`${failure.message} (${failure.code})`}
+            data-testid="call-error"
+          >
+            {failure.message} <span className="font-mono">({failure.code})</span>
           </span>
         ) : null}
       </td>

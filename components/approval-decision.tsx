@@ -6,17 +6,19 @@ import { type ReactNode, useCallback, useEffect, useState } from "react";
 import { Age } from "@/components/age";
 import { AuditTrail } from "@/components/audit-trail";
 import { CallStatusBadge } from "@/components/call-status-badge";
+import { callErrorText } from "@/components/call-text";
 import { DecisionSourceText } from "@/components/decision-source";
 import { decisionSourceOf } from "@/components/grant-text";
+import { isCallNotFound, NoSuchCall } from "@/components/no-such-call";
 import { NotifyMe } from "@/components/notify-me";
 import { type DecisionError, PendingCallCard } from "@/components/pending-call-card";
 import { ErrorAlert, Loading, PageHeader, Section } from "@/components/ui";
 import type { CallStoryView, CallView } from "@/lib/api-types";
 import { decidersText } from "@/lib/decision-text";
 import { endpoints } from "@/lib/endpoints";
-import { GatehouseError } from "@/lib/errors";
 import { errorWithCode, formatDateTime } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
+import { afterLiveStreamOpened } from "@/lib/use-live-events";
 import { usePendingNotifications, usePendingTitle } from "@/lib/use-pending-alerts";
 import { usePendingCalls } from "@/lib/use-pending-calls";
 import type { Viewer } from "@/lib/viewer";
@@ -37,10 +39,6 @@ function usePassed(at: string | null): boolean {
   return passed;
 }
 
-function isNotFound(error: unknown): boolean {
-  return error instanceof GatehouseError && (error.code === "call_not_found" || error.code === "not_found");
-}
-
 /**
  * `/approvals/<id>`: one call for decision, where a notification's link lands. A pending call
  * gets the queue's card (tool, server, requester, why it waits, exact arguments, Approve / Deny
@@ -54,7 +52,8 @@ export function ApprovalDecision({ id, viewer }: { id: string; viewer: Viewer })
   const client = useQueryClient();
   const story = useQuery({
     queryKey: queryKeys.calls.story(id),
-    queryFn: ({ signal }) => endpoints.calls.story(id, { signal }),
+    // Once the live stream is open: its first opening would otherwise fetch the call again.
+    queryFn: ({ signal }) => afterLiveStreamOpened(signal).then(() => endpoints.calls.story(id, { signal })),
   });
   const pending = usePendingCalls();
   usePendingTitle(pending.data?.length);
@@ -151,37 +150,12 @@ export function ApprovalDecision({ id, viewer }: { id: string; viewer: Viewer })
         </div>
       ) : story.isPending ? (
         <Loading label="Loading the call…" />
-      ) : isNotFound(story.error) ? (
-        <NoSuchCall id={id} />
+      ) : isCallNotFound(story.error) ? (
+        <NoSuchCall id={id} back={{ href: "/approvals", label: "See the calls waiting for approval" }} />
       ) : (
         <ErrorAlert>Could not load this call: {errorWithCode(story.error)}</ErrorAlert>
       )}
     </div>
-  );
-}
-
-function NoSuchCall({ id }: { id: string }) {
-  return (
-    <section
-      aria-labelledby="no-such-call"
-      className="rounded-lg border border-dashed border-zinc-300 bg-white px-6 py-10 text-center"
-    >
-      <h2 id="no-such-call" className="text-lg font-semibold text-zinc-900">
-        No such call
-      </h2>
-      <p className="mx-auto mt-2 max-w-xl break-all text-sm text-zinc-600">
-        This Gatehouse has no call <span className="font-mono text-zinc-800">{id}</span>.
-      </p>
-      <p className="mt-1 text-sm text-zinc-600">
-        The link may be mistyped or cut short, or come from another Gatehouse.
-      </p>
-      <Link
-        href="/approvals"
-        className="mt-4 inline-block text-sm font-medium text-indigo-700 hover:underline"
-      >
-        See the calls waiting for approval
-      </Link>
-    </section>
   );
 }
 
@@ -254,17 +228,21 @@ function outcomeOf(
           </>
         ),
       };
-    case "failed":
+    case "failed": {
+      const failure = callErrorText(call);
       return {
         heading: call.decidedAt ? "Approved" : "Ran at once",
         tone: "done",
         text: (
           <>
-            {call.decidedAt ? approved : ranAtOnce} The tool ran and failed
-            {call.error ? `: ${call.error.message} (${call.error.code})` : ""}.
+            {call.decidedAt ? approved : ranAtOnce}{" "}
+            {failure?.toolText
+              ? `The tool ran and reported an error: ${failure.toolText} (${failure.code}).`
+              : `The tool ran and failed${failure ? `: ${failure.message} (${failure.code})` : ""}.`}
           </>
         ),
       };
+    }
     case "interrupted":
       return {
         heading: call.decidedAt ? "Approved" : "Interrupted",

@@ -5,7 +5,7 @@ import Link from "next/link";
 import { useCallback, useMemo, useState } from "react";
 import { Age } from "@/components/age";
 import { CallStatusBadge } from "@/components/call-status-badge";
-import { recentDecisionText, serverOf } from "@/components/call-text";
+import { callErrorText, recentDecisionText, serverOf } from "@/components/call-text";
 import { DecisionSourceText } from "@/components/decision-source";
 import { decisionSourceOf } from "@/components/grant-text";
 import { NotifyMe } from "@/components/notify-me";
@@ -158,6 +158,7 @@ function RecentCall({ call }: { call: CallView }) {
   const source = decisionSourceOf(call);
   const by = recentDecisionText(call);
   const server = serverOf(call);
+  const failure = callErrorText(call);
   return (
     <li className="flex flex-wrap items-baseline gap-x-3 gap-y-1 px-4 py-2.5 text-sm">
       <CallStatusBadge status={call.status} />
@@ -185,9 +186,9 @@ function RecentCall({ call }: { call: CallView }) {
       {call.reason ? (
         <p className="w-full whitespace-pre-wrap break-words text-zinc-600">Reason: {call.reason}</p>
       ) : null}
-      {call.error ? (
-        <p className="w-full break-words text-rose-700">
-          {call.error.message} ({call.error.code})
+      {failure ? (
+        <p className="w-full break-words text-rose-700" data-testid="call-error">
+          {failure.message} <span className="font-mono text-xs">({failure.code})</span>
         </p>
       ) : null}
     </li>

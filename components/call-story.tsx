@@ -7,16 +7,18 @@ import { Age } from "@/components/age";
 import { ApprovalReason } from "@/components/approval-reason";
 import { AuditTrail } from "@/components/audit-trail";
 import { CallStatusBadge } from "@/components/call-status-badge";
-import { runTimeText, serverOf } from "@/components/call-text";
+import { callErrorText, runTimeText, serverOf } from "@/components/call-text";
 import { DecisionSourceText } from "@/components/decision-source";
 import { decisionSourceOf } from "@/components/grant-text";
 import { JsonView } from "@/components/json-view";
+import { isCallNotFound, NoSuchCall } from "@/components/no-such-call";
 import { ErrorAlert, Loading, Section } from "@/components/ui";
 import type { CallStoryView, CallView } from "@/lib/api-types";
 import { decidersText, namesText } from "@/lib/decision-text";
 import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatBytes, formatDateTime } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
+import { afterLiveStreamOpened } from "@/lib/use-live-events";
 
 /** How the stored form of a result over the cap looks (`capResult` in server/calls/call-row.ts). */
 interface TruncatedResult {
@@ -34,7 +36,8 @@ function isTruncated(call: CallView): call is CallView & { result: TruncatedResu
 export function CallStory({ id }: { id: string }) {
   const query = useQuery({
     queryKey: queryKeys.calls.story(id),
-    queryFn: ({ signal }) => endpoints.calls.story(id, { signal }),
+    // Once the live stream is open: its first opening would otherwise fetch the call again.
+    queryFn: ({ signal }) => afterLiveStreamOpened(signal).then(() => endpoints.calls.story(id, { signal })),
   });
 
   return (
@@ -44,6 +47,10 @@ export function CallStory({ id }: { id: string }) {
       </Link>
       {query.isPending ? (
         <Loading label="Loading the call…" />
+      ) : isCallNotFound(query.error) ? (
+        <div className="mt-4">
+          <NoSuchCall id={id} back={{ href: "/activity", label: "See every call in Activity" }} />
+        </div>
       ) : query.isError ? (
         <ErrorAlert className="mt-4">Could not load this call: {errorWithCode(query.error)}</ErrorAlert>
       ) : (
@@ -59,6 +66,7 @@ function Story({ story: { call, audit, grant } }: { story: CallStoryView }) {
   const approvedBy = decidersText(call);
   const server = serverOf(call);
   const runTime = runTimeText(call);
+  const failure = callErrorText(call);
   return (
     <div className="mt-3 space-y-8">
       <div>
@@ -125,10 +133,10 @@ function Story({ story: { call, audit, grant } }: { story: CallStoryView }) {
             <span data-testid="run-time">{runTime}</span>
           </Fact>
         ) : null}
-        {call.error ? (
+        {failure ? (
           <Fact term="Error">
-            <span className="break-words text-rose-700">
-              {call.error.message} <span className="font-mono text-xs">({call.error.code})</span>
+            <span className="break-words text-rose-700" data-testid="call-error">
+              {failure.message} <span className="font-mono text-xs">({failure.code})</span>
             </span>
           </Fact>
         ) : null}

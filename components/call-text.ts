@@ -7,6 +7,7 @@ import { decisionSourceOf, decisionSourceText } from "@/components/grant-text";
 import type { AuditEventView, CallView } from "@/lib/api-types";
 import { approvalsNeededText, approvalsText, decidersText, namesText } from "@/lib/decision-text";
 import { capitalized, formatDateTime, formatDuration } from "@/lib/format";
+import { toolErrorText } from "@/lib/tool-error-text";
 
 /** The actor the audit log names for what Gatehouse did on its own (expiry, a restart, an end). */
 const GATEHOUSE_ACTOR = "gatehouse";
@@ -71,6 +72,24 @@ export function recentDecisionText(call: CallView): string | null {
     default:
       return call.destructive ? "no decision recorded" : "read-only, ran without review";
   }
+}
+
+/** The code of a failure the tool itself reported (an `isError` result). */
+const TOOL_ERROR = "tool_error";
+
+/**
+ * Why a call failed, as one line beside it: `message` is, for an error the tool reported, its
+ * own words from the stored result after Gatehouse's ("the tool reported an error: disk full"),
+ * else Gatehouse's message alone; `toolText` is the tool's words alone (cleaned, one line,
+ * capped: see `toolErrorText`), null when it gave none. Null when the call has no error.
+ */
+export function callErrorText(
+  call: Pick<CallView, "error" | "result">,
+): { message: string; code: string; toolText: string | null } | null {
+  if (!call.error) return null;
+  const toolText = call.error.code === TOOL_ERROR ? toolErrorText(call.result) : null;
+  const message = toolText ? `${call.error.message}: ${toolText}` : call.error.message;
+  return { message, code: call.error.code, toolText };
 }
 
 /** What the run time measures, as a column's or a fact's explanation says it. */
@@ -190,13 +209,24 @@ export function auditStepWords(event: AuditEventView, trail: TrailContext): Audi
           event.detail?.replace(APPROVAL_REFUSED, "") ?? null,
         );
       }
+      // Refused while it waited: a deny rule added since it was held, found at start.
+      if (actor === GATEHOUSE_ACTOR) return words("Refused by Gatehouse", "the current rules deny it", "Why");
       return words(`Requested by ${actor}`, "refused by Gatehouse", "Why");
+    case "call.rejudged":
+      return words("Judged again by Gatehouse", "the current rules ask for more approvals", "Why");
     case "call.succeeded":
       return words(d ? `Succeeded in ${d}` : "Succeeded", ranIt, "Note");
     case "call.failed":
       return words(d ? `Failed after ${d}` : "Failed", ranIt, "Error");
     case "call.interrupted":
-      return words("Interrupted", "Gatehouse stopped while the tool ran; the outcome is unknown", "Note");
+      // Gatehouse's own row is a restart's; the requester's, a server that failed under the call.
+      return actor === GATEHOUSE_ACTOR
+        ? words("Interrupted", "Gatehouse stopped while the tool ran; the outcome is unknown", "Note")
+        : words(
+            "Interrupted",
+            "the server failed or did not answer while the tool ran; the outcome is unknown",
+            "Why",
+          );
     case "call.withdrawn":
       return words(`Withdrawn by ${actor}`, null, "Why");
     default:

@@ -31,7 +31,7 @@ export const emptyGrantDraft: GrantDraft = {
 };
 
 /**
- * The grant a draft asks for: null when "and allow…" is off; an error text when the count is not
+ * The grant a draft asks for: null when "Approve and allow again…" is off; an error text when the count is not
  * a whole number from 1 to {@link GRANT_MAX_USES}.
  */
 export function grantOf(
@@ -56,7 +56,7 @@ const pill =
   "relative cursor-pointer rounded-md px-2.5 py-1 text-sm ring-1 ring-inset ring-zinc-300 has-[:checked]:bg-indigo-50 has-[:checked]:font-medium has-[:checked]:text-indigo-800 has-[:checked]:ring-indigo-400 has-[:focus-visible]:outline-2 has-[:focus-visible]:outline-offset-2 has-[:focus-visible]:outline-indigo-600";
 
 /**
- * "and allow…" next to Approve: off by default; on, the reviewer picks these exact arguments or any
+ * "Approve and allow again…" next to Approve: off by default; on, the reviewer picks these exact arguments or any
  * arguments of this tool, for 15 minutes, an hour or a working day, and optionally at most N more
  * calls, and reads the sentence that will be granted.
  */
@@ -86,7 +86,8 @@ export function GrantChoice({
           aria-controls={`${id}-options`}
           className="size-4 rounded border-zinc-300 text-indigo-600 focus:ring-indigo-600"
         />
-        and allow…
+        Approve and allow again…
+        <span className="text-zinc-500">later calls like this one run without review, for a while</span>
       </label>
       {draft.on ? (
         <div

@@ -46,10 +46,10 @@ export function GrantsView() {
           <EmptyState title="No grants">
             <p className="mx-auto max-w-xl">
               Whoever approves a call can make one: tick{" "}
-              <span className="font-medium text-zinc-700">“and allow…”</span> next to Approve to let the same
-              agent call the same tool again without review — with those exact arguments or with any — for 15
-              minutes, an hour or a working day, optionally at most so many times. Grants end by themselves;
-              any reviewer or owner can revoke one here.
+              <span className="font-medium text-zinc-700">“Approve and allow again…”</span> next to Approve to
+              let the same agent call the same tool again without review — with those exact arguments or with
+              any — for 15 minutes, an hour or a working day, optionally at most so many times. Grants end by
+              themselves; any reviewer or owner can revoke one here.
             </p>
           </EmptyState>
         ) : (

@@ -1,4 +1,7 @@
-/** Shown (instead of a redirect) when a signed-in person opens a page their roles do not cover. */
+/**
+ * What a signed-in person reads on a page their roles do not cover (no redirect): the console's
+ * 403 page, app/(console)/forbidden.tsx, says it.
+ */
 export function NotAllowed({ audience }: { audience: string }) {
   return (
     <div className="mx-auto max-w-lg rounded-lg border border-amber-200 bg-amber-50 px-6 py-8 text-center">

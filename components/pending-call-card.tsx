@@ -37,9 +37,9 @@ const LONG_DESCRIPTION = 220;
 /**
  * One pending call, with what a reviewer needs to decide: the tool and what it says it does, why
  * it needs approval (and the rule that held it), who asked and when, how long is left, and the
- * exact arguments (escaped, long values folded). Approve is one click, optionally "and allow…"
- * the same again for a while (a grant; offered only for an agent's call that needs one approval);
- * Deny asks for a reason first. A call that needs several approvals shows "1 of 2 approvals" and
+ * exact arguments (escaped, long values folded). Approve is one click, optionally "Approve and
+ * allow again…" (a grant: the same again for a while; offered only for an agent's call that needs
+ * one approval); Deny asks for a reason first, marked required, and confirms only with one. A call that needs several approvals shows "1 of 2 approvals" and
  * who gave them; whoever already approved it gets no Approve button, nor does its requester when
  * it needs several approvals, a rule held it, or self-approval is off (Deny stays): a note says
  * who has to approve instead and, when nobody else may, how to add a reviewer or allow
@@ -72,6 +72,8 @@ export function PendingCallCard({
   const id = useId();
   const [denying, setDenying] = useState(false);
   const [reasonError, setReasonError] = useState<string | null>(null);
+  // Confirm deny stays off until the reason has some text: it is required, said before a round trip.
+  const [reasonGiven, setReasonGiven] = useState(false);
   const [descriptionOpen, setDescriptionOpen] = useState(false);
   const [grantDraft, setGrantDraft] = useState<GrantDraft>(emptyGrantDraft);
   const [grantError, setGrantError] = useState<string | null>(null);
@@ -235,7 +237,7 @@ export function PendingCallCard({
       {!decidable ? null : denying ? (
         <form onSubmit={onDeny} className="mt-4 space-y-2" noValidate>
           <label htmlFor={`${id}-reason`} className="block text-sm font-medium text-zinc-700">
-            Reason
+            Reason <span className="font-normal text-zinc-500">(required: the requester reads it)</span>
           </label>
           <textarea
             id={`${id}-reason`}
@@ -247,6 +249,7 @@ export function PendingCallCard({
             autoFocus
             className={inputClass}
             aria-invalid={reasonError ? true : undefined}
+            onChange={(event) => setReasonGiven(event.currentTarget.value.trim() !== "")}
             onKeyDown={(event) => {
               if (event.key === "Enter" && (event.ctrlKey || event.metaKey))
                 event.currentTarget.form?.requestSubmit();
@@ -254,7 +257,7 @@ export function PendingCallCard({
           />
           {reasonError ? <ErrorAlert>{reasonError}</ErrorAlert> : null}
           <div className="flex flex-wrap gap-2">
-            <Button type="submit" variant="danger" disabled={busy}>
+            <Button type="submit" variant="danger" disabled={busy || !reasonGiven}>
               Confirm deny
             </Button>
             <Button
@@ -262,6 +265,7 @@ export function PendingCallCard({
               onClick={() => {
                 setDenying(false);
                 setReasonError(null);
+                setReasonGiven(false);
               }}
             >
               Cancel
@@ -272,12 +276,12 @@ export function PendingCallCard({
         <div className="mt-4 space-y-3">
           {!mayApprove ? null : fourEyes ? (
             <p className="text-xs text-zinc-500">
-              No “and allow…” here: this call needs {call.approvalsNeeded} approvals, and a call that needs
-              more than one cannot be granted in advance.
+              No “Approve and allow again…” here: this call needs {call.approvalsNeeded} approvals, and a call
+              that needs more than one cannot be granted in advance.
             </p>
           ) : call.requester.kind !== "agent" ? (
             <p className="text-xs text-zinc-500">
-              No “and allow…” here: grants are for agents, and a person asked for this call.
+              No “Approve and allow again…” here: grants are for agents, and a person asked for this call.
             </p>
           ) : (
             <GrantChoice

@@ -98,7 +98,7 @@ test.describe
       const card = page.getByTestId(`call-${first.call.id}`);
       await expect(card).toContainText(`agent ${GRANT_TOKEN}`);
       // Off by default: a plain Approve.
-      const allow = card.getByRole("checkbox", { name: "and allow…" });
+      const allow = card.getByRole("checkbox", { name: "Approve and allow again…" });
       await expect(allow).not.toBeChecked();
       await expect(card.getByRole("radio")).toHaveCount(0);
       await allow.check();
@@ -207,8 +207,8 @@ test.describe
       const card = rita.getByTestId(`call-${held.call.id}`);
       await expect(card).toContainText("Held by rule pair-review (2 approvals)");
       await expect(card.getByTestId("approvals-progress")).toContainText("0 of 2 approvals");
-      // Two approvals cannot be granted in advance: no "and allow…", and why.
-      await expect(card.getByRole("checkbox", { name: "and allow…" })).toHaveCount(0);
+      // Two approvals cannot be granted in advance: no "Approve and allow again…", and why.
+      await expect(card.getByRole("checkbox", { name: "Approve and allow again…" })).toHaveCount(0);
       await expect(card).toContainText("this call needs 2 approvals");
 
       await card.getByRole("button", { name: "Approve" }).click();

@@ -171,7 +171,7 @@ test.describe
       await signInAsOwner(page);
       await page.goto("/grants");
       await expect(page.getByText("No grants", { exact: true })).toBeVisible();
-      await expect(page.getByText(/tick “and allow…” next to Approve/)).toBeVisible();
+      await expect(page.getByText(/tick “Approve and allow again…” next to Approve/)).toBeVisible();
       await snap(page, "grants-empty");
     });
 
@@ -189,7 +189,7 @@ test.describe
       const id = await requestNote("looks-bot", "looks: the weekly report");
       await page.goto(`/approvals/${id}`);
       const card = page.getByTestId(`call-${id}`);
-      await card.getByRole("checkbox", { name: "and allow…" }).check();
+      await card.getByRole("checkbox", { name: "Approve and allow again…" }).check();
       await card.getByRole("radio", { name: "any arguments" }).check();
       await card.getByRole("radio", { name: "a working day (8 h)" }).check();
       await card.getByRole("checkbox", { name: "at most" }).check();

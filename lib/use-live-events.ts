@@ -158,6 +158,49 @@ export function liveEventInvalidation(client: QueryClient): {
   };
 }
 
+/** Longest a first fetch waits for the stream (see {@link afterLiveStreamOpened}). */
+const FIRST_OPEN_WAIT_MS = 3_000;
+
+let streamOpened = false;
+const openWaiters = new Set<() => void>();
+
+/** The stream opened (or failed to): whoever waits for it may fetch now. */
+function releaseOpenWaiters(): void {
+  streamOpened = true;
+  for (const release of openWaiters) release();
+  openWaiters.clear();
+}
+
+/**
+ * Resolves once this page's live stream has opened the first time (at once after that), so a
+ * query that awaits it in its `queryFn` fetches once: the stream's first opening refetches every
+ * family (events before it are lost), which would otherwise ask again for what was just fetched,
+ * or cancel it in flight and send it again. The server subscribes a stream before it answers, so
+ * what is fetched after the opening misses no event. It also resolves when the stream fails (a
+ * later reopening refetches everything anyway) and, at the latest, after
+ * {@link FIRST_OPEN_WAIT_MS}; it rejects when `signal` aborts (the query was cancelled).
+ */
+export function afterLiveStreamOpened(signal?: AbortSignal): Promise<void> {
+  if (streamOpened) return Promise.resolve();
+  return new Promise<void>((resolve, reject) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", abort);
+      openWaiters.delete(done);
+      resolve();
+    };
+    const abort = () => {
+      clearTimeout(timer);
+      openWaiters.delete(done);
+      reject(signal?.reason ?? new DOMException("aborted", "AbortError"));
+    };
+    const timer = setTimeout(done, FIRST_OPEN_WAIT_MS);
+    if (signal?.aborted) return abort();
+    signal?.addEventListener("abort", abort, { once: true });
+    openWaiters.add(done);
+  });
+}
+
 /**
  * Opens one EventSource on `/api/events` for as long as the calling component is mounted and
  * turns each event into react-query invalidations; nothing polls. The browser reconnects a
@@ -209,9 +252,12 @@ export function useLiveEvents(): void {
           queryKeys.resourceReads.all,
         ]);
       }
+      // After the invalidation, so a query that waited is not asked for again.
+      releaseOpenWaiters();
     };
     const onError = () => {
       hadError = true;
+      releaseOpenWaiters();
       if (source?.readyState === EventSource.CLOSED && !stopped) {
         close();
         reopenTimer = setTimeout(open, reopenDelay);

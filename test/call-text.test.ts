@@ -142,6 +142,20 @@ describe("an audit trail's rows", () => {
     const interrupted = event("call.interrupted", "gatehouse", { detail: "outcome unknown" });
     expect(line(interrupted, [interrupted])).not.toContain("gatehouse");
   });
+
+  it("a call whose server failed under it is not said to be interrupted by Gatehouse's stop, and the rules' own steps name nobody", () => {
+    const died = event("call.interrupted", "bot", { detail: "outcome unknown (the tool may have run)" });
+    expect(line(died, [died])).toContain("the server failed or did not answer");
+    expect(line(died, [died])).not.toContain("Gatehouse stopped");
+    const refused = event("call.refused", "gatehouse", {
+      detail: 'denied_by_rule: denied by rule "no-drop"',
+    });
+    expect(line(refused, [refused])).toBe("Refused by Gatehouse · the current rules deny it");
+    const rejudged = event("call.rejudged", "gatehouse", {
+      detail: 'rule "two-eyes" now asks for 2 approvals',
+    });
+    expect(line(rejudged, [rejudged])).not.toContain("gatehouse");
+  });
 });
 
 describe("a call's place and decision in the activity list", () => {

@@ -41,13 +41,21 @@ async function requestPath(): Promise<string | null> {
  * runtime, auth only sees the store.
  */
 export async function currentPageUser(): Promise<UserView> {
+  const user = await signedInPageUser();
+  if (!user) redirect(signInHref(await requestPath()));
+  return user;
+}
+
+/**
+ * The signed-in user of a page request, or null without a session: for a page anyone may see
+ * (the "no such page" page keeps the console's header for a signed-in person).
+ */
+export async function signedInPageUser(): Promise<UserView | null> {
   const head = await headers();
   // Only the cookie named for this request's scheme counts, as in route(); pages have no URL,
   // and in front of Next the scheme is what X-Forwarded-Proto says.
   const sid = sessionIdFrom(head.get("cookie"), forwardedHttps(head));
-  const user = sid ? sessionUser(getRuntime().db, sid) : null;
-  if (!user) redirect(signInHref(await requestPath()));
-  return user;
+  return sid ? sessionUser(getRuntime().db, sid) : null;
 }
 
 /** Whether this Gatehouse has its first owner: the setup link has been used (or no longer applies). */

@@ -1,7 +1,6 @@
 import type { Metadata } from "next";
-import { redirect } from "next/navigation";
+import { forbidden, redirect } from "next/navigation";
 import { type ActivityFilters, ActivityView } from "@/components/activity-view";
-import { NotAllowed } from "@/components/not-allowed";
 import { canReview } from "@/components/roles";
 import { currentPageUser } from "@/server/http/page";
 
@@ -16,7 +15,7 @@ export default async function ActivityPage({
 }) {
   const user = await currentPageUser();
   if (!user) redirect("/login");
-  if (!canReview(user)) return <NotAllowed audience="reviewers and owners" />;
+  if (!canReview(user)) forbidden();
   const params = await searchParams;
   const initial: ActivityFilters = {};
   for (const key of FILTER_KEYS) {

@@ -1,6 +1,5 @@
 import type { Metadata } from "next";
-import { redirect } from "next/navigation";
-import { NotAllowed } from "@/components/not-allowed";
+import { forbidden, redirect } from "next/navigation";
 import { canReview } from "@/components/roles";
 import { RulesView } from "@/components/rules-view";
 import { currentPageUser } from "@/server/http/page";
@@ -11,6 +10,6 @@ export const metadata: Metadata = { title: "Rules" };
 export default async function RulesPage() {
   const user = await currentPageUser();
   if (!user) redirect("/login");
-  if (!canReview(user)) return <NotAllowed audience="reviewers and owners" />;
+  if (!canReview(user)) forbidden();
   return <RulesView />;
 }

@@ -1,7 +1,6 @@
 import type { Metadata } from "next";
-import { redirect } from "next/navigation";
+import { forbidden, redirect } from "next/navigation";
 import { NextSteps } from "@/components/next-steps";
-import { NotAllowed } from "@/components/not-allowed";
 import { isOwner } from "@/components/roles";
 import { ToolsView } from "@/components/tools-view";
 import { listCatalogue } from "@/server/catalogue/catalogue";
@@ -13,7 +12,7 @@ export const metadata: Metadata = { title: "Tools" };
 export default async function ToolsPage() {
   const user = await currentPageUser();
   if (!user) redirect("/login");
-  if (!isOwner(user)) return <NotAllowed audience="owners" />;
+  if (!isOwner(user)) forbidden();
   // The catalogue comes with the page, so the table is in the first paint instead of waiting
   // for the scripts and a fetch; live events keep it current from there.
   return (

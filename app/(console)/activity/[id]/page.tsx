@@ -1,7 +1,6 @@
 import type { Metadata } from "next";
-import { redirect } from "next/navigation";
+import { forbidden, redirect } from "next/navigation";
 import { CallStory } from "@/components/call-story";
-import { NotAllowed } from "@/components/not-allowed";
 import { canReview } from "@/components/roles";
 import { currentPageUser } from "@/server/http/page";
 
@@ -10,7 +9,7 @@ export const metadata: Metadata = { title: "Call story" };
 export default async function CallStoryPage({ params }: { params: Promise<{ id: string }> }) {
   const user = await currentPageUser();
   if (!user) redirect("/login");
-  if (!canReview(user)) return <NotAllowed audience="reviewers and owners" />;
+  if (!canReview(user)) forbidden();
   const { id } = await params;
   return <CallStory id={id} />;
 }

@@ -1,6 +1,6 @@
 import type { Metadata } from "next";
+import { forbidden } from "next/navigation";
 import { ApprovalDecision } from "@/components/approval-decision";
-import { NotAllowed } from "@/components/not-allowed";
 import { canReview } from "@/components/roles";
 import { currentPageUser, pageViewer } from "@/server/http/page";
 
@@ -12,7 +12,7 @@ export const metadata: Metadata = { title: "Approval" };
  */
 export default async function ApprovalPage({ params }: { params: Promise<{ id: string }> }) {
   const user = await currentPageUser();
-  if (!canReview(user)) return <NotAllowed audience="reviewers and owners" />;
+  if (!canReview(user)) forbidden();
   const { id } = await params;
   return <ApprovalDecision id={id} viewer={pageViewer(user)} />;
 }
