@@ -186,6 +186,15 @@ describe("a modern-only HTTP server (SDK v2) restarts between two calls", () => 
       if (!server) throw new Error("no HTTP server");
       expect(text(await harness.manager.callTool("fx", "echo", { text: "before" }))).toBe("echo: before");
       expect(count(logged(log), "acknowledged subscriptions/listen")).toBe(1);
+      // The acknowledgement has Gatehouse list the tools again (debounced): let that listing end
+      // before the restart. Landing while the old process is gone and the new one not yet
+      // listening, it would find no server, and a listing that fails fails the connection
+      // (backoff), as specified: that would be the restart of a server Gatehouse was talking to,
+      // not the restart between two calls this test is about.
+      const dialList = harness.tools.get("fx");
+      await harness.waitFor("the listing after the listen acknowledgement", () =>
+        harness.tools.get("fx") !== dialList ? true : undefined,
+      );
 
       await server.restart();
 
@@ -200,7 +209,10 @@ describe("a modern-only HTTP server (SDK v2) restarts between two calls", () => 
       await harness.waitFor("extra_1 in the tool list after the restart", () =>
         harness.tools.get("fx")?.some((t) => t.name === "extra_1") ? true : undefined,
       );
-      expect(harness.manager.get("fx").snapshot()).toMatchObject({ state: "ready", protocolVersion: MODERN });
+      const after = harness.manager.get("fx").snapshot();
+      expect(after).toMatchObject({ state: "ready", protocolVersion: MODERN });
+      // The end of the old listen stream, and any failed reopening of it, failed nothing.
+      expect(after.history.map((h) => h.state)).toEqual(["connecting", "ready"]);
       expect(logged(log)).not.toContain("request initialize");
       // The end of the old listen stream is no news above debug: no answer was made up for it
       // (the SDK had let its id go, and would warn of an answer to an unknown request).

@@ -2,12 +2,14 @@ import { isIP } from "node:net";
 import "server-only";
 import {
   InsufficientScopeError,
+  OAuthClientFlowError,
   ProtocolError,
   SdkError,
   SdkErrorCode,
   SdkHttpError,
   SseError,
   SUPPORTED_PROTOCOL_VERSIONS,
+  UnauthorizedError,
 } from "@modelcontextprotocol/client";
 import { isSignInRequired } from "./sign-in";
 
@@ -159,8 +161,10 @@ const NEVER_CONNECTED: ReadonlySet<string> = new Set([
  * False when nothing was sent (Gatehouse refused before sending: `server_unavailable` and every
  * other code but `upstream_error` and `upstream_timeout`; a dial refused or never resolved) or
  * when the server did answer: a JSON-RPC error of its own, a result the SDK refused or that was
- * empty (no cause), an HTTP status below 500 (refused at the door). `err` is what the request
- * layer threw: a `GatehouseError` whose `cause` is the transport's or the SDK's error.
+ * empty (no cause), an HTTP status below 500 (refused at the door), or a refusal the auth layer
+ * turned into an error of its own without a status (a 403 `insufficient_scope`, a 401 that asks
+ * for a sign-in, no usable token to send: {@link refusedByAuth}). `err` is what the request layer
+ * threw: a `GatehouseError` whose `cause` is the transport's or the SDK's error.
  */
 export function outcomeUnknown(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
@@ -171,12 +175,29 @@ export function outcomeUnknown(err: unknown): boolean {
   for (const e of causes) {
     if (e instanceof ProtocolError && !LOCAL_RPC_CODES.has(e.code)) return false;
     if (e instanceof SdkError && e.code === SdkErrorCode.InvalidResult) return false;
+    if (refusedByAuth(e)) return false;
     const status = httpStatus(e);
     if (status !== null && status < 500) return false;
     const sys = (e as { code?: unknown }).code;
     if (typeof sys === "string" && NEVER_CONNECTED.has(sys)) return false;
   }
   return true;
+}
+
+/**
+ * Whether `err` is the auth layer's word that the request was refused at the door or never sent:
+ * the server's 403 `insufficient_scope` (the SDK's `InsufficientScopeError`, which carries no
+ * status), a 401 the SDK could not answer (`UnauthorizedError`), an OAuth flow that failed before
+ * a token could be sent (`OAuthClientFlowError`), or no usable grant (`SignInRequiredError`). The
+ * server ran nothing in each case.
+ */
+function refusedByAuth(err: unknown): boolean {
+  return (
+    err instanceof InsufficientScopeError ||
+    err instanceof OAuthClientFlowError ||
+    err instanceof UnauthorizedError ||
+    isSignInRequired(err)
+  );
 }
 
 /**

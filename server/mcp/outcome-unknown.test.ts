@@ -1,7 +1,15 @@
-import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError } from "@modelcontextprotocol/client";
+import {
+  InsufficientScopeError,
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+  UnauthorizedError,
+} from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
 import { GatehouseError } from "@/lib/errors";
 import { outcomeUnknown, SessionLostError } from "./failures";
+import { SignInRequiredError } from "./sign-in";
 
 /** An error as the request layer throws it: Gatehouse's code, the transport's or SDK's error as cause. */
 function told(code: "upstream_error" | "upstream_timeout" | "server_unavailable", cause?: unknown) {
@@ -60,6 +68,21 @@ describe("whether a failed tools/call may have run on its server", () => {
     ],
     ["the server answered an empty result", told("upstream_error"), false],
     ["the server refused at the door (HTTP 401)", told("upstream_error", httpError(401)), false],
+    [
+      "the server refused it with 403 insufficient_scope (a destructive call it refuses is failed, not interrupted)",
+      told("upstream_error", new InsufficientScopeError({ requiredScope: "read write" })),
+      false,
+    ],
+    [
+      "the server refused Gatehouse's token even after renewal (no usable sign-in)",
+      told("upstream_error", new SignInRequiredError("an owner must sign in again")),
+      false,
+    ],
+    [
+      "the server's 401 asked for an authorization only an owner can give",
+      told("upstream_error", new UnauthorizedError("Unauthorized")),
+      false,
+    ],
     ["not Gatehouse's error at all", new Error("boom"), false],
   ];
   for (const [what, err, unknown] of rows) {
