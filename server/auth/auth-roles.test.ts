@@ -46,6 +46,7 @@ const ROUTE_ACCESS: Record<string, Record<string, readonly Access[]>> = {
   "/api/servers": { GET: ["owner"] },
   "/api/servers/[name]/prompts": { GET: ["owner"] },
   "/api/servers/[name]/reconnect": { POST: ["owner"] },
+  "/api/servers/[name]/switch": { POST: ["owner"] },
   "/api/servers/[name]/oauth": { POST: ["owner"], DELETE: ["owner"] },
   "/api/servers/[name]/resources": { GET: ["owner"] },
   "/api/servers/[name]/resources/read": { GET: ["owner"] },
