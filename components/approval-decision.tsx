@@ -6,7 +6,7 @@ import { type ReactNode, useCallback, useEffect, useState } from "react";
 import { Age } from "@/components/age";
 import { AuditTrail } from "@/components/audit-trail";
 import { CallStatusBadge } from "@/components/call-status-badge";
-import { callErrorText } from "@/components/call-text";
+import { callErrorText, interruptedWhy } from "@/components/call-text";
 import { DecisionSourceText } from "@/components/decision-source";
 import { decisionSourceOf } from "@/components/grant-text";
 import { isCallNotFound, NoSuchCall } from "@/components/no-such-call";
@@ -16,7 +16,7 @@ import { ErrorAlert, Loading, PageHeader, Section } from "@/components/ui";
 import type { CallStoryView, CallView } from "@/lib/api-types";
 import { decidersText } from "@/lib/decision-text";
 import { endpoints } from "@/lib/endpoints";
-import { errorWithCode, formatDateTime } from "@/lib/format";
+import { capitalized, errorWithCode, formatDateTime } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
 import { afterLiveStreamOpened } from "@/lib/use-live-events";
 import { usePendingNotifications, usePendingTitle } from "@/lib/use-pending-alerts";
@@ -249,7 +249,7 @@ function outcomeOf(
         tone: "stopped",
         text: (
           <>
-            {call.decidedAt ? approved : null} Gatehouse stopped while the tool ran: the outcome is unknown,
+            {call.decidedAt ? approved : null} {capitalized(interruptedWhy(call))}: the outcome is unknown,
             and it will not run again.
           </>
         ),

@@ -7,7 +7,7 @@ import { Age } from "@/components/age";
 import { ApprovalReason } from "@/components/approval-reason";
 import { AuditTrail } from "@/components/audit-trail";
 import { CallStatusBadge } from "@/components/call-status-badge";
-import { callErrorText, runTimeText, serverOf } from "@/components/call-text";
+import { callErrorText, interruptedWhy, runTimeText, serverOf } from "@/components/call-text";
 import { DecisionSourceText } from "@/components/decision-source";
 import { decisionSourceOf } from "@/components/grant-text";
 import { JsonView } from "@/components/json-view";
@@ -16,7 +16,7 @@ import { ErrorAlert, Loading, Section } from "@/components/ui";
 import type { CallStoryView, CallView } from "@/lib/api-types";
 import { decidersText, namesText } from "@/lib/decision-text";
 import { endpoints } from "@/lib/endpoints";
-import { errorWithCode, formatBytes, formatDateTime } from "@/lib/format";
+import { capitalized, errorWithCode, formatBytes, formatDateTime } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
 import { afterLiveStreamOpened } from "@/lib/use-live-events";
 
@@ -192,7 +192,7 @@ function Result({ call }: { call: CallView }) {
         : call.status === "running"
           ? "The tool is running."
           : call.status === "interrupted"
-            ? "Gatehouse stopped while the tool ran; the outcome is unknown and the call will not be run again."
+            ? `${capitalized(interruptedWhy(call))}; the outcome is unknown and the call will not be run again.`
             : "The tool did not run, or returned nothing.";
     return <p className="text-sm text-zinc-500">{why}</p>;
   }

@@ -25,6 +25,22 @@ export function serverOf(call: Pick<CallView, "server">): string | null {
  * What decided a call, as the activity list's Decision column reads it: "Approved by rita",
  * "Allowed by rule notes-reads", "Waiting (1 of 2 approvals)", "Read-only, no review", ...
  */
+/**
+ * Who stopped an interrupted call's tool: Gatehouse at a restart (its start marks the call with
+ * "Gatehouse stopped…"), or the tool server, which failed or went silent after the call was sent.
+ * Either way the outcome is unknown and the call is not run again.
+ */
+export function interruptedBy(call: Pick<CallView, "error">): "restart" | "server" {
+  return call.error?.message.startsWith("Gatehouse stopped") ? "restart" : "server";
+}
+
+/** "Gatehouse stopped while the tool ran" or "the tool server failed or did not answer while the tool ran". */
+export function interruptedWhy(call: Pick<CallView, "error">): string {
+  return interruptedBy(call) === "restart"
+    ? "Gatehouse stopped while the tool ran"
+    : "the tool server failed or did not answer while the tool ran";
+}
+
 export function decisionText(call: CallView): string {
   return capitalized(decisionPhrase(call));
 }
@@ -66,7 +82,9 @@ export function recentDecisionText(call: CallView): string | null {
     case "refused":
       return "refused by Gatehouse";
     case "interrupted":
-      return "interrupted by a restart";
+      return interruptedBy(call) === "restart"
+        ? "interrupted by a restart"
+        : "interrupted: the server failed under it";
     case "withdrawn":
       return sofar ? `withdrawn by the requester at ${sofar}` : "withdrawn by the requester";
     default:
@@ -102,7 +120,7 @@ export const RUN_TIME_MEANING =
  * call's `durationMs`, the same one its outcome's audit row holds.
  */
 export function runTimeText(
-  call: Pick<CallView, "status" | "startedAt" | "finishedAt" | "durationMs">,
+  call: Pick<CallView, "status" | "startedAt" | "finishedAt" | "durationMs" | "error">,
 ): string | null {
   if (!call.startedAt) return null;
   const sent = formatDateTime(call.startedAt);
@@ -110,8 +128,7 @@ export function runTimeText(
   if (call.durationMs !== null) {
     return `${formatDuration(call.durationMs)}, from when Gatehouse sent the call (${sent}) to the tool's answer`;
   }
-  if (call.status === "interrupted")
-    return `Unknown: Gatehouse stopped while the tool ran (let run at ${sent})`;
+  if (call.status === "interrupted") return `Unknown: ${interruptedWhy(call)} (let run at ${sent})`;
   return null;
 }
 

@@ -3,6 +3,7 @@
 import Link from "next/link";
 import { type FormEvent, useCallback, useId, useMemo, useRef, useState } from "react";
 import { CallStatusBadge } from "@/components/call-status-badge";
+import { interruptedWhy } from "@/components/call-text";
 import { ExpiryCountdown } from "@/components/expiry-countdown";
 import { JsonView } from "@/components/json-view";
 import { SchemaForm } from "@/components/schema-form";
@@ -284,7 +285,7 @@ function outcomeText(call: CallView): string {
     case "refused":
       return call.error ? `Refused: ${call.error.message}` : "Refused.";
     case "interrupted":
-      return "Interrupted by a restart: the outcome is unknown.";
+      return `Interrupted: ${interruptedWhy(call)}, so the outcome is unknown.`;
     case "withdrawn":
       return "Withdrawn.";
   }

@@ -217,9 +217,33 @@ describe("a call's run time in its story", () => {
     expect(runTimeText(call({ status: "running", startedAt }))).toBe(
       `Still running: Gatehouse let it run at ${formatDateTime(startedAt)}`,
     );
-    expect(runTimeText(call({ status: "interrupted", startedAt, finishedAt }))).toBe(
+    const restart = {
+      code: "interrupted",
+      message: "Gatehouse stopped while the call was running: outcome unknown",
+    };
+    expect(runTimeText(call({ status: "interrupted", startedAt, finishedAt, error: restart }))).toBe(
       `Unknown: Gatehouse stopped while the tool ran (let run at ${formatDateTime(startedAt)})`,
     );
     expect(runTimeText(call({ status: "denied" }))).toBeNull();
+  });
+
+  it("an interrupted call names who stopped the tool: Gatehouse at a restart, or the server under the call", () => {
+    const restart = {
+      code: "interrupted",
+      message: "Gatehouse stopped while the call was running: outcome unknown",
+    };
+    const died = {
+      code: "interrupted",
+      message: "outcome unknown (the tool may have run; it is not run again): connection closed",
+    };
+    expect(recentDecisionText(call({ status: "interrupted", error: restart }))).toBe(
+      "interrupted by a restart",
+    );
+    expect(recentDecisionText(call({ status: "interrupted", error: died }))).toBe(
+      "interrupted: the server failed under it",
+    );
+    expect(runTimeText(call({ status: "interrupted", startedAt, error: died }))).toBe(
+      `Unknown: the tool server failed or did not answer while the tool ran (let run at ${formatDateTime(startedAt)})`,
+    );
   });
 });

@@ -21,7 +21,7 @@ import { CALL_META_KEY, finalResult, type LinkContext } from "./tools";
  * | `pending`, `running` | `working` (waiting for whom, "1 of 2 approvals", or running) |
  * | `succeeded`, `failed` | `completed` with the `tools/call` result the call would have had at once (a tool's `isError` result included, and a failure to reach the tool, which Gatehouse answers as an `isError` result on either leg) |
  * | `denied`, `expired`, `refused` | `failed`, `error.code` {@link CALL_NOT_RUN_CODE} |
- * | `interrupted` | `failed`, `error.code` -32603: Gatehouse stopped while the tool ran, so its outcome is unknown; neither the tool's answer nor the agent's doing |
+ * | `interrupted` | `failed`, `error.code` -32603: Gatehouse, or the tool server, stopped while the tool ran, so its outcome is unknown; neither the tool's answer nor the agent's doing |
  * | `withdrawn` | `cancelled` (the agent's `tasks/cancel`, its cancelled held request, or its token's revocation) |
  *
  * A task is its requester's alone: any other token's `tasks/*` on its id answers as an unknown
