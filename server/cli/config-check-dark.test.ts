@@ -43,7 +43,7 @@ describe("config check on dark servers", () => {
     expect(res.code).toBe(0);
     expect(res.stderr.trimEnd().split("\n")).toEqual([
       'warning: mcpServers: 2 servers are dark (no "enabled": true): files (line 3), tasks (line 8, "enabled": false); ' +
-        'Gatehouse does not dial them until their entries have "enabled": true',
+        'Gatehouse does not dial them until their entries have "enabled": true (an entry without "enabled" can also be switched on from its card on Servers)',
     ]);
     expect(res.stdout).toBe(`${file}: OK (3 servers, 1 warning(s))\n`);
   }, 30_000);
@@ -68,7 +68,7 @@ describe("config check on dark servers", () => {
       /^warning: mcpServers\.files\.env\.TOKEN: uses \$\{FILES_TOKEN\}, which is not set/,
     );
     expect(lines[1]).toBe(
-      'warning: mcpServers: 1 server is dark (no "enabled": true): files (line 1); Gatehouse does not dial it until its entry has "enabled": true',
+      'warning: mcpServers: 1 server is dark (no "enabled": true): files (line 1); Gatehouse does not dial it until its entry has "enabled": true (an entry without "enabled" can also be switched on from its card on Servers)',
     );
     expect(res.stdout).toBe(`${file}: OK (1 server, 2 warning(s))\n`);
   }, 30_000);

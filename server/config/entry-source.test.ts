@@ -137,7 +137,7 @@ describe("the dark servers warning", () => {
         path: "mcpServers",
         message:
           `2 servers are dark (no "enabled": true): files (line ${lineOf(text, '"files"')}, "enabled": false), ` +
-          `tasks (line ${lineOf(text, '"tasks"')}); Gatehouse does not dial them until their entries have "enabled": true`,
+          `tasks (line ${lineOf(text, '"tasks"')}); Gatehouse does not dial them until their entries have "enabled": true (an entry without "enabled" can also be switched on from its card on Servers)`,
       },
     ]);
   });

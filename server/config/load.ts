@@ -80,7 +80,8 @@ function darkServersWarning(servers: readonly ServerConfig[]): ConfigIssue | nul
     path: "mcpServers",
     message:
       `${dark.length} ${many ? "servers are" : "server is"} dark (no "enabled": true): ${named.join(", ")}; ` +
-      `Gatehouse does not dial ${many ? "them until their entries have" : "it until its entry has"} "enabled": true`,
+      `Gatehouse does not dial ${many ? "them until their entries have" : "it until its entry has"} "enabled": true ` +
+      `(an entry without "enabled" can also be switched on from its card on Servers)`,
   };
 }
 
