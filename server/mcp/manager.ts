@@ -157,7 +157,7 @@ export class McpManager {
    * reconnecting (nothing waited); otherwise what was waited and how it ended.
    */
   private untilReachable(supervisor: ServerSupervisor, notAfter?: number): Promise<ReconnectWait | null> {
-    const from = supervisor.snapshot().state;
+    const from = supervisor.currentState;
     if (!RECONNECTING.has(from)) return Promise.resolve(null);
     const started = Date.now();
     const limit = Math.min(supervisor.config.timeoutMs, (notAfter ?? Number.POSITIVE_INFINITY) - started);
@@ -165,10 +165,10 @@ export class McpManager {
       const done = () => {
         clearTimeout(timer);
         this.stateWatchers.delete(check);
-        resolve({ ms: Date.now() - started, from, to: supervisor.snapshot().state });
+        resolve({ ms: Date.now() - started, from, to: supervisor.currentState });
       };
       const check = () => {
-        if (!RECONNECTING.has(supervisor.snapshot().state)) done();
+        if (!RECONNECTING.has(supervisor.currentState)) done();
       };
       const timer = setTimeout(done, Math.max(0, limit));
       // A wait never keeps the process up.

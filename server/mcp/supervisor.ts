@@ -111,6 +111,11 @@ export class ServerSupervisor {
     this.pacing.startPeriodic(this.deps.refreshSeconds * 1000);
   }
 
+  /** The state alone, for a check on every call: {@link snapshot} copies the history and stderr. */
+  get currentState(): ServerState {
+    return this.state;
+  }
+
   snapshot(): SupervisorSnapshot {
     return {
       name: this.config.name,
