@@ -2,5 +2,5 @@
 export async function register(): Promise<void> {
   if (process.env.NEXT_RUNTIME !== "nodejs") return;
   const { boot } = await import("./server/boot");
-  boot();
+  await boot();
 }

@@ -44,7 +44,7 @@ const manager = new McpManager(
   },
   { log: quiet, onState: (s) => s.state === "ready" && ready(), onTools: () => {} },
 );
-manager.start();
+await manager.start();
 await readyP;
 const before = process.memoryUsage().rss;
 let peak = before;

@@ -21,7 +21,7 @@ import type { Page } from "@playwright/test";
 import { syncServerTools } from "../server/catalogue/catalogue";
 import type { ServerConfig } from "../server/config";
 import { McpManager } from "../server/mcp/manager";
-import { openDb } from "../server/store/db";
+import { closeDb, openDb } from "../server/store/db";
 import { launchBrowser, signedIn } from "./browser";
 import type { CallerSpec } from "./caller";
 import { type Gatehouse, quiet, startGatehouse } from "./gatehouse";
@@ -408,7 +408,7 @@ if (want("dial")) {
   );
   r0 = await requests();
   t = performance.now();
-  manager.start();
+  await manager.start();
   await readyP;
   const dialMs = performance.now() - t;
   const dialRequests = (await requests()) - r0 - 1;
@@ -448,15 +448,15 @@ if (want("catalogue")) {
     maxFrameBytes: 4 * 1024 * 1024,
     enabled: true,
   });
-  const pass = () => {
+  const pass = async () => {
     const t = performance.now();
     for (let i = 0; i < SIZE.catServers; i++)
-      syncServerTools(db, server(i), tools, { descriptionMaxChars: 1024 });
+      await syncServerTools(db, server(i), tools, { descriptionMaxChars: 1024 });
     return performance.now() - t;
   };
-  const first = pass();
-  const again = pass();
-  db.$client.close();
+  const first = await pass();
+  const again = await pass();
+  await closeDb(db);
   rmSync(dir, { recursive: true, force: true });
   extra.catalogue = { servers: SIZE.catServers, tools: SIZE.catTools, firstMs: first, unchangedMs: again };
   console.log(

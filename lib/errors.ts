@@ -44,6 +44,9 @@ export const errorStatus = {
   upstream_timeout: 504,
   store_busy: 503,
   store_full: 507,
+  store_unavailable: 503,
+  /** The store cannot be used as configured (a bad DATABASE_URL, a schema newer than this build): a start error. */
+  store_config: 500,
   internal: 500,
 } as const;
 

@@ -1,5 +1,6 @@
 import { constants as osConstants } from "node:os";
 import "server-only";
+import { GatehouseError } from "@/lib/errors";
 import { configPathFromEnv, formatIssues, loadConfigFile } from "./config";
 import { logger, registerSecrets } from "./log";
 import { announceSetup, createRuntime, getRuntime, type Runtime, setRuntime } from "./runtime";
@@ -12,6 +13,7 @@ import {
   secretKeyValues,
 } from "./secrets";
 import { dbPathFromEnv } from "./store/db";
+import { describeLocation, type StoreLocation, storeLocation } from "./store/location";
 import { StoreInUseError } from "./store/lock";
 
 const log = logger("boot");
@@ -38,14 +40,17 @@ export function baseUrlFromEnv(env: Record<string, string | undefined> = process
 
 /**
  * Starts the process-wide runtime once: validates the config (exiting non-zero on any error),
- * resolves the secret key (GATEHOUSE_SECRET_KEY, else the key file beside the store, created on the
- * first start; exiting non-zero, saying what to do, when either is refused), takes the store's lock
- * (exiting non-zero, naming the holder, while another Gatehouse process has it), opens the store,
- * applies migrations, starts the MCP manager in the background and, unless `announce` is false
+ * chooses the store (`DATABASE_URL` names PostgreSQL, else the SQLite file `GATEHOUSE_DB`; exiting
+ * non-zero on a `DATABASE_URL` that is no PostgreSQL URL), resolves the secret key
+ * (GATEHOUSE_SECRET_KEY, else on SQLite the key file beside the store, created on the first start;
+ * exiting non-zero, saying what to do, when either is refused), takes the store's lock (exiting
+ * non-zero, naming the holder, while another Gatehouse process has it), opens the store (exiting
+ * non-zero when PostgreSQL cannot be reached or its schema is newer than this build), applies
+ * migrations, starts the MCP manager in the background and, unless `announce` is false
  * (server/main.ts prints it once it listens), prints the setup link while no user exists. A
  * second call returns the running runtime.
  */
-export function boot({ announce = true }: { announce?: boolean } = {}): Runtime {
+export async function boot({ announce = true }: { announce?: boolean } = {}): Promise<Runtime> {
   try {
     return getRuntime();
   } catch {
@@ -62,29 +67,36 @@ export function boot({ announce = true }: { announce?: boolean } = {}): Runtime 
   registerSecrets(secretKeyValues(process.env));
   let runtime: Runtime;
   let secretKey: SecretKey;
+  let location: StoreLocation;
   try {
+    location = storeLocation();
     // At boot, not at the first sign-in: a refused key stops the start here, before anything
     // listens, and a new key file exists from the first start on, to be backed up with the store.
-    secretKey = loadSecretKey({ env: process.env, dbFile: dbPathFromEnv() });
-    runtime = createRuntime({
+    secretKey = loadSecretKey({ env: process.env, dbFile: dbPathFromEnv(), dialect: location.dialect });
+    runtime = await createRuntime({
       config: result.config,
       dbFile: dbPathFromEnv(),
+      ...(location.dialect === "postgres" ? { databaseUrl: location.url } : {}),
       publicOrigin: process.env.GATEHOUSE_PUBLIC_ORIGIN,
       secretKey,
     });
   } catch (err) {
-    // Another Gatehouse owns the store, or the key is refused: said like a config error, and
-    // nothing of the store was touched.
-    if (!(err instanceof StoreInUseError) && !(err instanceof SecretKeyError)) throw err;
+    // Another Gatehouse owns the store, the key is refused, the store is unreachable or newer:
+    // said like a config error, and nothing of the store was written.
+    const known =
+      err instanceof StoreInUseError ||
+      err instanceof SecretKeyError ||
+      (err instanceof GatehouseError && (err.code === "store_unavailable" || err.code === "store_config"));
+    if (!known) throw err;
     process.stderr.write(`Gatehouse cannot start: ${err.message}\n`);
     process.exit(1);
   }
   setRuntime(runtime);
-  log.info(`config ${path}; store ${dbPathFromEnv()}; ${result.config.servers.length} server(s)`);
+  log.info(`config ${path}; store ${describeLocation(location)}; ${result.config.servers.length} server(s)`);
   log.info(describeSecretKey(secretKey));
   if (secretKey.unusedFile)
     log.warn(`${SECRET_KEY_ENV} is set, so the key file ${secretKey.unusedFile} is not used`);
-  if (announce) announceSetup(runtime, baseUrlFromEnv());
+  if (announce) await announceSetup(runtime, baseUrlFromEnv());
 
   // Handlers stay installed while the stop runs: a signal with none would kill the process at
   // once, skipping the exit hooks that remove the store's lock file and stop tool servers.

@@ -19,7 +19,7 @@ import { announceSetup } from "./runtime";
 
 const host = process.env.HOST ?? "127.0.0.1";
 const port = Number(process.env.PORT ?? "3000");
-const runtime = boot({ announce: false });
+const runtime = await boot({ announce: false });
 const app = next({ dev: false, dir: process.cwd(), hostname: host, port });
 await app.prepare();
 const nextHandler = app.getRequestHandler();
@@ -65,6 +65,7 @@ async function warmUp(): Promise<void> {
 
 server.listen(port, host, () => {
   process.stdout.write(`Gatehouse listening on ${self}\n`);
-  announceSetup(runtime, baseUrlFromEnv());
-  void warmUp();
+  void announceSetup(runtime, baseUrlFromEnv())
+    .catch((err: unknown) => process.stderr.write(`the setup link could not be made: ${String(err)}\n`))
+    .then(warmUp);
 });

@@ -69,7 +69,7 @@ describe("an OAuth client secret", () => {
     if (!config) throw new Error("the config is valid");
     expect(config.servers[0]?.auth?.clientSecret).toBe(secret);
     const dir = mkdtempSync(path.join(tmpdir(), "gatehouse-oauth-secret-"));
-    const rt = createRuntime({ config, dbFile: path.join(dir, "gatehouse.db") });
+    const rt = await createRuntime({ config, dbFile: path.join(dir, "gatehouse.db") });
     try {
       expect(redact(`token request failed for ${secret}`)).toBe("token request failed for [redacted]");
     } finally {

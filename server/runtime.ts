@@ -1,11 +1,18 @@
 import "server-only";
+import type { Tool } from "@modelcontextprotocol/client";
 import { GatehouseError } from "@/lib/errors";
 import { AgentMcpEndpoint } from "./agent-mcp/endpoint";
 import { LoginThrottle } from "./auth/access";
 import { issueSetupCode } from "./auth/users";
 import { CallBroker } from "./calls/broker";
 import { hasChanges, type SyncSummary, syncServerTools } from "./catalogue/catalogue";
-import { authSecrets, CREDENTIAL_NAME, type GatehouseConfig, substitutedValues } from "./config";
+import {
+  authSecrets,
+  CREDENTIAL_NAME,
+  type GatehouseConfig,
+  type ServerConfig,
+  substitutedValues,
+} from "./config";
 import { EventBus } from "./events";
 import { endGrantsForChanges } from "./grants";
 import { logger, registerSecrets } from "./log";
@@ -17,8 +24,9 @@ import { loadSecretKey, SecretBox, type SecretKey } from "./secrets";
 import { capWarnings } from "./servers/cap";
 import { StoredServerHistory } from "./servers/history";
 import { applyServerSwitches } from "./servers/switch";
-import { type Db, openDb } from "./store/db";
-import { lockStore, type StoreLock } from "./store/lock";
+import { closeDb, type Db, openStore } from "./store/db";
+import { lockStore } from "./store/lock";
+import { lockPostgres } from "./store/pg-lock";
 import { tools } from "./store/schema";
 
 const log = logger("gatehouse");
@@ -48,13 +56,15 @@ export interface Runtime {
 
 export interface RuntimeOptions {
   config: GatehouseConfig;
-  /** SQLite file, or ":memory:". */
+  /** SQLite file, or ":memory:"; the file beside which the key file lives. Unused with `databaseUrl`. */
   dbFile: string;
+  /** A PostgreSQL URL (`DATABASE_URL`): the store is that database instead of `dbFile`. */
+  databaseUrl?: string;
   publicOrigin?: string;
   /**
    * The key of `secrets`. Default: the key file beside `dbFile` (created when missing; a key in
    * memory for ":memory:"), without looking at the environment; `boot` passes the key it resolved
-   * with GATEHOUSE_SECRET_KEY.
+   * with GATEHOUSE_SECRET_KEY. Required with `databaseUrl`: replicas must share one key.
    */
   secretKey?: SecretKey;
   /**
@@ -66,15 +76,22 @@ export interface RuntimeOptions {
 
 /**
  * Wires store, manager, catalogue and broker together and starts dialing servers (no waiting).
- * First takes the store's one-process lock (`lockStore`: throws `StoreInUseError`, having touched
- * nothing, while another live process holds it); `stop()` releases it, as does a failed start.
+ * First takes the store's one-process lock (`lockStore` on SQLite, `lockPostgres` on PostgreSQL:
+ * throws `StoreInUseError`, having touched nothing, while another live process holds it);
+ * `stop()` releases it, as does a failed start.
  */
-export function createRuntime(opts: RuntimeOptions): Runtime {
-  const lock = lockStore(opts.dbFile);
+export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
+  if (opts.databaseUrl && !opts.secretKey) {
+    throw new GatehouseError(
+      "store_config",
+      "a runtime on PostgreSQL needs its secret key given (GATEHOUSE_SECRET_KEY)",
+    );
+  }
+  const lock = opts.databaseUrl ? await lockPostgres(opts.databaseUrl) : lockStore(opts.dbFile);
   try {
-    return wireRuntime(opts, lock);
+    return await wireRuntime(opts, lock);
   } catch (err) {
-    lock.release();
+    await lock.release();
     throw err;
   }
 }
@@ -101,7 +118,10 @@ export function envSecrets(vars: Record<string, string>): string[] {
     .map(([, value]) => value);
 }
 
-function wireRuntime(opts: RuntimeOptions, lock: StoreLock): Runtime {
+/** The store's one-server lock, on SQLite (a file) or PostgreSQL (an advisory lock). */
+type HeldLock = { release(): void | Promise<void> };
+
+async function wireRuntime(opts: RuntimeOptions, lock: HeldLock): Promise<Runtime> {
   const { config } = opts;
   registerSecrets(config.servers.flatMap((s) => [...Object.values(s.headers), ...envSecrets(s.env)]));
   // An OAuth client secret, whatever its variable is called: nothing of it may reach a line.
@@ -110,10 +130,29 @@ function wireRuntime(opts: RuntimeOptions, lock: StoreLock): Runtime {
   registerSecrets(envSecrets(Object.fromEntries(substitutedValues())));
   // Before the store opens: a refused key file stops the start with nothing opened.
   const secrets = new SecretBox(opts.secretKey ?? loadSecretKey({ env: {}, dbFile: opts.dbFile }));
-  const db = openDb(opts.dbFile);
+  const db = await openStore(
+    opts.databaseUrl
+      ? { dialect: "postgres", url: opts.databaseUrl }
+      : { dialect: "sqlite", file: opts.dbFile },
+  );
+  try {
+    return await wireOnStore(opts, lock, db, secrets);
+  } catch (err) {
+    await closeDb(db);
+    throw err;
+  }
+}
+
+async function wireOnStore(
+  opts: RuntimeOptions,
+  lock: HeldLock,
+  db: Db,
+  secrets: SecretBox,
+): Promise<Runtime> {
+  const { config } = opts;
   // Before anything reads `enabled`: the servers owners switched on from the Servers page.
-  for (const warning of applyServerSwitches(db, config.servers)) log.warn(warning);
-  for (const warning of capWarnings(db, config.servers)) log.warn(warning);
+  for (const warning of await applyServerSwitches(db, config.servers)) log.warn(warning);
+  for (const warning of await capWarnings(db, config.servers)) log.warn(warning);
   const bus = new EventBus();
   registerSecrets(notificationSecrets(config.notifications));
   const notifier = createNotifier({
@@ -127,7 +166,7 @@ function wireRuntime(opts: RuntimeOptions, lock: StoreLock): Runtime {
   const enabledServers = config.servers.filter((s) => s.enabled).map((s) => s.name);
   const listedOnce = new Set<string>();
   let rulesChecked = false;
-  const signIns = new OAuthSignIns({
+  const signIns = await OAuthSignIns.open({
     db,
     secrets,
     servers: config.servers,
@@ -144,39 +183,42 @@ function wireRuntime(opts: RuntimeOptions, lock: StoreLock): Runtime {
     signIn: signIns,
     history,
     onState: (s) => bus.publish({ type: "server", name: s.name, state: s.state }),
-    onTools: (server, tools) => {
-      let summary: SyncSummary;
-      try {
-        summary = syncServerTools(db, server, tools, {
-          descriptionMaxChars: config.catalogue.descriptionMaxChars,
-          // Queued in the refresh's own transaction: a crash cannot keep the feed and lose the message.
-          // Grants of a tool whose definition changed end in the same transaction as the change.
-          alsoWrite: (changes) => {
-            endGrantsForChanges(db, changes);
-            notifier.catalogueChanged(db, server.name, changes);
-          },
-        });
-      } catch (err) {
-        log.error(`catalogue of ${server.name} could not be stored`, { error: String(err) });
-        return;
-      }
-      if (hasChanges(summary) || summary.overCap.length > 0) {
-        log.info(`catalogue of ${server.name} updated`, {
-          added: summary.added.length,
-          changed: summary.changed.length,
-          gone: summary.gone.length,
-          returned: summary.returned.length,
-          overCap: summary.overCap.length,
-        });
-      }
-      bus.publish({ type: "catalogue", server: server.name });
-      listedOnce.add(server.name);
-      if (!rulesChecked && enabledServers.every((name) => listedOnce.has(name))) {
-        rulesChecked = true;
-        warnUnmatchedRules(db, config);
-      }
-    },
+    // Awaited by the listing: a server is `ready` once its tools are in the catalogue.
+    onTools: (server, tools) => storeTools(server, tools),
   });
+  /** A server's listed tools into the catalogue; tells browsers, and checks the rules once all listed. */
+  const storeTools = async (server: ServerConfig, tools: Tool[]): Promise<void> => {
+    let summary: SyncSummary;
+    try {
+      summary = await syncServerTools(db, server, tools, {
+        descriptionMaxChars: config.catalogue.descriptionMaxChars,
+        // Queued in the refresh's own transaction: a crash cannot keep the feed and lose the message.
+        // Grants of a tool whose definition changed end in the same transaction as the change.
+        alsoWrite: async (tx, changes) => {
+          await endGrantsForChanges(tx, changes);
+          await notifier.catalogueChanged(tx, server.name, changes);
+        },
+      });
+    } catch (err) {
+      log.error(`catalogue of ${server.name} could not be stored`, { error: String(err) });
+      return;
+    }
+    if (hasChanges(summary) || summary.overCap.length > 0) {
+      log.info(`catalogue of ${server.name} updated`, {
+        added: summary.added.length,
+        changed: summary.changed.length,
+        gone: summary.gone.length,
+        returned: summary.returned.length,
+        overCap: summary.overCap.length,
+      });
+    }
+    bus.publish({ type: "catalogue", server: server.name });
+    listedOnce.add(server.name);
+    if (!rulesChecked && enabledServers.every((name) => listedOnce.has(name))) {
+      rulesChecked = true;
+      await warnUnmatchedRules(db, config);
+    }
+  };
   const rules = new RuleSet(config.rules);
   const argumentBytes = new Map(config.servers.map((s) => [s.name, s.maxArgumentBytes]));
   const broker = new CallBroker({
@@ -217,19 +259,25 @@ function wireRuntime(opts: RuntimeOptions, lock: StoreLock): Runtime {
       await broker.stop();
       await rules.close();
       await manager.stop();
-      history.close();
+      await history.close();
       await signIns.close();
       // Before the store closes: tries in flight are aborted and their rows stay queued.
       await notifier.stop();
-      broker.flushWrites();
-      db.$client.close();
-      lock.release();
+      await broker.flushWrites();
+      await closeDb(db);
+      await lock.release();
     },
   };
-  broker.start();
-  // After the broker: calls it found interrupted at start are queued by now and go out with the rest.
-  notifier.start();
-  manager.start();
+  try {
+    await broker.start();
+    // After the broker: calls it found interrupted at start are queued by now and go out with the rest.
+    notifier.start();
+    await manager.start();
+  } catch (err) {
+    // Nothing started may outlive a failed start, nor keep reading a store about to close.
+    await runtime.stop().catch(() => undefined);
+    throw err;
+  }
   return runtime;
 }
 
@@ -237,13 +285,9 @@ function wireRuntime(opts: RuntimeOptions, lock: StoreLock): Runtime {
  * A rule whose globs match no tool the catalogue knows is probably a typo: said once, as a
  * warning, when every enabled server has listed its tools (a dark server's tools may still come).
  */
-function warnUnmatchedRules(db: Db, config: GatehouseConfig): void {
+async function warnUnmatchedRules(db: Db, config: GatehouseConfig): Promise<void> {
   if (config.rules.length === 0) return;
-  const known = db
-    .select({ name: tools.localName })
-    .from(tools)
-    .all()
-    .map((t) => t.name);
+  const known = (await db.select({ name: tools.localName }).from(tools)).map((t) => t.name);
   for (const name of rulesMatchingNoTool(config.rules, known)) {
     const index = config.rules.findIndex((r) => r.name === name);
     log.warn(
@@ -267,8 +311,8 @@ export function getRuntime(): Runtime {
 }
 
 /** Prints the one-time setup link while no user exists. */
-export function announceSetup(runtime: Runtime, baseUrl: string): string | null {
-  const code = issueSetupCode(runtime.db);
+export async function announceSetup(runtime: Runtime, baseUrl: string): Promise<string | null> {
+  const code = await issueSetupCode(runtime.db);
   if (!code) return null;
   const link = `${baseUrl}/setup?code=${code}`;
   process.stdout.write(

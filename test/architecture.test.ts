@@ -10,6 +10,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { isBuiltin } from "node:module";
 import path from "node:path";
+import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import { constantText, type FileImports, findImports } from "./support/imports";
 
@@ -276,6 +277,117 @@ describe("the files of server/", () => {
   });
 });
 
+/** drizzle's executors of SQLite alone, on a query builder: PostgreSQL's drizzle has none of them. */
+const SQLITE_EXECUTORS = new Set(["get", "all", "run"]);
+
+/** A call's text on one line; a long one as its start and its end. */
+function shortCall(text: string): string {
+  const call = text.replace(/\s+/g, " ");
+  return call.length > 90 ? `${call.slice(0, 40)} … ${call.slice(-40)}` : call;
+}
+
+/**
+ * `line: call` for every call in `text` that works on SQLite only: `.get()`, `.all()` or `.run()`
+ * with empty parentheses (drizzle's SQLite executors; awaiting the builder, `first()` or
+ * `.execute()` work on both stores), and `.transaction(` on anything (a db's own transactions;
+ * `transaction()` of server/store/db.ts is one for both stores, retried on PostgreSQL). Found by
+ * the parser, so a comment or a string is none. Allowed: a better-sqlite3 statement, whose
+ * `prepare` is given its SQL (`sqliteOf(db)?.prepare("PRAGMA …").get()`, a SQLite-only look at
+ * the file); drizzle's own `prepare()` takes none.
+ */
+function sqliteOnlyCalls(fileName: string, text: string): string[] {
+  const source = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true);
+  const found: string[] = [];
+  const visit = (node: ts.Node) => {
+    if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression)) {
+      const name = node.expression.name.text;
+      const receiver = node.expression.expression;
+      const rawStatement =
+        ts.isCallExpression(receiver) &&
+        ts.isPropertyAccessExpression(receiver.expression) &&
+        receiver.expression.name.text === "prepare" &&
+        receiver.arguments.length > 0;
+      if (
+        name === "transaction" ||
+        (SQLITE_EXECUTORS.has(name) && node.arguments.length === 0 && !rawStatement)
+      ) {
+        const { line } = source.getLineAndCharacterOfPosition(node.getStart(source));
+        found.push(`${line + 1}: ${shortCall(node.getText(source))}`);
+      }
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+/**
+ * Calls the finder takes for the store's that are not (`file: call`, without the line), each
+ * with what it is: a method of Gatehouse's own that happens to share a name and takes nothing.
+ */
+const NOT_THE_STORE = new Map<string, string>([
+  [
+    "server/agent-mcp/endpoint.ts: this.sessions.all()",
+    "the /mcp sessions in memory (agent-mcp/sessions.ts)",
+  ],
+  ["server/agent-mcp/sessions.ts: this.all()", "the /mcp sessions in memory, from inside"],
+  ["server/mcp/transports.ts: deps.agent.get()", "the outbound HTTP agent, made on first use"],
+  ["server/mcp/refresh-pacing.ts: this.opts.run()", "the paced re-list the pacer was given"],
+]);
+
+/** `file:line: call` for every SQLite-only call in server/ and app/ (tests too), but in server/store/. */
+function sqliteOnlyCallsOutsideStore(): { file: string; line: string; call: string }[] {
+  const store = path.join(root, "server", "store") + path.sep;
+  return ["server", "app"]
+    .flatMap((d) => codeFiles(path.join(root, d)))
+    .filter((f) => !f.startsWith(store))
+    .flatMap((f) =>
+      sqliteOnlyCalls(f, readFileSync(f, "utf8")).map((c) => {
+        const [line = "", call = ""] = c.split(/: (.*)/s);
+        return { file: path.relative(root, f), line, call };
+      }),
+    );
+}
+
+describe("the store's statements", () => {
+  it("the finder names SQLite's executors and a db's transaction, and no better-sqlite3 statement, comment or string", () => {
+    const text = [
+      "const a = db.select().from(users).where(eq(users.id, 1)).get();",
+      "const b = db.select().from(users).all();",
+      "db.update(users).set({ name: 'x' }).run();",
+      "const c = db.select().from(users).prepare().get();",
+      "db.transaction((tx) => tx.insert(users).values(v).run());",
+      "this.deps.db.transaction(() => 1);",
+      'sqliteOf(db)?.prepare("SELECT count(*) AS n FROM users").get();',
+      'other.prepare("BEGIN IMMEDIATE").run();',
+      "const d = await first(db.select().from(users));",
+      "await transaction(db, async (tx) => { await tx.insert(users).values(v); });",
+      "const e = await stmt.execute({ id });",
+      "const f = map.get(key); await Promise.all(list);",
+      "// db.select().from(users).get() in a comment",
+      'const g = "db.transaction(fn) and .run() in a string";',
+    ].join("\n");
+    expect(sqliteOnlyCalls("a.ts", text)).toEqual([
+      "1: db.select().from(users).where(eq(users.id, 1)).get()",
+      "2: db.select().from(users).all()",
+      "3: db.update(users).set({ name: 'x' }).run()",
+      "4: db.select().from(users).prepare().get()",
+      "5: db.transaction((tx) => tx.insert(users).values(v).run())",
+      "5: tx.insert(users).values(v).run()",
+      "6: this.deps.db.transaction(() => 1)",
+    ]);
+  });
+
+  it("no file of server/ or app/ but the store's own calls .get(), .all(), .run() or .transaction( (SQLite only)", () => {
+    const calls = sqliteOnlyCallsOutsideStore();
+    const allowed = (c: { file: string; call: string }) => NOT_THE_STORE.has(`${c.file}: ${c.call}`);
+    expect(calls.filter((c) => !allowed(c)).map((c) => `${c.file}:${c.line}: ${c.call}`)).toEqual([]);
+    // A listed call that is gone leaves a reason for nothing: drop it.
+    const seen = new Set(calls.map((c) => `${c.file}: ${c.call}`));
+    expect([...NOT_THE_STORE.keys()].filter((k) => !seen.has(k))).toEqual([]);
+  });
+});
+
 /** Test files and the helpers tests share beside them (`*-fixtures.ts`, `test-helpers.ts`). */
 const TEST_ONLY = /(\.test\.[cm]?[jt]sx?|-fixtures\.ts|(^|\/)test-helpers\.ts)$/;
 
@@ -350,6 +462,12 @@ describe("what runs in production", () => {
     for (const f of [
       "server/main.ts",
       "server/agent-mcp/endpoint.ts",
+      // The store on either kind: the rules above see its new files as any other of server/.
+      "server/store/pg-driver.ts",
+      "server/store/sqlite-driver.ts",
+      "server/store/schema-pg.ts",
+      "server/store/location.ts",
+      "server/store/migrations.ts",
       "demo/server.mjs",
       "scripts/start.mjs",
     ]) {

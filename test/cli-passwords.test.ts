@@ -19,7 +19,12 @@ let env: Record<string, string>;
 
 beforeEach(() => {
   dir = mkdtempSync(path.join(os.tmpdir(), "gatehouse-cli-pw-"));
-  env = { GATEHOUSE_DB: path.join(dir, "db.sqlite"), GATEHOUSE_CONFIG: path.join(dir, "gatehouse.json") };
+  // The SQLite file (read below with better-sqlite3): DATABASE_URL emptied, whatever the shell has.
+  env = {
+    GATEHOUSE_DB: path.join(dir, "db.sqlite"),
+    GATEHOUSE_CONFIG: path.join(dir, "gatehouse.json"),
+    DATABASE_URL: "",
+  };
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 

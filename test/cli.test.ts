@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -39,7 +40,12 @@ let env: Record<string, string>;
 
 beforeEach(() => {
   dir = mkdtempSync(path.join(os.tmpdir(), "gatehouse-cli-"));
-  env = { GATEHOUSE_DB: path.join(dir, "db.sqlite"), GATEHOUSE_CONFIG: path.join(dir, "gatehouse.json") };
+  // The SQLite file: DATABASE_URL emptied, whatever the shell running the tests has.
+  env = {
+    GATEHOUSE_DB: path.join(dir, "db.sqlite"),
+    GATEHOUSE_CONFIG: path.join(dir, "gatehouse.json"),
+    DATABASE_URL: "",
+  };
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -49,6 +55,7 @@ describe("CLI", () => {
     const good = await cli(["config", "check"], env);
     expect(good.code).toBe(0);
     expect(good.stdout).toContain("OK (1 server");
+    expect(good.stdout).toContain(`store: SQLite file ${env.GATEHOUSE_DB}\n`);
 
     const bad = path.join(dir, "bad.json");
     writeFileSync(
@@ -59,6 +66,34 @@ describe("CLI", () => {
     expect(res.code).toBe(1);
     expect(res.stderr).toContain("mcpServers.files.url");
     expect(res.stderr).toContain("Bad_Name");
+  }, 30_000);
+
+  it("config check names the PostgreSQL store of DATABASE_URL by its host, never its password", async () => {
+    writeFileSync(env.GATEHOUSE_CONFIG ?? "", JSON.stringify({ mcpServers: { ok: { command: "node" } } }));
+    const password = "Zq7-not-for-logs";
+    const pg = { ...env, DATABASE_URL: `postgres://gatehouse:${password}@db.internal.example:6543/gh` };
+    const key = randomBytes(32).toString("base64");
+    // Nothing is connected to: the check only reads the environment.
+    const good = await cli(["config", "check"], { ...pg, GATEHOUSE_SECRET_KEY: key });
+    expect(good.code, good.stderr).toBe(0);
+    expect(good.stdout).toContain("store: PostgreSQL postgres://gatehouse:***@db.internal.example:6543/gh\n");
+    // Without the key every replica must share, the check stops the start, and still shows no password.
+    const keyless = await cli(["config", "check"], pg);
+    expect(keyless.code).toBe(1);
+    expect(keyless.stderr).toContain("GATEHOUSE_SECRET_KEY is required with PostgreSQL");
+    expect(keyless.stdout).toBe("store: PostgreSQL postgres://gatehouse:***@db.internal.example:6543/gh\n");
+    // A URL the server would refuse is refused here, without repeating it.
+    const mysql = await cli(["config", "check"], {
+      ...pg,
+      DATABASE_URL: `mysql://gatehouse:${password}@db.internal.example/gh`,
+      GATEHOUSE_SECRET_KEY: key,
+    });
+    expect(mysql.code).toBe(1);
+    expect(mysql.stderr).toContain("store: DATABASE_URL must be a PostgreSQL URL");
+    for (const res of [good, keyless, mysql]) {
+      expect(`${res.stdout}${res.stderr}`).not.toContain(password);
+      expect(`${res.stdout}${res.stderr}`).not.toContain(key);
+    }
   }, 30_000);
 
   it("user add reads the password from stdin and stores only its hash", async () => {

@@ -14,7 +14,7 @@ export default async function SetupPage({
 }: {
   searchParams: Promise<Record<string, string | string[] | undefined>>;
 }) {
-  if (setupDone()) {
+  if (await setupDone()) {
     return (
       <AuthShell
         title="Already set up"

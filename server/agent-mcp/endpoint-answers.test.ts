@@ -46,8 +46,8 @@ describe("how a request is answered", () => {
 
   it("a request without a progress token gets its response as application/json, not an event stream", async () => {
     const t = await start();
-    enableTool(t.runtime, LIST_NOTES);
-    const token = createAgentToken(t.runtime, "bot");
+    await enableTool(t.runtime, LIST_NOTES);
+    const token = await createAgentToken(t.runtime, "bot");
     const { transport } = await connect({ token });
     const res = await post(token, transport.sessionId ?? "", {
       jsonrpc: "2.0",
@@ -65,9 +65,9 @@ describe("how a request is answered", () => {
 
   it("a call held past the JSON window keeps its event stream, open before the decision, with the result after it", async () => {
     const t = await start({ approvals: { waitSeconds: 30 } });
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, ADD_NOTE);
     const e = endpoint(t, { jsonAnswerWindowMs: 20 });
-    const token = createAgentToken(t.runtime, "bot");
+    const token = await createAgentToken(t.runtime, "bot");
     const handler: McpHandler = (req) => e.handle(req);
     const { transport } = await connect({ token, handler });
     const pending = waitForEvent(t.runtime.bus, (ev) => ev.type === "call" && ev.status === "pending");
@@ -86,15 +86,15 @@ describe("how a request is answered", () => {
     expect(res.headers.get("content-type")).toBe("text/event-stream");
     await pending;
     const reviewer = await createTestUser(t.runtime, "rita", ["reviewer"]);
-    const [call] = t.runtime.broker.list({ status: "pending", limit: 1 });
+    const [call] = await t.runtime.broker.list({ status: "pending", limit: 1 });
     await t.runtime.broker.approve(reviewer.user.name, call?.id ?? "");
     expect(await res.text()).toMatch(/^data: \{"result":.*"id":43\}$/m);
   });
 
   it("a request with a progress token keeps its event stream, so progress can reach the client", async () => {
     const t = await start();
-    enableTool(t.runtime, LIST_NOTES);
-    const token = createAgentToken(t.runtime, "bot");
+    await enableTool(t.runtime, LIST_NOTES);
+    const token = await createAgentToken(t.runtime, "bot");
     const { transport } = await connect({ token });
     const res = await post(token, transport.sessionId ?? "", {
       jsonrpc: "2.0",
@@ -109,7 +109,7 @@ describe("how a request is answered", () => {
 
   it("a batch keeps its event stream", async () => {
     const t = await start();
-    const token = createAgentToken(t.runtime, "bot");
+    const token = await createAgentToken(t.runtime, "bot");
     const { transport } = await connect({ token });
     const res = await post(token, transport.sessionId ?? "", [
       { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} },
@@ -123,7 +123,7 @@ describe("how a request is answered", () => {
 
   it("a body that is not JSON is refused with a JSON-RPC parse error and leaves the session usable", async () => {
     const t = await start();
-    const token = createAgentToken(t.runtime, "bot");
+    const token = await createAgentToken(t.runtime, "bot");
     const c = await connect({ token });
     const res = await post(token, c.transport.sessionId ?? "", "{not json");
     expect(await expectRefused(res, 400)).toMatch(/Parse error/);
@@ -132,7 +132,7 @@ describe("how a request is answered", () => {
 
   it("a body over 4 MiB is refused with a JSON-RPC 413 and leaves the session usable", async () => {
     const t = await start();
-    const token = createAgentToken(t.runtime, "bot");
+    const token = await createAgentToken(t.runtime, "bot");
     const c = await connect({ token });
     const message = JSON.stringify({ jsonrpc: "2.0", id: 44, method: "ping", params: {} });
     const padded = `${message}${" ".repeat(MAX_REQUEST_BODY_BYTES + 1 - message.length)}`;

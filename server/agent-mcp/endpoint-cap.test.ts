@@ -62,8 +62,8 @@ describe("the per-token session cap", () => {
     const t = await start();
     const e = endpoint(t, { maxSessionsPerToken: 2 });
     const handler = postOnly((req) => e.handle(req));
-    const token = createAgentToken(t.runtime, "bot");
-    const other = await connect({ token: createAgentToken(t.runtime, "other-bot"), handler });
+    const token = await createAgentToken(t.runtime, "bot");
+    const other = await connect({ token: await createAgentToken(t.runtime, "other-bot"), handler });
     const first = await connect({ token, handler });
     const second = await connect({ token, handler });
     // The first is used again, so the second is now the least recently used.
@@ -79,8 +79,8 @@ describe("the per-token session cap", () => {
 
   it("a listening client and one waiting for approval keep their sessions while 20 short-lived clients come and go without DELETE", async () => {
     const t = await start({ approvals: { waitSeconds: 30 } });
-    enableTool(t.runtime, ADD_NOTE);
-    const token = createAgentToken(t.runtime, "bot");
+    await enableTool(t.runtime, ADD_NOTE);
+    const token = await createAgentToken(t.runtime, "bot");
     const listener = await listening(token);
     const holder = await listening(token);
     const pending = waitForEvent(t.runtime.bus, (ev) => ev.type === "call" && ev.status === "pending");
@@ -93,13 +93,13 @@ describe("the per-token session cap", () => {
     // The listener's session answers, and its stream still carries list_changed.
     expect((await listener.client.listTools()).tools.map((x) => x.name)).toEqual([ADD_NOTE]);
     const changed = nextListChanged(listener.client);
-    enableTool(t.runtime, LIST_NOTES);
+    await enableTool(t.runtime, LIST_NOTES);
     t.runtime.bus.publish({ type: "catalogue", server: "demo" });
     await changed;
     // The held call gets its answer on the session that asked.
     const reviewer = await createTestUser(t.runtime, "rita", ["reviewer"]);
-    const [call] = t.runtime.broker.list({ status: "pending", limit: 1 });
-    t.runtime.broker.deny(reviewer.user.name, call?.id ?? "", "not now");
+    const [call] = await t.runtime.broker.list({ status: "pending", limit: 1 });
+    await t.runtime.broker.deny(reviewer.user.name, call?.id ?? "", "not now");
     expect((await held).isError).toBe(true);
     await holder.client.listTools();
   });
@@ -108,7 +108,7 @@ describe("the per-token session cap", () => {
     const t = await start();
     const e = endpoint(t, { maxSessionsPerToken: 2, listChangedDebounceMs: 10 });
     const handler: McpHandler = (req) => e.handle(req);
-    const token = createAgentToken(t.runtime, "bot");
+    const token = await createAgentToken(t.runtime, "bot");
     const first = await listening(token, handler);
     const second = await listening(token, handler);
 
@@ -117,7 +117,7 @@ describe("the per-token session cap", () => {
     expect(e.sessionCount("bot")).toBe(2);
     await first.client.listTools();
     const changed = nextListChanged(second.client);
-    enableTool(t.runtime, LIST_NOTES);
+    await enableTool(t.runtime, LIST_NOTES);
     t.runtime.bus.publish({ type: "catalogue", server: "demo" });
     await changed;
 
@@ -131,10 +131,10 @@ describe("the per-token session cap", () => {
 
   it("sessions holding a call are never evicted: when all of them hold one, a new session is refused with 429", async () => {
     const t = await start({ approvals: { waitSeconds: 30 } });
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, ADD_NOTE);
     const e = endpoint(t, { maxSessionsPerToken: 1 });
     const handler = postOnly((req) => e.handle(req));
-    const token = createAgentToken(t.runtime, "bot");
+    const token = await createAgentToken(t.runtime, "bot");
     const holder = await connect({ token, handler });
     const pending = waitForEvent(t.runtime.bus, (ev) => ev.type === "call" && ev.status === "pending");
     const held = holder.client.callTool({ name: ADD_NOTE, arguments: { text: "wait for me" } });
@@ -143,8 +143,8 @@ describe("the per-token session cap", () => {
     expect(await expectRefused(res, 429)).toMatch(/Too many sessions/);
     expect(e.sessionCount("bot")).toBe(1);
     const reviewer = await createTestUser(t.runtime, "rita", ["reviewer"]);
-    const [call] = t.runtime.broker.list({ status: "pending", limit: 1 });
-    t.runtime.broker.deny(reviewer.user.name, call?.id ?? "", "not now");
+    const [call] = await t.runtime.broker.list({ status: "pending", limit: 1 });
+    await t.runtime.broker.deny(reviewer.user.name, call?.id ?? "", "not now");
     expect((await held).isError).toBe(true);
   });
 
@@ -152,7 +152,7 @@ describe("the per-token session cap", () => {
     const t = await start();
     const cap = 4;
     const e = endpoint(t, { maxSessionsPerToken: cap });
-    const auth = { authorization: `Bearer ${createAgentToken(t.runtime, "bot")}` };
+    const auth = { authorization: `Bearer ${await createAgentToken(t.runtime, "bot")}` };
     // The token starts at its cap with sessions nobody uses: each may make room for one newcomer.
     for (let i = 0; i < cap; i++) {
       const res = await e.handle(initializeRequest(auth));

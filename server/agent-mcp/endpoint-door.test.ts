@@ -23,7 +23,7 @@ describe("authentication", () => {
 
   it("a wrong token: 401 with WWW-Authenticate", async () => {
     const t = await start();
-    createAgentToken(t.runtime, "bot");
+    await createAgentToken(t.runtime, "bot");
     const res = await routeHandler(initializeRequest({ authorization: "Bearer gh_not-a-real-token" }));
     expect(res.headers.get("www-authenticate")).toBe('Bearer realm="gatehouse"');
     expect(await expectRefused(res, 401)).toMatch(/not valid/);
@@ -31,11 +31,11 @@ describe("authentication", () => {
 
   it("a revoked token: 401, also on the session it opened before", async () => {
     const t = await start();
-    const token = createAgentToken(t.runtime, "bot");
+    const token = await createAgentToken(t.runtime, "bot");
     const session = await connect({ token });
     const sid = session.transport.sessionId ?? "";
     expect(sid).not.toBe("");
-    revokeToken(t.runtime.db, { name: "bot", actor: "test" });
+    await revokeToken(t.runtime.db, { name: "bot", actor: "test" });
     await expect(session.client.listTools()).rejects.toThrow(/bearer token is not valid/);
     const fresh = await routeHandler(initializeRequest({ authorization: `Bearer ${token}` }));
     expect(fresh.headers.get("www-authenticate")).toBe('Bearer realm="gatehouse"');
@@ -51,7 +51,7 @@ describe("authentication", () => {
 
   it("a valid token opens a session: initialize answers with an Mcp-Session-Id and the server's name", async () => {
     const t = await start();
-    const { client, transport } = await connect({ token: createAgentToken(t.runtime, "bot") });
+    const { client, transport } = await connect({ token: await createAgentToken(t.runtime, "bot") });
     expect(transport.sessionId).toMatch(/^[0-9a-f-]{36}$/);
     expect(client.getServerVersion()?.name).toBe("gatehouse");
     expect(client.getServerCapabilities()?.tools?.listChanged).toBe(true);
@@ -63,7 +63,7 @@ describe("authentication", () => {
 describe("DNS-rebinding protection", () => {
   it("a Host that is not Gatehouse's own is refused with 403, before the token is even looked at", async () => {
     const t = await start();
-    const token = createAgentToken(t.runtime, "bot");
+    const token = await createAgentToken(t.runtime, "bot");
     for (const host of ["evil.example.com", "evil.example.com:3000", "127.0.0.1:4000", "localhost"]) {
       const res = await routeHandler(initializeRequest({ host, authorization: `Bearer ${token}` }));
       expect(await expectRefused(res, 403)).toMatch(/host/);
@@ -76,7 +76,7 @@ describe("DNS-rebinding protection", () => {
 
   it("an Origin from another site is refused with 403, even with a valid token", async () => {
     const t = await start();
-    const token = createAgentToken(t.runtime, "bot");
+    const token = await createAgentToken(t.runtime, "bot");
     for (const origin of [
       "http://evil.example.com",
       "null",
@@ -91,7 +91,7 @@ describe("DNS-rebinding protection", () => {
 
   it("the loopback names on PORT are accepted as Host and Origin, and a missing Origin too", async () => {
     const t = await start();
-    const token = createAgentToken(t.runtime, "bot");
+    const token = await createAgentToken(t.runtime, "bot");
     const ok: Record<string, string>[] = [
       { host: "127.0.0.1:3000", origin: ORIGIN },
       { host: "localhost:3000", origin: "http://localhost:3000" },
@@ -128,7 +128,7 @@ describe("DNS-rebinding protection", () => {
 
   it("agentEndpoint.allowedHosts from the config lets a client in under another name", async () => {
     const t = await start();
-    const token = createAgentToken(t.runtime, "bot");
+    const token = await createAgentToken(t.runtime, "bot");
     const e = endpoint(
       t,
       {},

@@ -19,10 +19,19 @@ import { CALL_META_KEY } from "./tools";
 
 const { start, forget, endpoint, connect } = endpointFixtures();
 
+/**
+ * Moves the faked clock on by `ms` (the endpoint's sweep runs on its interval), then lets a sweep
+ * that ran read the tokens from the store: it closes sessions once that read is answered.
+ */
+async function sweepAfter(ms: number): Promise<void> {
+  await vi.advanceTimersByTimeAsync(ms);
+  await new Promise((resolve) => setImmediate(resolve));
+}
+
 describe("sessions", () => {
   it("a request without Mcp-Session-Id that is not initialize is refused with 400", async () => {
     const t = await start();
-    const token = createAgentToken(t.runtime, "bot");
+    const token = await createAgentToken(t.runtime, "bot");
     const res = await routeHandler(
       new Request(MCP_URL, {
         method: "POST",
@@ -41,8 +50,8 @@ describe("sessions", () => {
 
   it("a session belongs to its token: another token presenting its id gets 404", async () => {
     const t = await start();
-    const mine = await connect({ token: createAgentToken(t.runtime, "bot") });
-    const other = createAgentToken(t.runtime, "other-bot");
+    const mine = await connect({ token: await createAgentToken(t.runtime, "bot") });
+    const other = await createAgentToken(t.runtime, "other-bot");
     const res = await routeHandler(
       new Request(MCP_URL, {
         method: "POST",
@@ -63,7 +72,7 @@ describe("sessions", () => {
 
   it("DELETE ends the session: it is gone from the server and its id answers 404", async () => {
     const t = await start();
-    const token = createAgentToken(t.runtime, "bot");
+    const token = await createAgentToken(t.runtime, "bot");
     const c = await connectMcp({ token });
     const sid = c.transport.sessionId ?? "";
     expect(t.runtime.agentMcp.sessionCount("bot")).toBe(1);
@@ -85,22 +94,22 @@ describe("sessions", () => {
 
   it("an idle session (no request, no open stream) is closed after the idle timeout", async () => {
     const t = await start();
-    const token = createAgentToken(t.runtime, "bot");
+    const token = await createAgentToken(t.runtime, "bot");
     vi.useFakeTimers({ toFake: ["setInterval", "clearInterval", "Date"] });
     const e = endpoint(t, { idleMs: 60_000 });
     const res = await e.handle(initializeRequest({ authorization: `Bearer ${token}` }));
     expect(res.status).toBe(200);
     await res.text();
     expect(e.sessionCount("bot")).toBe(1);
-    vi.advanceTimersByTime(59_000);
+    await sweepAfter(59_000);
     expect(e.sessionCount("bot")).toBe(1);
-    vi.advanceTimersByTime(31_000);
-    expect(e.sessionCount("bot")).toBe(0);
+    await sweepAfter(31_000);
+    await vi.waitFor(() => expect(e.sessionCount("bot")).toBe(0));
   });
 
   it("a session whose client keeps its event stream open is not idle", async () => {
     const t = await start();
-    const token = createAgentToken(t.runtime, "bot");
+    const token = await createAgentToken(t.runtime, "bot");
     vi.useFakeTimers({ toFake: ["setInterval", "clearInterval", "Date"] });
     const e = endpoint(t, { idleMs: 60_000 });
     // The SDK client opens its GET stream right after initialization.
@@ -117,26 +126,26 @@ describe("sessions", () => {
       },
     });
     await opened;
-    vi.advanceTimersByTime(5 * 60_000);
+    await sweepAfter(5 * 60_000);
     expect(e.sessionCount("bot")).toBe(1);
     await listening.client.listTools();
   });
 
   it("revoking a token closes its sessions at the next sweep", async () => {
     const t = await start();
-    const token = createAgentToken(t.runtime, "bot");
+    const token = await createAgentToken(t.runtime, "bot");
     vi.useFakeTimers({ toFake: ["setInterval", "clearInterval", "Date"] });
     const e = endpoint(t, { idleMs: 60_000 });
     await connect({ token, handler: (req) => e.handle(req) });
-    revokeToken(t.runtime.db, { name: "bot", actor: "test" });
-    vi.advanceTimersByTime(30_000);
-    expect(e.sessionCount("bot")).toBe(0);
+    await revokeToken(t.runtime.db, { name: "bot", actor: "test" });
+    await sweepAfter(30_000);
+    await vi.waitFor(() => expect(e.sessionCount("bot")).toBe(0));
   });
 
   it("a restart drops every session but not the pending call, which can still be decided", async () => {
     const first = await start({ approvals: { waitSeconds: 60 } });
-    enableTool(first.runtime, ADD_NOTE);
-    const token = createAgentToken(first.runtime, "bot");
+    await enableTool(first.runtime, ADD_NOTE);
+    const token = await createAgentToken(first.runtime, "bot");
     const c = await connectMcp({ token });
     const sid = c.transport.sessionId ?? "";
     const pending = waitForEvent(first.runtime.bus, (ev) => ev.type === "call" && ev.status === "pending");
@@ -150,7 +159,7 @@ describe("sessions", () => {
     await c.client.close();
 
     const second = await start({ dir: first.dir });
-    expect(callStatus(second.runtime, id)).toBe("pending");
+    expect(await callStatus(second.runtime, id)).toBe("pending");
     expect(second.runtime.agentMcp.sessionCount()).toBe(0);
     const res = await routeHandler(
       new Request(MCP_URL, {
@@ -165,14 +174,14 @@ describe("sessions", () => {
     );
     await expectRefused(res, 404);
     const reviewer = await createTestUser(second.runtime, "rita", ["reviewer"]);
-    second.runtime.broker.deny(reviewer.user.name, id, "after the restart");
-    expect(callStatus(second.runtime, id)).toBe("denied");
+    await second.runtime.broker.deny(reviewer.user.name, id, "after the restart");
+    expect(await callStatus(second.runtime, id)).toBe("denied");
   });
 
   it("a call held on a 2025 session when Gatehouse stops is answered before its stream closes: still pending, with its id and where to follow it", async () => {
     const first = await start({ approvals: { waitSeconds: 60 } });
-    enableTool(first.runtime, ADD_NOTE);
-    const token = createAgentToken(first.runtime, "bot");
+    await enableTool(first.runtime, ADD_NOTE);
+    const token = await createAgentToken(first.runtime, "bot");
     // The SDK v1 client (@modelcontextprotocol/sdk), as mcp-remote, LangChain and AI SDK use it.
     const c = await connect({ token });
     const pending = waitForEvent(first.runtime.bus, (ev) => ev.type === "call" && ev.status === "pending");
@@ -189,13 +198,13 @@ describe("sessions", () => {
     expect(text).toContain(`GET http://127.0.0.1:3000/api/calls/${id}?wait=60`);
 
     const second = await start({ dir: first.dir });
-    expect(callStatus(second.runtime, id)).toBe("pending");
+    expect(await callStatus(second.runtime, id)).toBe("pending");
   });
 
   it("the answer to a held call says how long the call was actually held, not the configured wait", async () => {
     const t = await start({ approvals: { waitSeconds: 60 } });
-    enableTool(t.runtime, ADD_NOTE);
-    const c = await connect({ token: createAgentToken(t.runtime, "bot") });
+    await enableTool(t.runtime, ADD_NOTE);
+    const c = await connect({ token: await createAgentToken(t.runtime, "bot") });
     const pending = waitForEvent(t.runtime.bus, (ev) => ev.type === "call" && ev.status === "pending");
     const asked = Date.now();
     const held = c.client.callTool({ name: ADD_NOTE, arguments: { text: "how long" } });

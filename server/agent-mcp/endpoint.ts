@@ -1,7 +1,7 @@
 import "server-only";
 import { randomUUID } from "node:crypto";
 import { isInitializeRequest, isLegacyRequest } from "@modelcontextprotocol/server";
-import { eq } from "drizzle-orm";
+import { inArray } from "drizzle-orm";
 import type { Principal } from "../auth/access";
 import type { CallBroker } from "../calls/broker";
 import { listEnabledTools } from "../catalogue/catalogue";
@@ -89,8 +89,10 @@ export class AgentMcpEndpoint {
   private readonly unsubscribe: () => void;
   private readonly sweepTimer: NodeJS.Timeout;
   private debounceTimer: NodeJS.Timeout | null = null;
-  private toolsSeen: string;
-  private serversSeen: string;
+  /** What `tools/list` and `resources/list` would show at the last check; null until first read. */
+  private seen: { tools: string; servers: string } | null = null;
+  /** The first read of the lists, then the check under way: checks run one at a time. Never rejects. */
+  private checking: Promise<void>;
   private closed = false;
 
   constructor(
@@ -117,12 +119,17 @@ export class AgentMcpEndpoint {
       jsonWindowMs: this.jsonWindowMs,
       publicOrigin: deps.publicOrigin,
     });
-    this.toolsSeen = this.toolsNow();
-    this.serversSeen = this.serversNow();
+    this.checking = this.checkLists(false);
     this.unsubscribe = deps.bus.subscribe((e) => {
       if (e.type === "catalogue") this.scheduleListCheck();
     });
-    this.sweepTimer = setInterval(() => this.sweep(), Math.max(10, Math.min(60_000, this.idleMs / 2)));
+    this.sweepTimer = setInterval(
+      () =>
+        void this.sweep().catch((err) =>
+          this.deps.log.error(`agent sessions: tokens could not be checked: ${String(err)}`),
+        ),
+      Math.max(10, Math.min(60_000, this.idleMs / 2)),
+    );
     this.sweepTimer.unref();
   }
 
@@ -141,7 +148,7 @@ export class AgentMcpEndpoint {
     // Before any word on credentials: a rebinding page must learn nothing, not even whether a token works.
     const problem = peerProblem(req.headers, this.allowed);
     if (problem) return rpcError(403, -32000, `Forbidden: ${problem}`);
-    const agent = principal === undefined ? bearerAgent(this.deps.db, req.headers) : agentOf(principal);
+    const agent = principal === undefined ? await bearerAgent(this.deps.db, req.headers) : agentOf(principal);
     if (!agent) {
       const message = req.headers.has("authorization")
         ? "Unauthorized: the bearer token is not valid (unknown or revoked)"
@@ -342,30 +349,27 @@ export class AgentMcpEndpoint {
    * of revoked tokens (and idle sessions). Called when a token is revoked, so its agent's open
    * streams close at once.
    */
-  endRevokedSessions(): void {
-    this.sweep();
+  endRevokedSessions(): Promise<void> {
+    return this.sweep();
   }
 
   /**
    * Idle sessions and sessions of revoked tokens end, and so do the 2026-07-28 exchanges (listen
    * streams, requests in flight) of revoked tokens; runs on a timer.
    */
-  private sweep(): void {
+  private async sweep(): Promise<void> {
     const now = Date.now();
-    const known = new Map<number, boolean>();
-    const active = (tokenId: number): boolean => {
-      let ok = known.get(tokenId);
-      if (ok === undefined) {
-        const row = this.deps.db
-          .select({ revokedAt: agentTokens.revokedAt })
-          .from(agentTokens)
-          .where(eq(agentTokens.id, tokenId))
-          .get();
-        ok = row !== undefined && row.revokedAt === null;
-        known.set(tokenId, ok);
-      }
-      return ok;
-    };
+    const ids = [...new Set([...this.sessions.all().map((s) => s.tokenId), ...this.modern.tokenIds()])];
+    const known = new Map<number, boolean>(ids.map((id) => [id, false]));
+    if (ids.length > 0) {
+      const rows = await this.deps.db
+        .select({ id: agentTokens.id, revokedAt: agentTokens.revokedAt })
+        .from(agentTokens)
+        .where(inArray(agentTokens.id, ids));
+      for (const row of rows) known.set(row.id, row.revokedAt === null);
+    }
+    // A session or exchange opened while the tokens were read is checked at the next sweep.
+    const active = (tokenId: number): boolean => known.get(tokenId) ?? true;
     for (const s of this.sessions.all()) {
       if (!active(s.tokenId)) void this.closeSession(s, "its token was revoked");
       else if (!isBusy(s) && now - s.lastActive >= this.idleMs) void this.closeSession(s, "idle");
@@ -373,42 +377,42 @@ export class AgentMcpEndpoint {
     this.modern.endRevoked(active);
   }
 
-  private toolsNow(): string {
-    return toolsSignature(listEnabledTools(this.deps.db));
-  }
-
-  private serversNow(): string {
-    return resourceServers(this.deps.db).join(",");
+  /** What `tools/list` and `resources/list` would show now, each as one string to compare. */
+  private async listsNow(): Promise<{ tools: string; servers: string }> {
+    const tools = toolsSignature(await listEnabledTools(this.deps.db));
+    const servers = (await resourceServers(this.deps.db)).join(",");
+    return { tools, servers };
   }
 
   private scheduleListCheck(): void {
     if (this.debounceTimer || this.closed) return;
     this.debounceTimer = setTimeout(() => {
       this.debounceTimer = null;
-      this.checkLists();
+      this.checking = this.checking
+        .then(() => this.checkLists())
+        .catch((err) => this.deps.log.error(`agent sessions: lists not checked: ${String(err)}`));
     }, this.debounceMs);
     this.debounceTimer.unref();
   }
 
   /**
    * Tells every session, and every 2026-07-28 listen stream, when what `tools/list` or
-   * `resources/list` would show has changed.
+   * `resources/list` would show has changed; `tell` false (at the start): only notes what they show.
    */
-  private checkLists(): void {
+  private async checkLists(tell = true): Promise<void> {
     let tools: string;
     let servers: string;
     try {
-      tools = this.toolsNow();
-      servers = this.serversNow();
+      ({ tools, servers } = await this.listsNow());
     } catch (err) {
       this.deps.log.error(`agent sessions: catalogue could not be read: ${String(err)}`);
       return;
     }
-    const toolsChanged = tools !== this.toolsSeen;
-    const serversChanged = servers !== this.serversSeen;
-    this.toolsSeen = tools;
-    this.serversSeen = servers;
-    if (!toolsChanged && !serversChanged) return;
+    // Not read at the start (logged then): both count as changed.
+    const toolsChanged = tools !== this.seen?.tools;
+    const serversChanged = servers !== this.seen?.servers;
+    this.seen = { tools, servers };
+    if (!tell || (!toolsChanged && !serversChanged)) return;
     this.modern.listsChanged({ tools: toolsChanged, servers: serversChanged });
     for (const s of this.sessions.all()) {
       if (s.closing) continue;
@@ -437,6 +441,6 @@ export class AgentMcpEndpoint {
     const stopping = answerInFlight(sessions, SHUTDOWN_ANSWER_MS).then(() =>
       Promise.all(sessions.map((s) => this.closeSession(s, "Gatehouse is stopping"))),
     );
-    await Promise.all([stopping, this.modern.close()]);
+    await Promise.all([stopping, this.modern.close(), this.checking]);
   }
 }

@@ -68,8 +68,8 @@ export function filesFixture(folderPrefix: string): FilesFixture {
     });
     rt = started;
     await waitForServersReady(started.runtime, ["files"]);
-    enableTool(started.runtime, "files_list_count");
-    token = createAgentToken(started.runtime, "bot");
+    await enableTool(started.runtime, "files_list_count");
+    token = await createAgentToken(started.runtime, "bot");
   }, 30_000);
   afterEach(async () => {
     for (const c of cleanups.splice(0).reverse()) await c();

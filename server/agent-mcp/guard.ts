@@ -120,9 +120,9 @@ export function peerProblem(headers: Headers, allowed: AllowedPeers): string | n
  * The agent token presented as `Authorization: Bearer <secret>`, or null (none, another scheme,
  * unknown or revoked). `/mcp` is for agents only: a session cookie is never looked at.
  */
-export function bearerAgent(db: Db, headers: Headers): { id: number; name: string } | null {
+export async function bearerAgent(db: Db, headers: Headers): Promise<{ id: number; name: string } | null> {
   const m = /^Bearer\s+(\S+)$/i.exec(headers.get("authorization")?.trim() ?? "");
-  return m?.[1] ? tokenFromSecret(db, m[1]) : null;
+  return m?.[1] ? await tokenFromSecret(db, m[1]) : null;
 }
 
 /**

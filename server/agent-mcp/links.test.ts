@@ -40,8 +40,8 @@ async function call(name: string, args: Record<string, unknown>): Promise<CallTo
   return (await client.callTool({ name, arguments: args })) as CallToolResult;
 }
 
-const reads = () =>
-  listAuditByActions(rt.runtime.db, { actions: ["resource.read", "resource.refused"], limit: 50 })
+const reads = async () =>
+  (await listAuditByActions(rt.runtime.db, { actions: ["resource.read", "resource.refused"], limit: 50 }))
     .reverse()
     .map((r) => [r.actor, r.action, r.subject, r.detail]);
 
@@ -55,7 +55,7 @@ describe("resource links in tool results over /mcp", () => {
       servers: { everything: { command: "node", args: [EVERYTHING, "stdio"], enabled: true } },
     });
     await waitForServersReady(rt.runtime, ["everything"]);
-    token = createAgentToken(rt.runtime, "bot");
+    token = await createAgentToken(rt.runtime, "bot");
   }, 30_000);
 
   afterEach(async () => {
@@ -64,7 +64,7 @@ describe("resource links in tool results over /mcp", () => {
   });
 
   it("a tool result's resource links are gatehouse:// URIs, and a linked URI is read and audited as linked", async () => {
-    enableTool(rt.runtime, LINKS);
+    await enableTool(rt.runtime, LINKS);
     const client = await connect();
     // The linked resources are dynamic ones, served from a template and never listed.
     const listed = (await client.listResources()).resources.map((r) => r.uri);
@@ -87,14 +87,14 @@ describe("resource links in tool results over /mcp", () => {
       expect.objectContaining({ uri: wrapUri("everything", text2), mimeType: "text/plain" }),
     ]);
     expect(unwrapUri(read.contents[0]?.uri ?? "")).toEqual({ server: "everything", uri: text2 });
-    const [row] = reads();
+    const [row] = await reads();
     expect(row?.slice(0, 3)).toEqual(["bot", "resource.read", `everything ${text2}`]);
     expect(row?.[3]).toMatch(/^linked by a tool result; \d+ bytes$/);
   }, 30_000);
 
   // (That such a URI is refused even when its server would serve it is resource-reads.test.ts's.)
   it("a URI its server never linked nor listed, matching none of its templates, is refused", async () => {
-    enableTool(rt.runtime, LINKS);
+    await enableTool(rt.runtime, LINKS);
     const unlinked = "demo://resource/dynamic/other/8";
     const client = await connect();
     await client.callTool({ name: LINKS, arguments: { count: 4 } });
@@ -104,13 +104,13 @@ describe("resource links in tool results over /mcp", () => {
     );
     expect(err).toBeInstanceOf(McpError);
     expect((err as McpError).code).toBe(RESOURCE_NOT_FOUND);
-    expect(reads()).toEqual([
+    expect(await reads()).toEqual([
       ["bot", "resource.refused", `everything ${unlinked}`, "not listed by the server"],
     ]);
   }, 30_000);
 
   it("an embedded resource's URI is a gatehouse:// URI, readable as linked by another session", async () => {
-    enableTool(rt.runtime, REFERENCE);
+    await enableTool(rt.runtime, REFERENCE);
     const res = await call(REFERENCE, { resourceType: "Text", resourceId: 5 });
     const embedded = res.content.find((b) => b.type === "resource");
     const uri = wrapUri("everything", "demo://resource/dynamic/text/5");
@@ -119,11 +119,11 @@ describe("resource links in tool results over /mcp", () => {
     const other = await connect();
     const read = await other.readResource({ uri });
     expect(read.contents[0]?.uri).toBe(uri);
-    expect(reads()[0]?.[3]).toMatch(/^linked by a tool result; /);
+    expect((await reads())[0]?.[3]).toMatch(/^linked by a tool result; /);
   }, 30_000);
 
   it("structuredContent of a tool result passes through unchanged", async () => {
-    enableTool(rt.runtime, STRUCTURED);
+    await enableTool(rt.runtime, STRUCTURED);
     const res = await call(STRUCTURED, { location: "Chicago" });
     expect(res.structuredContent).toEqual({
       temperature: 36,

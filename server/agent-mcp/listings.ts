@@ -26,8 +26,8 @@ export interface ResourceDeps {
 }
 
 /** Servers whose resources agents may see: those with at least one enabled, callable tool. */
-export function resourceServers(db: Db): string[] {
-  return [...new Set(listEnabledTools(db).map((t) => serverOf(t.name)))].sort();
+export async function resourceServers(db: Db): Promise<string[]> {
+  return [...new Set((await listEnabledTools(db)).map((t) => serverOf(t.name)))].sort();
 }
 
 /** A server's text as agents see it: hidden characters stripped, cut to `max`; undefined when not a string. */

@@ -32,7 +32,7 @@ async function connectV2(token: string): Promise<ModernConnected> {
   return c;
 }
 
-function audited(rt: TestRuntime, actions: string[]): AuditRow[] {
+function audited(rt: TestRuntime, actions: string[]): Promise<AuditRow[]> {
   return listAuditByActions(rt.runtime.db, { actions, limit: 100 });
 }
 
@@ -56,7 +56,7 @@ describe("resources in 2026-07-28", () => {
     await expect(client.readResource({ uri: files.wrapped(files.fileUri(".secret")) })).rejects.toThrow(
       /Resource not found/,
     );
-    const rows = audited(files.rt, ["resource.read", "resource.refused"]);
+    const rows = await audited(files.rt, ["resource.read", "resource.refused"]);
     expect(rows.map((r) => [r.actor, r.action])).toEqual([
       ["bot", "resource.refused"],
       ["bot", "resource.read"],
@@ -73,8 +73,8 @@ describe("prompts in 2026-07-28", () => {
       servers: { prompter: { command: "node", args: [PROMPTS], enabled: true } },
     });
     await waitForServersReady(rt.runtime, ["prompter"]);
-    enableTool(rt.runtime, "prompter_list_count");
-    token = createAgentToken(rt.runtime, "bot");
+    await enableTool(rt.runtime, "prompter_list_count");
+    token = await createAgentToken(rt.runtime, "bot");
   }, 30_000);
   afterEach(async () => {
     for (const c of clients.splice(0)) await c.close();
@@ -89,7 +89,10 @@ describe("prompts in 2026-07-28", () => {
       expect(prompts).toEqual((await old.client.listPrompts()).prompts);
       const res = await client.getPrompt({ name: "prompter_greet", arguments: { who: "Ada" } });
       expect(res.messages[0]).toEqual({ role: "user", content: { type: "text", text: "Hello, Ada!" } });
-      expect(audited(rt, ["prompt.get"])[0]).toMatchObject({ actor: "bot", subject: "prompter greet" });
+      expect((await audited(rt, ["prompt.get"]))[0]).toMatchObject({
+        actor: "bot",
+        subject: "prompter greet",
+      });
     } finally {
       await old.close();
     }
@@ -108,7 +111,7 @@ describe("prompts in 2026-07-28", () => {
     const body = (await res.json()) as { error?: { code: number; message: string } };
     expect(body.error?.code).toBe(-32602);
     expect(body.error?.message).toContain("Invalid arguments");
-    expect(audited(rt, ["prompt.refused"])[0]).toMatchObject({
+    expect((await audited(rt, ["prompt.refused"]))[0]).toMatchObject({
       actor: "bot",
       detail: "an argument that is not a string",
     });

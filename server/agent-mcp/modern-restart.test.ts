@@ -47,9 +47,9 @@ async function restart(first: TestRuntime): Promise<TestRuntime> {
 describe("a restart between two requests of one 2026-07-28 client", () => {
   it("leaves the client working without reconnecting: list, then a call, then a held call approved after the restart", async () => {
     const first = await start({ approvals: { waitSeconds: 30 } });
-    enableTool(first.runtime, LIST_NOTES);
-    enableTool(first.runtime, ADD_NOTE);
-    const token = createAgentToken(first.runtime, "bot");
+    await enableTool(first.runtime, LIST_NOTES);
+    await enableTool(first.runtime, ADD_NOTE);
+    const token = await createAgentToken(first.runtime, "bot");
     const c = await connectModern({ token });
     clients.push(c);
     expect((await c.client.listTools()).tools.map((x) => x.name)).toEqual([ADD_NOTE, LIST_NOTES]);
@@ -103,8 +103,8 @@ describe("a restart between two requests of one 2026-07-28 client", () => {
 
   it("a call held when Gatehouse stops is answered as still pending, not withdrawn, and can be decided at the next Gatehouse", async () => {
     const first = await start({ approvals: { waitSeconds: 30 } });
-    enableTool(first.runtime, ADD_NOTE);
-    const c = await connectModern({ token: createAgentToken(first.runtime, "bot") });
+    await enableTool(first.runtime, ADD_NOTE);
+    const c = await connectModern({ token: await createAgentToken(first.runtime, "bot") });
     clients.push(c);
     const pending = nextPending(first);
     const held = c.client.callTool({ name: ADD_NOTE, arguments: { text: "survive" } });
@@ -115,7 +115,7 @@ describe("a restart between two requests of one 2026-07-28 client", () => {
     expect(result.isError).toBe(true);
     expect(result._meta?.[CALL_META_KEY]).toEqual({ id, status: "pending" });
     expect(textOf(result)).toContain(`GET http://127.0.0.1:3000/api/calls/${id}?wait=60`);
-    expect(callStatus(second.runtime, id)).toBe("pending");
+    expect(await callStatus(second.runtime, id)).toBe("pending");
 
     const rita = await createTestUser(second.runtime, "rita", ["reviewer"]);
     const denied = await request("POST", `/api/calls/${id}/deny`, {
@@ -128,9 +128,9 @@ describe("a restart between two requests of one 2026-07-28 client", () => {
 
   it("a 2026-07-28 request under way as Gatehouse stops is refused with 503, and starts no call", async () => {
     const t = await start({ approvals: { waitSeconds: 30 } });
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, ADD_NOTE);
     const e = endpoint(t, {});
-    const token = createAgentToken(t.runtime, "bot");
+    const token = await createAgentToken(t.runtime, "bot");
     const call = (text: string) =>
       modernRequest(
         "tools/call",
@@ -149,7 +149,7 @@ describe("a restart between two requests of one 2026-07-28 client", () => {
     expect(late.status).toBe(503);
     expect(((await late.json()) as { error: { message: string } }).error.message).toMatch(/stopping/);
     // Only the first call exists: the late one was never asked for.
-    expect(t.runtime.broker.list({ limit: 10 }).map((c) => c.arguments)).toEqual([{ text: "first" }]);
+    expect((await t.runtime.broker.list({ limit: 10 })).map((c) => c.arguments)).toEqual([{ text: "first" }]);
     await (await heldAnswer).text();
   });
 });

@@ -59,7 +59,7 @@ function nextPending(t: Awaited<ReturnType<typeof start>>): Promise<string> {
 describe("connecting in 2026-07-28", () => {
   it("a client pinned to 2026-07-28 connects with server/discover alone: no initialize, no session", async () => {
     const t = await start();
-    const c = await connectV2({ token: createAgentToken(t.runtime, "bot") });
+    const c = await connectV2({ token: await createAgentToken(t.runtime, "bot") });
     expect(c.client.getProtocolEra()).toBe("modern");
     expect(c.client.getNegotiatedProtocolVersion()).toBe(MODERN_REVISION);
     expect(c.client.getServerVersion()?.name).toBe("gatehouse");
@@ -73,7 +73,7 @@ describe("connecting in 2026-07-28", () => {
 
   it("a client negotiating with auto lands on 2026-07-28 too, without falling back", async () => {
     const t = await start();
-    const c = await connectV2({ token: createAgentToken(t.runtime, "bot"), mode: "auto" });
+    const c = await connectV2({ token: await createAgentToken(t.runtime, "bot"), mode: "auto" });
     expect(c.client.getProtocolEra()).toBe("modern");
     await c.client.listTools();
     expect(c.methods()).toEqual(["server/discover", "tools/list"]);
@@ -82,9 +82,9 @@ describe("connecting in 2026-07-28", () => {
 
   it("a 2025 client still gets a session, and both eras are offered the same tools, capabilities and instructions", async () => {
     const t = await start();
-    enableTool(t.runtime, LIST_NOTES);
-    enableTool(t.runtime, ADD_NOTE);
-    const token = createAgentToken(t.runtime, "bot");
+    await enableTool(t.runtime, LIST_NOTES);
+    await enableTool(t.runtime, ADD_NOTE);
+    const token = await createAgentToken(t.runtime, "bot");
     const old = await connect({ token });
     expect(old.transport.sessionId).toMatch(/^[0-9a-f-]{36}$/);
     expect(t.runtime.agentMcp.sessionCount("bot")).toBe(1);
@@ -102,20 +102,20 @@ describe("connecting in 2026-07-28", () => {
 describe("tools/call in 2026-07-28", () => {
   it("a read-only tool of the demo server runs at once through the broker, for the token's agent", async () => {
     const t = await start();
-    enableTool(t.runtime, LIST_NOTES);
-    const { client } = await connectV2({ token: createAgentToken(t.runtime, "bot") });
+    await enableTool(t.runtime, LIST_NOTES);
+    const { client } = await connectV2({ token: await createAgentToken(t.runtime, "bot") });
     const result = (await client.callTool({ name: LIST_NOTES, arguments: {} })) as CallToolResult;
     expect(result.isError).toBeFalsy();
     expect(textOf(result)).toBe("The notebook is empty.");
     expect(result.structuredContent).toEqual({ notes: [] });
     const meta = result._meta?.[CALL_META_KEY] as { id: string; status: string };
     expect(meta.status).toBe("succeeded");
-    expect(t.runtime.broker.get(meta.id)?.requester).toEqual({ kind: "agent", name: "bot" });
+    expect((await t.runtime.broker.get(meta.id))?.requester).toEqual({ kind: "agent", name: "bot" });
   });
 
   it("a destructive call is held on an event stream opened before anyone decides, and answers once a reviewer approves", async () => {
     const t = await start({ approvals: { waitSeconds: 30 } });
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, ADD_NOTE);
     const rita = await createTestUser(t.runtime, "rita", ["reviewer"]);
     // The route's answer to the tools/call is out (its headers sent) while the call waits.
     let answered: (contentType: string | null) => void = () => undefined;
@@ -128,12 +128,12 @@ describe("tools/call in 2026-07-28", () => {
       if (isCall) answered(res.headers.get("content-type"));
       return res;
     };
-    const { client } = await connectV2({ token: createAgentToken(t.runtime, "bot"), handler });
+    const { client } = await connectV2({ token: await createAgentToken(t.runtime, "bot"), handler });
     const pending = nextPending(t);
     const held = client.callTool({ name: ADD_NOTE, arguments: { text: "ship it" } });
     const id = await pending;
     expect(await headersOut).toMatch(/^text\/event-stream/);
-    expect(callStatus(t.runtime, id)).toBe("pending");
+    expect(await callStatus(t.runtime, id)).toBe("pending");
     expect(t.demoRuns()).toBe(0);
 
     const approved = await request("POST", `/api/calls/${id}/approve`, { cookie: rita.cookie });
@@ -143,13 +143,13 @@ describe("tools/call in 2026-07-28", () => {
     expect(textOf(result)).toBe("Added note 1: ship it");
     expect(result._meta?.[CALL_META_KEY]).toEqual({ id, status: "succeeded" });
     expect(t.demoRuns()).toBe(1);
-    expect(t.runtime.broker.get(id)).toMatchObject({ decidedBy: "rita", requester: { name: "bot" } });
+    expect(await t.runtime.broker.get(id)).toMatchObject({ decidedBy: "rita", requester: { name: "bot" } });
   });
 
   it("cancelling a held request (its stream closed) withdraws the pending call, and the client goes on", async () => {
     const t = await start({ approvals: { waitSeconds: 30 } });
-    enableTool(t.runtime, ADD_NOTE);
-    const { client } = await connectV2({ token: createAgentToken(t.runtime, "bot") });
+    await enableTool(t.runtime, ADD_NOTE);
+    const { client } = await connectV2({ token: await createAgentToken(t.runtime, "bot") });
     const pending = nextPending(t);
     const abort = new AbortController();
     const held = client.callTool(
@@ -169,7 +169,7 @@ describe("subscriptions/listen", () => {
   it("a listen stream hears tools/list_changed when an owner enables a tool, and again when it is disabled", async () => {
     const t = await start();
     const owner = await createTestUser(t.runtime, "olga", ["owner"]);
-    const { client } = await connectV2({ token: createAgentToken(t.runtime, "bot") });
+    const { client } = await connectV2({ token: await createAgentToken(t.runtime, "bot") });
     let notified: () => void = () => undefined;
     let count = 0;
     client.setNotificationHandler("notifications/tools/list_changed", () => {
@@ -186,7 +186,7 @@ describe("subscriptions/listen", () => {
     const first = next();
     const enabled = await request("PATCH", `/api/catalogue/${ADD_NOTE}`, {
       cookie: owner.cookie,
-      body: { status: "enabled", expectedHash: getToolRow(t.runtime.db, ADD_NOTE)?.definitionHash },
+      body: { status: "enabled", expectedHash: (await getToolRow(t.runtime.db, ADD_NOTE))?.definitionHash },
     });
     expect(enabled.status).toBe(200);
     await first;
@@ -206,8 +206,8 @@ describe("subscriptions/listen", () => {
 
   it("a token past its cap of listen streams keeps the newest: its oldest stream ends, other tokens' stay", async () => {
     const t = await start();
-    const { client } = await connectV2({ token: createAgentToken(t.runtime, "bot") });
-    const other = await connectV2({ token: createAgentToken(t.runtime, "other-bot") });
+    const { client } = await connectV2({ token: await createAgentToken(t.runtime, "bot") });
+    const other = await connectV2({ token: await createAgentToken(t.runtime, "other-bot") });
     const others = await other.client.listen({ toolsListChanged: true });
     const streams = [];
     for (let i = 0; i < MAX_LISTEN_STREAMS_PER_TOKEN; i++)
@@ -228,9 +228,9 @@ describe("subscriptions/listen", () => {
   it("revoking a token ends its listen streams at once, and its next request is refused", async () => {
     const t = await start();
     const owner = await createTestUser(t.runtime, "olga", ["owner"]);
-    const token = createAgentToken(t.runtime, "bot");
+    const token = await createAgentToken(t.runtime, "bot");
     const { client } = await connectV2({ token });
-    const other = await connectV2({ token: createAgentToken(t.runtime, "other-bot") });
+    const other = await connectV2({ token: await createAgentToken(t.runtime, "other-bot") });
     const subscription = await client.listen({ toolsListChanged: true });
     const others = await other.client.listen({ toolsListChanged: true });
 
@@ -242,7 +242,7 @@ describe("subscriptions/listen", () => {
     const changed = new Promise<void>((resolve) => {
       other.client.setNotificationHandler("notifications/tools/list_changed", () => resolve());
     });
-    enableTool(t.runtime, LIST_NOTES);
+    await enableTool(t.runtime, LIST_NOTES);
     t.runtime.bus.publish({ type: "catalogue", server: "demo" });
     await changed;
     await others.close();
@@ -261,7 +261,7 @@ describe("the front door, as on the 2025 leg", () => {
 
   it("a wrong Origin, a missing bearer and a revoked one are refused exactly as a 2025 initialize is", async () => {
     const t = await start();
-    const token = createAgentToken(t.runtime, "bot");
+    const token = await createAgentToken(t.runtime, "bot");
     const cases: Record<string, Record<string, string>> = {
       "wrong origin": { origin: "http://evil.example.com", authorization: `Bearer ${token}` },
       "wrong host": { host: "evil.example.com", authorization: `Bearer ${token}` },
@@ -288,13 +288,13 @@ describe("the front door, as on the 2025 leg", () => {
 
   it("a pinned client with a wrong Origin never connects, and nothing reaches the modern leg's tools", async () => {
     const t = await start();
-    enableTool(t.runtime, LIST_NOTES);
+    await enableTool(t.runtime, LIST_NOTES);
     await expect(
       connectModern({
-        token: createAgentToken(t.runtime, "bot"),
+        token: await createAgentToken(t.runtime, "bot"),
         headers: { origin: "http://evil.example.com" },
       }),
     ).rejects.toThrow(/403|not accepted/);
-    expect(t.runtime.broker.list({ limit: 10 })).toEqual([]);
+    expect(await t.runtime.broker.list({ limit: 10 })).toEqual([]);
   });
 });

@@ -157,6 +157,11 @@ export class ModernLeg {
     }
   }
 
+  /** The tokens of the exchanges open now. */
+  tokenIds(): number[] {
+    return [...this.open].map((e) => e.agent.id);
+  }
+
   /**
    * Ends every exchange of a token `active` says is no longer valid: its listen streams close
    * (the SDK never looks at a token again once a stream is open) and its requests in flight end

@@ -56,7 +56,7 @@ async function start(
 }
 
 async function agent(t: TestRuntime) {
-  const c = await connectMcp({ token: createAgentToken(t.runtime, "bot") });
+  const c = await connectMcp({ token: await createAgentToken(t.runtime, "bot") });
   cleanups.push(() => c.close());
   return c.client;
 }
@@ -112,7 +112,7 @@ describe("a call that runs at once", () => {
         entry = { url: server.url, allowPrivate: true, enabled: true };
       }
       const t = await start({ v2: entry });
-      enableTool(t.runtime, "v2_slow");
+      await enableTool(t.runtime, "v2_slow");
       const client = await agent(t);
 
       const { result, progress } = await callWithProgress(client, "v2_slow", SLOW_ARGS);
@@ -140,7 +140,7 @@ describe("a call that runs at once", () => {
         enabled: true,
       },
     });
-    enableTool(t.runtime, "everything_trigger-long-running-operation");
+    await enableTool(t.runtime, "everything_trigger-long-running-operation");
     const client = await agent(t);
 
     const { result, progress } = await callWithProgress(client, "everything_trigger-long-running-operation", {
@@ -157,7 +157,7 @@ describe("a call that runs at once", () => {
 
   it("the progress a server sends just before its answer, in the same chunk as the answer, still reaches the agent", async () => {
     const t = await start({ talk: { command: "node", args: [TALK], enabled: true } });
-    enableTool(t.runtime, "talk_talk");
+    await enableTool(t.runtime, "talk_talk");
     const client = await agent(t);
 
     const { result, progress } = await callWithProgress(client, "talk_talk", { count: 3, everyMs: 300 });
@@ -171,7 +171,7 @@ describe("a call that runs at once", () => {
 
   it("a flood of progress notifications is paced: about ten a second pass, the last one kept, before the result", async () => {
     const t = await start({ talk: { command: "node", args: [TALK], enabled: true } });
-    enableTool(t.runtime, "talk_talk");
+    await enableTool(t.runtime, "talk_talk");
     const client = await agent(t);
 
     const { result, progress, ms } = await callWithProgress(client, "talk_talk", { count: 300, everyMs: 2 });
@@ -185,7 +185,7 @@ describe("a call that runs at once", () => {
 
   it("a progress message with hidden characters and too much text arrives cleaned and capped", async () => {
     const t = await start({ talk: { command: "node", args: [TALK], enabled: true } });
-    enableTool(t.runtime, "talk_talk");
+    await enableTool(t.runtime, "talk_talk");
     const client = await agent(t);
     const message = `step\u202E one\u200B\u{E0041}\u{E0042} ${"x".repeat(5000)}`;
 
@@ -208,7 +208,7 @@ describe("a held call", () => {
         config: { rules: [{ name: "review-slow", tools: ["v2_slow"], decision: "review" }] },
       },
     );
-    enableTool(t.runtime, "v2_slow");
+    await enableTool(t.runtime, "v2_slow");
     const rita = await createTestUser(t.runtime, "rita", ["reviewer"]);
     const client = await agent(t);
 
@@ -249,8 +249,8 @@ describe("REST", () => {
     const t = await start({
       v2: { command: "node", args: [V2, "--era", "modern", "--transport", "stdio"], enabled: true },
     });
-    enableTool(t.runtime, "v2_slow");
-    const token = createAgentToken(t.runtime, "bot");
+    await enableTool(t.runtime, "v2_slow");
+    const token = await createAgentToken(t.runtime, "bot");
     const live: string[] = [];
     const unsubscribe = t.runtime.bus.subscribe((e) => live.push(e.type));
     cleanups.push(async () => unsubscribe());

@@ -55,22 +55,22 @@ const refusal = rpcRefusal;
 
 const prefixes = (message: string) => message.match(/MCP error -?\d+:/g)?.length ?? 0;
 
-function gets(): AuditRow[] {
+function gets(): Promise<AuditRow[]> {
   return listAuditByActions(rt.runtime.db, { actions: ["prompt.get", "prompt.refused"], limit: 100 });
 }
 
 async function startWith(name: string, args: string[], tool: string) {
   rt = await startTestRuntime({ servers: { [name]: { command: "node", args, enabled: true } } });
   // "ready" is set after the first tool list is stored, so its catalogue rows exist by then.
-  const ready = () =>
-    serverViews(rt.runtime.manager, rt.runtime.db).find((s) => s.name === name)?.state === "ready";
-  await waitForEvent(rt.runtime.bus, (e) => e.type === "server" && ready(), {
+  const ready = async () =>
+    (await serverViews(rt.runtime.manager, rt.runtime.db)).find((s) => s.name === name)?.state === "ready";
+  await waitForEvent(rt.runtime.bus, async (e) => e.type === "server" && (await ready()), {
     already: ready,
     timeoutMs: 20_000,
     what: () => `${name} to be ready`,
   });
-  enableTool(rt.runtime, tool);
-  token = createAgentToken(rt.runtime, "bot");
+  await enableTool(rt.runtime, tool);
+  token = await createAgentToken(rt.runtime, "bot");
 }
 
 async function stop() {
@@ -121,7 +121,7 @@ describe("prompts through /mcp, against a careless prompt server", () => {
       { role: "user", content: { type: "text", text: "Hello, Ada!" } },
       { role: "user", content: { type: "text", text: "arguments: 2" } },
     ]);
-    const [row] = gets();
+    const [row] = await gets();
     expect(row).toMatchObject({ actor: "bot", action: "prompt.get", subject: "prompter greet" });
     expect(row?.detail).toMatch(/^2 arguments; 2 messages, \d+ bytes$/);
     expect(row?.detail).not.toContain("Ada");
@@ -141,11 +141,7 @@ describe("prompts through /mcp, against a careless prompt server", () => {
       expect(err.code).toBe(ErrorCode.InvalidParams);
       expect(err.message).toBe(`MCP error -32602: ${PROMPT_REFUSED_MESSAGE}`);
     }
-    expect(
-      gets()
-        .reverse()
-        .map((r) => [r.actor, r.action, r.subject, r.detail]),
-    ).toEqual([
+    expect((await gets()).reverse().map((r) => [r.actor, r.action, r.subject, r.detail])).toEqual([
       ["bot", "prompt.refused", "prompter secret", "not listed by the server"],
       ["bot", "prompt.refused", "prompter_bad name!", "not a <server>_<prompt> name"],
       ["bot", "prompt.refused", "nosuch greet", "the server has no enabled tool"],
@@ -164,7 +160,7 @@ describe("prompts through /mcp, against a careless prompt server", () => {
       expect(err.code).toBe(ErrorCode.InvalidParams);
       expect(err.message).toMatch(/^MCP error -32602: Invalid arguments: at most 64 arguments/);
     }
-    expect(gets().map((r) => [r.action, r.detail])).toEqual([
+    expect((await gets()).map((r) => [r.action, r.detail])).toEqual([
       ["prompt.refused", `an argument over ${PROMPT_ARGUMENT_MAX_BYTES} bytes`],
       ["prompt.refused", `more than ${PROMPT_MAX_ARGUMENTS} arguments`],
     ]);
@@ -180,8 +176,8 @@ describe("prompts through /mcp, against a careless prompt server", () => {
     expect(err.code).toBe(ErrorCode.InvalidParams);
     expect(prefixes(err.message)).toBe(1);
     expect(err.message).toMatch(/Missing required argument: who/);
-    expect(gets()[0]).toMatchObject({ action: "prompt.get", subject: "prompter greet" });
-    expect(gets()[0]?.detail).toMatch(/^0 arguments; failed: /);
+    expect((await gets())[0]).toMatchObject({ action: "prompt.get", subject: "prompter greet" });
+    expect((await gets())[0]?.detail).toMatch(/^0 arguments; failed: /);
   }, 30_000);
 
   it("a non-string argument is refused with -32602 by Gatehouse, and audited", async () => {
@@ -195,14 +191,17 @@ describe("prompts through /mcp, against a careless prompt server", () => {
     );
     expect(err.code).toBe(ErrorCode.InvalidParams);
     expect(err.message).toContain("Invalid arguments");
-    expect(gets()[0]).toMatchObject({ action: "prompt.refused", detail: "an argument that is not a string" });
+    expect((await gets())[0]).toMatchObject({
+      action: "prompt.refused",
+      detail: "an argument that is not a string",
+    });
   }, 30_000);
 
   it("a refusal of a name that is not ours is shown whole, whatever else is wrong with it", async () => {
     const client = await connect();
     const many = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`a${i}`, "x"]));
     await refusal(client.getPrompt({ name: "prompter /etc/passwd", arguments: many }));
-    expect(gets()[0]).toMatchObject({
+    expect((await gets())[0]).toMatchObject({
       subject: "prompter /etc/passwd",
       detail: "not a <server>_<prompt> name",
     });
@@ -212,7 +211,7 @@ describe("prompts through /mcp, against a careless prompt server", () => {
     const client = await connect();
     await client.listPrompts();
     await refusal(client.getPrompt({ name: "prompter_greet", arguments: { who: "refuse-sk-live-XYZ" } }));
-    const [row] = gets();
+    const [row] = await gets();
     expect(row?.action).toBe("prompt.get");
     expect(row?.detail).not.toContain("XYZ");
     expect(row?.detail).toMatch(/failed: .*JSON-RPC code -32602/);
@@ -232,7 +231,7 @@ describe("prompts through /mcp, against a careless prompt server", () => {
     // The budget is the message's text plus its framing (64 bytes a message).
     expect(text.length).toBe((PROMPT_GET_MAX_BYTES - 64) / 2);
     expect(content?._meta?.[TRUNCATED_META_KEY]).toBe(true);
-    expect(gets()[0]?.detail).toMatch(/cut to 1048576/);
+    expect((await gets())[0]?.detail).toMatch(/cut to 1048576/);
 
     const linked = await client.getPrompt({ name: "prompter_linked" });
     expect(linked.messages.map((m) => m.content)).toEqual([
@@ -253,7 +252,9 @@ describe("prompts through /mcp, against a careless prompt server", () => {
     await client.getPrompt({ name: "prompter_greet", arguments: { who: "Ada" } });
     await refusal(client.getPrompt({ name: "prompter_secret" }));
     await refusal(client.getPrompt({ name: "prompter_bad name!" }));
-    expect(listResourceReads(rt.runtime.db).reads.map((r) => [r.kind, r.server, r.uri, r.allowed])).toEqual([
+    expect(
+      (await listResourceReads(rt.runtime.db)).reads.map((r) => [r.kind, r.server, r.uri, r.allowed]),
+    ).toEqual([
       ["prompt", null, "prompter_bad name!", false],
       ["prompt", "prompter", "secret", false],
       ["prompt", "prompter", "greet", true],
@@ -288,7 +289,7 @@ describe("prompts through /mcp, against server-everything", () => {
     expect((await client.listPrompts()).prompts).toEqual([]);
     const err = await refusal(client.getPrompt({ name: "everything_simple-prompt" }));
     expect(err.code).toBe(ErrorCode.InvalidParams);
-    expect(gets()[0]).toMatchObject({
+    expect((await gets())[0]).toMatchObject({
       action: "prompt.refused",
       subject: "everything simple-prompt",
       detail: "the server has no enabled tool",

@@ -102,7 +102,7 @@ async function listServer(deps: ResourceDeps, server: string, listed?: Listings)
 export async function listPrompts(deps: ResourceDeps, listed?: Listings): Promise<Prompt[]> {
   const max = deps.descriptionMaxChars;
   const lists = await Promise.all(
-    resourceServers(deps.db).map(async (server) => {
+    (await resourceServers(deps.db)).map(async (server) => {
       try {
         return ((await listServer(deps, server, listed)) ?? []).map((p) => {
           const prompt: Prompt = { name: `${server}_${p.name}` };
@@ -143,8 +143,8 @@ export function argumentsProblem(args: unknown): string | null {
 }
 
 /** Refuses a get: its audit row, then the one answer every refusal of a name gets. */
-function refuse(deps: ResourceDeps, ctx: PromptContext, subject: string, why: string): never {
-  audit(deps, { actor: ctx.agent, action: "prompt.refused", subject, detail: why }, "prompt request");
+async function refuse(deps: ResourceDeps, ctx: PromptContext, subject: string, why: string): Promise<never> {
+  await audit(deps, { actor: ctx.agent, action: "prompt.refused", subject, detail: why }, "prompt request");
   throw rpcFailure(ProtocolErrorCode.InvalidParams, PROMPT_REFUSED_MESSAGE);
 }
 
@@ -171,7 +171,11 @@ export async function getPrompt(
   if (!target) return refuse(deps, ctx, subject, "not a <server>_<prompt> name");
   const problem = argumentsProblem(params.arguments);
   if (problem) {
-    audit(deps, { actor: ctx.agent, action: "prompt.refused", subject, detail: problem }, "prompt request");
+    await audit(
+      deps,
+      { actor: ctx.agent, action: "prompt.refused", subject, detail: problem },
+      "prompt request",
+    );
     throw rpcFailure(
       ProtocolErrorCode.InvalidParams,
       `Invalid arguments: at most ${PROMPT_MAX_ARGUMENTS} arguments, each a string of at most ${PROMPT_ARGUMENT_MAX_BYTES} bytes`,
@@ -179,7 +183,7 @@ export async function getPrompt(
   }
   // Checked by argumentsProblem: absent, or an object of strings.
   const args = params.arguments as Record<string, string> | undefined;
-  if (!resourceServers(deps.db).includes(target.server))
+  if (!(await resourceServers(deps.db)).includes(target.server))
     return refuse(deps, ctx, subject, "the server has no enabled tool");
   if (!ctx.listed.has(target.server, target.prompt)) {
     await ctx.listed.refresh(target.server, async () => {
@@ -215,12 +219,12 @@ export async function getPrompt(
     });
   } catch (err) {
     if (!(err instanceof GatehouseError)) {
-      got("failed unexpectedly");
+      await got("failed unexpectedly");
       throw err;
     }
     // Only the kind: the server's words may repeat an argument's value, which the audit never holds.
     const rpcCode = (err.cause as { code?: unknown } | undefined)?.code;
-    got(`failed: ${err.code}${typeof rpcCode === "number" ? ` (JSON-RPC code ${rpcCode})` : ""}`);
+    await got(`failed: ${err.code}${typeof rpcCode === "number" ? ` (JSON-RPC code ${rpcCode})` : ""}`);
     // The server's own invalid params (a required argument missing, say) is the agent's to fix.
     const code = (err.cause as { code?: unknown } | undefined)?.code;
     throw rpcFailure(
@@ -233,7 +237,7 @@ export async function getPrompt(
   if (!res) return refuse(deps, ctx, subject, "the server offers no prompts now");
   const bounded = boundMessages(target.server, res.messages, PROMPT_GET_MAX_BYTES);
   const n = bounded.messages.length;
-  got(
+  await got(
     `${n} message${n === 1 ? "" : "s"}, ` +
       (bounded.cut
         ? `${bounded.bytes} of ${bounded.given} bytes returned (cut to ${PROMPT_GET_MAX_BYTES})`

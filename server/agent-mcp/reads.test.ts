@@ -95,13 +95,17 @@ describe("GET /api/resource-reads", () => {
 
   it("a page holds 50 reads unless asked, at most 200, and no other audit rows", async () => {
     for (let i = 0; i < 230; i++) {
-      writeAudit(files.rt.runtime.db, {
+      await writeAudit(files.rt.runtime.db, {
         actor: "bot",
         action: i % 2 ? "resource.read" : "resource.refused",
         subject: `files file:///r/${i}`,
         detail: i % 2 ? "listed; 1 bytes" : "not listed by the server",
       });
-      writeAudit(files.rt.runtime.db, { actor: "bot", action: "call.refused", subject: "demo_add_note" });
+      await writeAudit(files.rt.runtime.db, {
+        actor: "bot",
+        action: "call.refused",
+        subject: "demo_add_note",
+      });
     }
     const byDefault = await readsPage();
     expect(byDefault.reads).toHaveLength(50);
@@ -116,7 +120,7 @@ describe("GET /api/resource-reads", () => {
       expect((await bodyOf<ErrorBody>(res)).error.code).toBe("bad_request");
     }
     // The server function bounds what it is asked for itself.
-    expect(listResourceReads(files.rt.runtime.db, { limit: 10_000 }).reads).toHaveLength(200);
+    expect((await listResourceReads(files.rt.runtime.db, { limit: 10_000 })).reads).toHaveLength(200);
   }, 30_000);
 
   it("only reviewers and owners see reads: an agent token gets 403, no one signed in 401", async () => {
@@ -152,10 +156,13 @@ describe("GET /api/resource-reads", () => {
   }, 30_000);
 
   it("each read and refusal tells browsers to refresh, once its row is in the list", async () => {
-    const seen: { event: LiveEvent; listed: number }[] = [];
+    // Read as each event is published (the statement runs then), awaited at the end.
+    const seen: Promise<{ event: LiveEvent; listed: number }>[] = [];
     const unsubscribe = files.rt.runtime.bus.subscribe((event) => {
       if (event.type === "resources")
-        seen.push({ event, listed: listResourceReads(files.rt.runtime.db).reads.length });
+        seen.push(
+          listResourceReads(files.rt.runtime.db).then((page) => ({ event, listed: page.reads.length })),
+        );
     });
     try {
       const deps = {
@@ -171,7 +178,7 @@ describe("GET /api/resource-reads", () => {
     } finally {
       unsubscribe();
     }
-    expect(seen).toEqual([
+    expect(await Promise.all(seen)).toEqual([
       { event: { type: "resources" }, listed: 1 },
       { event: { type: "resources" }, listed: 2 },
     ]);

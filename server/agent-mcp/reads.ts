@@ -60,16 +60,16 @@ function view(row: AuditRow): ResourceReadView {
  * `before`: a read's id, for the page of older ones (the previous page's `nextBefore`), which is
  * null only when no older read exists.
  */
-export function listResourceReads(
+export async function listResourceReads(
   db: Db,
   params: { limit?: number | undefined; before?: number | undefined } = {},
-): ResourceReadsPage {
+): Promise<ResourceReadsPage> {
   const limit = Math.min(
     RESOURCE_READS_MAX_LIMIT,
     Math.max(1, Math.trunc(params.limit ?? RESOURCE_READS_DEFAULT_LIMIT)),
   );
   // One row more than asked: whether an older page exists, without a count.
-  const rows = listAuditByActions(db, {
+  const rows = await listAuditByActions(db, {
     actions: [READ_ACTION, REFUSED_ACTION, GET_ACTION, PROMPT_REFUSED_ACTION],
     limit: limit + 1,
     beforeId: params.before,

@@ -27,7 +27,7 @@ const { fileUri, wrapped, connect } = files;
 
 const refusal = rpcRefusal;
 
-function reads(): AuditRow[] {
+function reads(): Promise<AuditRow[]> {
   return listAuditByActions(files.rt.runtime.db, {
     actions: ["resource.read", "resource.refused"],
     limit: 100,
@@ -61,7 +61,7 @@ describe("resources/read through /mcp", () => {
     expect(read.contents).toEqual([
       { uri: wrapped(fileUri("notes.md")), mimeType: "text/plain", text: "# Notes\nlisted\n" },
     ]);
-    const [row] = reads();
+    const [row] = await reads();
     expect(row).toMatchObject({
       actor: "bot",
       action: "resource.read",
@@ -86,11 +86,7 @@ describe("resources/read through /mcp", () => {
     // One answer whatever exists, so an agent cannot probe the server's disk.
     expect(new Set([passwd.message, hidden.message, missing.message]).size).toBe(1);
     expect(passwd.message).toMatch(/listed/);
-    expect(
-      reads()
-        .reverse()
-        .map((r) => [r.actor, r.action, r.subject, r.detail]),
-    ).toEqual([
+    expect((await reads()).reverse().map((r) => [r.actor, r.action, r.subject, r.detail])).toEqual([
       ["bot", "resource.refused", "files file:///etc/passwd", "not listed by the server"],
       ["bot", "resource.refused", `files ${fileUri(".secret")}`, "not listed by the server"],
       ["bot", "resource.refused", `files ${fileUri("nothing-here.md")}`, "not listed by the server"],
@@ -101,7 +97,7 @@ describe("resources/read through /mcp", () => {
     const client = await connect();
     const plan = await client.readResource({ uri: wrapped(fileUri("drafts", "plan.md")) });
     expect(plan.contents).toMatchObject([{ text: "allowed by the owner\n" }]);
-    const allowedRow = reads()[0];
+    const allowedRow = (await reads())[0];
     expect(allowedRow).toMatchObject({ actor: "bot", action: "resource.read" });
     expect(allowedRow?.detail).toMatch(/^allowed by resources\.allow; /);
 
@@ -115,7 +111,7 @@ describe("resources/read through /mcp", () => {
       const err = await refusal(client.readResource({ uri: wrapped(wayOut) }));
       expect(err.code).toBe(RESOURCE_NOT_FOUND);
     }
-    expect(reads().filter((r) => r.action === "resource.refused")).toHaveLength(4);
+    expect((await reads()).filter((r) => r.action === "resource.refused")).toHaveLength(4);
   }, 30_000);
 
   it("a way out of the allowed folder percent-encoded twice or more is refused, audited, and never reaches the server", async () => {
@@ -130,7 +126,7 @@ describe("resources/read through /mcp", () => {
       const err = await refusal(client.readResource({ uri: wrapped(wayOut) }));
       expect(err.code, wayOut).toBe(RESOURCE_NOT_FOUND);
     }
-    expect(reads().map((r) => [r.action, r.subject])).toEqual(
+    expect((await reads()).map((r) => [r.action, r.subject])).toEqual(
       waysOut.reverse().map((uri) => ["resource.refused", `files ${uri}`]),
     );
   }, 30_000);
@@ -141,14 +137,14 @@ describe("resources/read through /mcp", () => {
       client.request({ method: "resources/read", params: { uri: 5 } }, ReadResourceResultSchema),
     );
     expect(err.code).toBe(RESOURCE_NOT_FOUND);
-    expect(reads()[0]).toMatchObject({ action: "resource.refused", subject: "5" });
+    expect((await reads())[0]).toMatchObject({ action: "resource.refused", subject: "5" });
   }, 30_000);
 
   it("an audit subject is one line without hidden characters, cut to a sane length", async () => {
     const client = await connect();
     const uri = `file:///x\u202E\u{E0041}\u2028forged line ${"y".repeat(5000)}`;
     expect((await refusal(client.readResource({ uri: wrapped(uri) }))).code).toBe(RESOURCE_NOT_FOUND);
-    const [row] = reads();
+    const [row] = await reads();
     expect(row?.subject.startsWith("files file:///x forged line yyy")).toBe(true);
     expect(row?.subject).not.toMatch(/[\n\r\u2028\u2029]/);
     expect(row?.subject.length).toBeLessThanOrEqual(512);
@@ -169,7 +165,7 @@ describe("resources/read through /mcp", () => {
       expect(text).toBe("é".repeat(text.length));
       expect(read._meta?.[TRUNCATED_META_KEY]).toBe(true);
       expect(content?._meta?.[TRUNCATED_META_KEY]).toBe(true);
-      expect(reads()[0]?.detail).toMatch(/cut to 1048576/);
+      expect((await reads())[0]?.detail).toMatch(/cut to 1048576/);
     } finally {
       rmSync(big);
     }
@@ -179,7 +175,7 @@ describe("resources/read through /mcp", () => {
     const client = await connect();
     await client.listResources();
     // The store refuses the audit row, as a full disk would.
-    files.rt.runtime.db.run(
+    await files.rt.runtime.db.run(
       sql.raw(
         "CREATE TEMP TRIGGER no_reads BEFORE INSERT ON audit_events WHEN NEW.action LIKE 'resource.%' BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END",
       ),

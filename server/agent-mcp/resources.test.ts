@@ -61,7 +61,7 @@ describe("resources", () => {
     });
     // "ready" is set after the first tool list is stored, so its catalogue rows exist by then.
     await waitForServersReady(rt.runtime, ["everything"]);
-    token = createAgentToken(rt.runtime, "bot");
+    token = await createAgentToken(rt.runtime, "bot");
   }, 30_000);
 
   afterEach(async () => {
@@ -70,7 +70,7 @@ describe("resources", () => {
   });
 
   it("a server with no enabled tool shows no resources, and its URIs cannot be read", async () => {
-    enableTool(rt.runtime, LIST_NOTES);
+    await enableTool(rt.runtime, LIST_NOTES);
     const client = await connect();
     expect(client.getServerCapabilities()?.resources).toBeDefined();
     expect((await client.listResources()).resources).toEqual([]);
@@ -82,7 +82,7 @@ describe("resources", () => {
   });
 
   it("once a tool of the server is enabled its resources are listed under gatehouse://<server>/ and read through", async () => {
-    enableTool(rt.runtime, ECHO);
+    await enableTool(rt.runtime, ECHO);
     const client = await connect();
     const { resources } = await client.listResources();
     expect(resources.length).toBeGreaterThan(0);
@@ -102,7 +102,7 @@ describe("resources", () => {
   }, 30_000);
 
   it("a URI outside the prefix, or naming an unknown server, is not found", async () => {
-    enableTool(rt.runtime, ECHO);
+    await enableTool(rt.runtime, ECHO);
     const client = await connect();
     expect(await rpcCode(client.readResource({ uri: "file:///etc/passwd" }))).toBe(RESOURCE_NOT_FOUND);
     expect(await rpcCode(client.readResource({ uri: wrapUri("nosuch", "file:///etc/passwd") }))).toBe(
@@ -114,7 +114,7 @@ describe("resources", () => {
   });
 
   it("its resource templates are listed under gatehouse://<server>/-/, and a URI an agent expands from one is read through and audited", async () => {
-    enableTool(rt.runtime, ECHO);
+    await enableTool(rt.runtime, ECHO);
     const client = await connect();
     const { resourceTemplates } = await client.listResourceTemplates();
     const text = resourceTemplates.find(
@@ -131,7 +131,7 @@ describe("resources", () => {
     expect(read.contents[0] && "text" in read.contents[0] ? read.contents[0].text : "").toMatch(
       /^Resource 7: /,
     );
-    const [row] = listAuditByActions(rt.runtime.db, { actions: ["resource.read"], limit: 1 });
+    const [row] = await listAuditByActions(rt.runtime.db, { actions: ["resource.read"], limit: 1 });
     expect(row).toMatchObject({ actor: "bot", subject: "everything demo://resource/dynamic/text/7" });
     expect(row?.detail).toMatch(
       /^through template demo:\/\/resource\/dynamic\/text\/\{resourceId\}; \d+ bytes$/,
@@ -149,7 +149,7 @@ describe("resources", () => {
     const prompts = new Promise<void>((resolve) => {
       client.setNotificationHandler(PromptListChangedNotificationSchema, () => resolve());
     });
-    enableTool(rt.runtime, ECHO);
+    await enableTool(rt.runtime, ECHO);
     rt.runtime.bus.publish({ type: "catalogue", server: "everything" });
     await Promise.all([notified, prompts]);
     expect((await client.listResources()).resources.length).toBeGreaterThan(0);

@@ -150,7 +150,7 @@ async function listServer(
  */
 export async function listResources(deps: ResourceDeps, listed?: ListedResources): Promise<Resource[]> {
   const lists = await Promise.all(
-    resourceServers(deps.db).map(async (server) => {
+    (await resourceServers(deps.db)).map(async (server) => {
       try {
         const resources = (await listServer(deps, server, listed)) ?? [];
         return resources.map((r) => {
@@ -181,7 +181,7 @@ export async function listResources(deps: ResourceDeps, listed?: ListedResources
  * could record is not answered: the agent gets an internal error (and may try again), never
  * content that left no trace.
  */
-export function audit(
+export async function audit(
   deps: ResourceDeps,
   row: {
     actor: string;
@@ -191,9 +191,9 @@ export function audit(
     durationMs?: number;
   },
   what = "read",
-): void {
+): Promise<void> {
   try {
-    writeAudit(deps.db, { ...row, subject: auditText(row.subject), detail: auditText(row.detail) });
+    await writeAudit(deps.db, { ...row, subject: auditText(row.subject), detail: auditText(row.detail) });
   } catch (err) {
     deps.log.error(`a ${row.action} could not be recorded`, { error: String(err) });
     throw rpcFailure(ProtocolErrorCode.InternalError, `Gatehouse could not record this ${what}; try again`);
@@ -202,8 +202,14 @@ export function audit(
 }
 
 /** Refuses a read: its audit row, then the one answer every refusal gets. */
-function refuse(deps: ResourceDeps, ctx: ReadContext, subject: string, why: string, uri: string): never {
-  audit(deps, { actor: ctx.agent, action: "resource.refused", subject, detail: why });
+async function refuse(
+  deps: ResourceDeps,
+  ctx: ReadContext,
+  subject: string,
+  why: string,
+  uri: string,
+): Promise<never> {
+  await audit(deps, { actor: ctx.agent, action: "resource.refused", subject, detail: why });
   throw rpcFailure(RESOURCE_NOT_FOUND, REFUSED_MESSAGE, { uri });
 }
 
@@ -278,7 +284,7 @@ export async function readResource(
   const target = verbatim ?? unwrapUri(uri);
   if (!target) return refuse(deps, ctx, uri, "not a gatehouse://<server>/<uri> URI", uri);
   const subject = `${target.server} ${target.uri}`;
-  if (!resourceServers(deps.db).includes(target.server)) {
+  if (!(await resourceServers(deps.db)).includes(target.server)) {
     return refuse(deps, ctx, subject, "the server has no enabled tool", uri);
   }
   const permitted = await permission(deps, ctx, target);
@@ -302,15 +308,15 @@ export async function readResource(
     });
   } catch (err) {
     if (!(err instanceof GatehouseError)) {
-      read("failed unexpectedly");
+      await read("failed unexpectedly");
       throw err;
     }
-    read(`failed: ${err.message}`);
+    await read(`failed: ${err.message}`);
     if (saysNotFound(err.cause)) throw rpcFailure(RESOURCE_NOT_FOUND, "Resource not found", { uri });
     throw rpcFailure(ProtocolErrorCode.InternalError, err.message);
   }
   if (!res) {
-    read("failed: the server offers no resources");
+    await read("failed: the server offers no resources");
     throw rpcFailure(RESOURCE_NOT_FOUND, "Resource not found", { uri });
   }
   const bounded = boundContents(
@@ -319,7 +325,7 @@ export async function readResource(
     RESOURCE_READ_MAX_BYTES,
     verbatim ? (u) => wrapVerbatim(target.server, u) : undefined,
   );
-  read(
+  await read(
     bounded.cut
       ? `${bounded.bytes} of ${bounded.given} bytes returned (cut to ${RESOURCE_READ_MAX_BYTES})`
       : `${bounded.bytes} bytes`,

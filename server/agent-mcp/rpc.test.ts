@@ -46,8 +46,8 @@ describe("errors a v1 client sees from /mcp", () => {
       servers: { prompter: { command: "node", args: [PROMPTS], enabled: true } },
     });
     await waitForServersReady(rt.runtime, ["prompter"]);
-    enableTool(rt.runtime, "prompter_list_count");
-    token = createAgentToken(rt.runtime, "bot");
+    await enableTool(rt.runtime, "prompter_list_count");
+    token = await createAgentToken(rt.runtime, "bot");
   }, 30_000);
 
   afterAll(() => rt.stop());

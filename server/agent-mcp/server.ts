@@ -73,7 +73,7 @@ export function createAgentServer(deps: AgentServerDeps, era: AgentServerEra): S
   });
   server.setRequestHandler(
     "tools/list",
-    answersOnce(() => ({ tools: listEnabledTools(deps.db).map(toMcpTool) })),
+    answersOnce(async () => ({ tools: (await listEnabledTools(deps.db)).map(toMcpTool) })),
   );
   server.setRequestHandler(
     "tools/call",

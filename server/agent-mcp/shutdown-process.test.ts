@@ -60,8 +60,8 @@ async function prepareStore(): Promise<{ dir: string; token: string }> {
     JSON.stringify({ mcpServers: { demo: { ...demo, enabled: true } }, approvals: { waitSeconds: 60 } }),
   );
   const prep = await startTestRuntime({ dir });
-  enableTool(prep.runtime, ADD_NOTE);
-  const token = createAgentToken(prep.runtime, "bot");
+  await enableTool(prep.runtime, ADD_NOTE);
+  const token = await createAgentToken(prep.runtime, "bot");
   await prep.stop({ keepDir: true });
   return { dir, token };
 }
@@ -143,7 +143,7 @@ describe("a held call when Gatehouse stops", () => {
 
       // Nothing was decided or withdrawn: the call waits for the next Gatehouse.
       rt = await startTestRuntime({ dir });
-      expect(callStatus(rt.runtime, call.id)).toBe("pending");
+      expect(await callStatus(rt.runtime, call.id)).toBe("pending");
     },
     SLOW_TEST,
   );

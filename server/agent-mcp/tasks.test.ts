@@ -86,26 +86,26 @@ function nextPending(t: TestRuntime): Promise<string> {
 describe("held calls as tasks, for 2026-07-28 clients that declare the tasks extension", () => {
   it("server/discover offers the tasks extension", async () => {
     const t = await start();
-    const c = await taskClient(createAgentToken(t.runtime, "bot"));
+    const c = await taskClient(await createAgentToken(t.runtime, "bot"));
     expect(c.client.getServerCapabilities()?.extensions).toEqual({ [TASKS_EXTENSION]: {} });
     expect(c.session.capabilities).toMatchObject({ execution: true, cancellation: true });
   });
 
   it("a held call is a task at once: working while it waits, completed with the demo tool's result once a reviewer approves", async () => {
     const t = await start({ approvals: { waitSeconds: 30, expireAfterSeconds: 600 } });
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, ADD_NOTE);
     const rita = await createTestUser(t.runtime, "rita", ["reviewer"]);
-    const c = await taskClient(createAgentToken(t.runtime, "bot"));
+    const c = await taskClient(await createAgentToken(t.runtime, "bot"));
 
     const id = await callAsTask(c, ADD_NOTE, { text: "ship it" });
     // The task is the stored call, there before the answer came.
-    expect(callStatus(t.runtime, id)).toBe("pending");
-    expect(t.runtime.broker.get(id)?.requester).toEqual({ kind: "agent", name: "bot" });
+    expect(await callStatus(t.runtime, id)).toBe("pending");
+    expect((await t.runtime.broker.get(id))?.requester).toEqual({ kind: "agent", name: "bot" });
     expect(t.demoRuns()).toBe(0);
 
     const task = c.session.task(id);
     const working: TaskView = await task.snapshot();
-    const call = t.runtime.broker.get(id);
+    const call = await t.runtime.broker.get(id);
     expect(working).toMatchObject({
       taskId: id,
       status: "working",
@@ -144,9 +144,9 @@ describe("held calls as tasks, for 2026-07-28 clients that declare the tasks ext
 
   it("the session's own polling settles with the tool's result after the approval", async () => {
     const t = await start({ approvals: { waitSeconds: 30 } });
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, ADD_NOTE);
     const rita = await createTestUser(t.runtime, "rita", ["reviewer"]);
-    const c = await taskClient(createAgentToken(t.runtime, "bot"));
+    const c = await taskClient(await createAgentToken(t.runtime, "bot"));
     const execution: Execution = await c.session.callTool(ADD_NOTE, { text: "polled" });
     if (execution.kind !== "task") throw new Error("no task");
     const settled = execution.settle();
@@ -161,9 +161,9 @@ describe("held calls as tasks, for 2026-07-28 clients that declare the tasks ext
 
   it("a denial fails the task with a JSON-RPC error naming the reviewer and the reason", async () => {
     const t = await start({ approvals: { waitSeconds: 30 } });
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, ADD_NOTE);
     const rita = await createTestUser(t.runtime, "rita", ["reviewer"]);
-    const c = await taskClient(createAgentToken(t.runtime, "bot"));
+    const c = await taskClient(await createAgentToken(t.runtime, "bot"));
     const id = await callAsTask(c, ADD_NOTE, { text: "drop everything" });
 
     const denied = await request("POST", `/api/calls/${id}/deny`, {
@@ -187,13 +187,13 @@ describe("held calls as tasks, for 2026-07-28 clients that declare the tasks ext
 
   it("tasks/cancel withdraws the pending call, with the same audit row as a cancelled held request; cancelling a decided call changes nothing", async () => {
     const t = await start({ approvals: { waitSeconds: 30 } });
-    enableTool(t.runtime, ADD_NOTE);
-    const token = createAgentToken(t.runtime, "bot");
+    await enableTool(t.runtime, ADD_NOTE);
+    const token = await createAgentToken(t.runtime, "bot");
     const c = await taskClient(token);
     const id = await callAsTask(c, ADD_NOTE, { text: "never mind" });
 
     await c.session.task(id).cancel();
-    expect(callStatus(t.runtime, id)).toBe("withdrawn");
+    expect(await callStatus(t.runtime, id)).toBe("withdrawn");
     expect(await c.session.task(id).snapshot()).toMatchObject({ status: "cancelled" });
     expect((await c.session.task(id).result()).status).toBe("cancelled");
 
@@ -210,34 +210,33 @@ describe("held calls as tasks, for 2026-07-28 clients that declare the tasks ext
     await expect(call).rejects.toThrow(/changed my mind|abort/i);
     await waitForCallStatus(t.runtime, heldId, "withdrawn");
 
-    const withdrawal = (callId: string) =>
-      t.runtime.broker
-        .story(callId)
-        .audit.filter((a) => a.action === "call.withdrawn")
+    const withdrawal = async (callId: string) =>
+      (await t.runtime.broker.story(callId)).audit
+        .filter((a) => a.action === "call.withdrawn")
         .map(({ actor, action, detail }) => ({ actor, action, detail }));
-    expect(withdrawal(id)).toEqual([
+    expect(await withdrawal(id)).toEqual([
       { actor: "bot", action: "call.withdrawn", detail: "cancelled by the requester" },
     ]);
-    expect(withdrawal(id)).toEqual(withdrawal(heldId));
+    expect(await withdrawal(id)).toEqual(await withdrawal(heldId));
 
     // Decided: a cancel is acknowledged and the decision stands.
     const rita = await createTestUser(t.runtime, "rita", ["reviewer"]);
     const later = await callAsTask(c, ADD_NOTE, { text: "keep" });
     await request("POST", `/api/calls/${later}/approve`, { cookie: rita.cookie });
     await waitForCallStatus(t.runtime, later, "succeeded");
-    const audited = t.runtime.broker.story(later).audit.length;
+    const audited = (await t.runtime.broker.story(later)).audit.length;
     await c.session.task(later).cancel();
     await c.session.task(id).cancel();
-    expect(callStatus(t.runtime, later)).toBe("succeeded");
-    expect(t.runtime.broker.story(later).audit).toHaveLength(audited);
+    expect(await callStatus(t.runtime, later)).toBe("succeeded");
+    expect((await t.runtime.broker.story(later)).audit).toHaveLength(audited);
     expect((await c.session.task(later).snapshot()).status).toBe("completed");
   });
 
   it("another token can neither see nor cancel the task: its id answers exactly as an unknown id does", async () => {
     const t = await start({ approvals: { waitSeconds: 30 } });
-    enableTool(t.runtime, ADD_NOTE);
-    const mine = await taskClient(createAgentToken(t.runtime, "bot"));
-    const theirs = await taskClient(createAgentToken(t.runtime, "other-bot"));
+    await enableTool(t.runtime, ADD_NOTE);
+    const mine = await taskClient(await createAgentToken(t.runtime, "bot"));
+    const theirs = await taskClient(await createAgentToken(t.runtime, "other-bot"));
     const id = await callAsTask(mine, ADD_NOTE, { text: "mine" });
     const unknown = taskId("01900000-0000-7000-8000-000000000000");
 
@@ -246,14 +245,14 @@ describe("held calls as tasks, for 2026-07-28 clients that declare the tasks ext
     expect(await errorOf(theirs.session.task(unknown).snapshot())).toEqual(seen);
     expect(await errorOf(theirs.session.task(id).cancel())).toEqual(seen);
     expect(await errorOf(theirs.session.task(unknown).cancel())).toEqual(seen);
-    expect(callStatus(t.runtime, id)).toBe("pending");
+    expect(await callStatus(t.runtime, id)).toBe("pending");
     expect((await mine.session.task(id).snapshot()).status).toBe("working");
   });
 
   it("a read-only call still answers at once with its result, not a task", async () => {
     const t = await start();
-    enableTool(t.runtime, LIST_NOTES);
-    const c = await taskClient(createAgentToken(t.runtime, "bot"));
+    await enableTool(t.runtime, LIST_NOTES);
+    const c = await taskClient(await createAgentToken(t.runtime, "bot"));
     const execution: Execution = await c.session.callTool(LIST_NOTES, {});
     expect(execution.kind).toBe("immediate");
     const outcome = await execution.result();
@@ -267,13 +266,13 @@ describe("held calls as tasks, for 2026-07-28 clients that declare the tasks ext
 
   it("a 2026-07-28 client that does not declare the extension is held as before, and answered once a reviewer approves", async () => {
     const t = await start({ approvals: { waitSeconds: 30 } });
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, ADD_NOTE);
     const rita = await createTestUser(t.runtime, "rita", ["reviewer"]);
-    const { client } = await plainClient(createAgentToken(t.runtime, "bot"));
+    const { client } = await plainClient(await createAgentToken(t.runtime, "bot"));
     const pending = nextPending(t);
     const held = client.callTool({ name: ADD_NOTE, arguments: { text: "held" } });
     const id = await pending;
-    expect(callStatus(t.runtime, id)).toBe("pending");
+    expect(await callStatus(t.runtime, id)).toBe("pending");
     await request("POST", `/api/calls/${id}/approve`, { cookie: rita.cookie });
     const result = await held;
     expect(result.isError).toBeFalsy();
@@ -283,8 +282,8 @@ describe("held calls as tasks, for 2026-07-28 clients that declare the tasks ext
 
   it("tasks/* from a request that does not declare the extension answer -32021, and tasks/update is refused: Gatehouse never asks for input", async () => {
     const t = await start({ approvals: { waitSeconds: 30 } });
-    enableTool(t.runtime, ADD_NOTE);
-    const c = await taskClient(createAgentToken(t.runtime, "bot"));
+    await enableTool(t.runtime, ADD_NOTE);
+    const c = await taskClient(await createAgentToken(t.runtime, "bot"));
     const id = await callAsTask(c, ADD_NOTE, { text: "ask me" });
     for (const method of ["tasks/get", "tasks/cancel", "tasks/update"]) {
       const answer = await c.raw(method, { taskId: id, inputResponses: {} });
@@ -296,7 +295,7 @@ describe("held calls as tasks, for 2026-07-28 clients that declare the tasks ext
         },
       });
     }
-    expect(callStatus(t.runtime, id)).toBe("pending");
+    expect(await callStatus(t.runtime, id)).toBe("pending");
 
     const declared = {
       ...plainEnvelope(),
@@ -310,22 +309,22 @@ describe("held calls as tasks, for 2026-07-28 clients that declare the tasks ext
         message: `Task ${id} asks for no input: Gatehouse never asks a client for input, so there is nothing to update`,
       },
     });
-    expect(callStatus(t.runtime, id)).toBe("pending");
+    expect(await callStatus(t.runtime, id)).toBe("pending");
   });
 });
 
 describe("a Gatehouse restart between a task's creation and its approval", () => {
   it("the same client's tasks/get after the restart sees the task completed with the result", async () => {
     const first = await start({ approvals: { waitSeconds: 30 } });
-    enableTool(first.runtime, ADD_NOTE);
-    const c = await taskClient(createAgentToken(first.runtime, "bot"));
+    await enableTool(first.runtime, ADD_NOTE);
+    const c = await taskClient(await createAgentToken(first.runtime, "bot"));
     const id = await callAsTask(c, ADD_NOTE, { text: "across the restart" });
     expect((await c.session.task(id).snapshot()).status).toBe("working");
 
     await first.stop({ keepDir: true });
     forget();
     const second = await start({ dir: first.dir, approvals: { waitSeconds: 30 } });
-    expect(callStatus(second.runtime, id)).toBe("pending");
+    expect(await callStatus(second.runtime, id)).toBe("pending");
     expect((await c.session.task(id).snapshot()).status).toBe("working");
 
     const rita = await createTestUser(second.runtime, "rita", ["reviewer"]);

@@ -208,8 +208,8 @@ function requireDeclared(ctx: ServerContext): void {
 }
 
 /** The token's own call `id`, from the store. */
-function ownCall(deps: TaskDeps, id: string): CallView {
-  const call = deps.broker.get(id);
+async function ownCall(deps: TaskDeps, id: string): Promise<CallView> {
+  const call = await deps.broker.get(id);
   const { kind, name } = deps.requester;
   if (!call || call.requester.kind !== kind || call.requester.name !== name) throw notFound();
   return call;
@@ -227,21 +227,21 @@ export function registerTaskHandlers(server: Server, deps: TaskDeps): void {
   server.setRequestHandler(
     "tasks/get",
     { params: TaskParams },
-    answersOnce((params, ctx: ServerContext) => {
+    answersOnce(async (params, ctx: ServerContext) => {
       requireDeclared(ctx);
-      const call = ownCall(deps, params.taskId);
+      const call = await ownCall(deps, params.taskId);
       return taskOf(call, `${deps.baseUrl}/api/calls/${call.id}`, deps.links);
     }),
   );
   server.setRequestHandler(
     "tasks/cancel",
     { params: TaskParams },
-    answersOnce((params, ctx: ServerContext) => {
+    answersOnce(async (params, ctx: ServerContext) => {
       requireDeclared(ctx);
-      const call = ownCall(deps, params.taskId);
+      const call = await ownCall(deps, params.taskId);
       if (call.status !== "pending") return {};
       try {
-        deps.broker.withdraw(deps.requester, call.id);
+        await deps.broker.withdraw(deps.requester, call.id);
       } catch (err) {
         // A reviewer decided in the meantime: the decision stands, and the cancel is still acknowledged.
         if (!(err instanceof GatehouseError && err.code === "already_decided")) throw err;
@@ -253,9 +253,9 @@ export function registerTaskHandlers(server: Server, deps: TaskDeps): void {
   server.setRequestHandler(
     "tasks/update",
     { params: TaskParams },
-    answersOnce((params, ctx: ServerContext) => {
+    answersOnce(async (params, ctx: ServerContext) => {
       requireDeclared(ctx);
-      const call = ownCall(deps, params.taskId);
+      const call = await ownCall(deps, params.taskId);
       throw rpcFailure(
         INVALID_PARAMS,
         `Task ${call.id} asks for no input: Gatehouse never asks a client for input, so there is nothing to update`,

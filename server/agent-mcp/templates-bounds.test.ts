@@ -113,8 +113,8 @@ async function start(templates: readonly string[]): Promise<Client> {
   const runtime = await startTestRuntime({ servers: { big: listingServer(templates) } });
   rt = runtime;
   await waitForServersReady(runtime.runtime, ["big"]);
-  enableTool(runtime.runtime, "big_served");
-  const c = await connectMcp({ token: createAgentToken(runtime.runtime, "bot") });
+  await enableTool(runtime.runtime, "big_served");
+  const c = await connectMcp({ token: await createAgentToken(runtime.runtime, "bot") });
   cleanups.push(() => c.close());
   return c.client;
 }

@@ -48,8 +48,8 @@ async function start(servers: Record<string, string[]>): Promise<void> {
     ),
   });
   await waitForServersReady(rt.runtime, Object.keys(servers));
-  for (const name of Object.keys(servers)) enableTool(rt.runtime, `${name}_served`);
-  token = createAgentToken(rt.runtime, "bot");
+  for (const name of Object.keys(servers)) await enableTool(rt.runtime, `${name}_served`);
+  token = await createAgentToken(rt.runtime, "bot");
 }
 
 async function connect(): Promise<Client> {
@@ -67,7 +67,7 @@ async function served(server: string): Promise<{ reads: string[]; templateLists:
   return JSON.parse(first?.text ?? "{}");
 }
 
-function readRows(): AuditRow[] {
+function readRows(): Promise<AuditRow[]> {
   return listAuditByActions(rt.runtime.db, { actions: ["resource.read", "resource.refused"], limit: 100 });
 }
 
@@ -142,7 +142,7 @@ describe("resource templates through /mcp", () => {
       expected.push(own);
     }
     expect((await served("tpl")).reads).toEqual(expected);
-    const rows = readRows().reverse();
+    const rows = (await readRows()).reverse();
     expect(rows.map((r) => [r.actor, r.action, r.subject])).toEqual(
       expected.map((own) => ["bot", "resource.read", `tpl ${own}`]),
     );
@@ -152,7 +152,7 @@ describe("resource templates through /mcp", () => {
       );
     });
     // The Activity page's list shows the read as one of the server's own URI.
-    expect(listResourceReads(rt.runtime.db).reads[0]).toMatchObject({
+    expect((await listResourceReads(rt.runtime.db)).reads[0]).toMatchObject({
       server: "tpl",
       uri: expected.at(-1),
       allowed: true,
@@ -191,7 +191,7 @@ describe("resource templates through /mcp", () => {
     // One answer whatever the reason, so an agent cannot probe the templates.
     expect(messages.size).toBe(1);
     expect((await served("tpl")).reads).toEqual([]);
-    const rows = readRows().reverse();
+    const rows = (await readRows()).reverse();
     expect(rows.map((r) => [r.action, r.subject])).toEqual(
       [...noTemplate, ...dotted].map((own) => ["resource.refused", `tpl ${own}`]),
     );
@@ -225,7 +225,7 @@ describe("resource templates through /mcp", () => {
     }
     expect((await served("tpl")).reads).toEqual([]);
     expect(
-      readRows()
+      (await readRows())
         .reverse()
         .map((r) => [r.action, r.subject, r.detail?.endsWith("but holds a dot segment or an encoded NUL")]),
     ).toEqual(dotted.map((own) => ["resource.refused", `tpl ${own}`, true]));
@@ -236,7 +236,7 @@ describe("resource templates through /mcp", () => {
     const uri = wrapUri("tpl", "note://notes/a%20b");
     const read = await client.readResource({ uri });
     expect(read.contents).toEqual([{ uri, mimeType: "text/plain", text: "note://notes/a%20b" }]);
-    expect(readRows()[0]?.detail).toMatch(/^through template note:\/\/notes\/\{name\}; /);
+    expect((await readRows())[0]?.detail).toMatch(/^through template note:\/\/notes\/\{name\}; /);
   }, 30_000);
 
   it("a read before any list lists the server's templates first; probes cost the server at most one template list per interval", async () => {
@@ -298,7 +298,9 @@ describe("resource templates are bounded", () => {
     const err = await rpcRefusal(client.readResource({ uri: "gatehouse://all/-/file:///srv/../etc/passwd" }));
     expect(err.code).toBe(RESOURCE_NOT_FOUND);
     expect((await served("all")).reads).toEqual(["file:///etc/hostname"]);
-    expect(readRows()[0]?.detail).toBe("matches template {+uri} but holds a dot segment or an encoded NUL");
+    expect((await readRows())[0]?.detail).toBe(
+      "matches template {+uri} but holds a dot segment or an encoded NUL",
+    );
   }, 30_000);
 });
 

@@ -55,7 +55,8 @@ async function start(): Promise<TestRuntime> {
   });
   const { runtime } = t;
   await waitForEvent(runtime.bus, (e) => e.type === "catalogue" && e.server === "titled", {
-    already: () => getToolRow(runtime.db, FORECAST) !== null && getToolRow(runtime.db, PLAIN) !== null,
+    already: async () =>
+      (await getToolRow(runtime.db, FORECAST)) !== null && (await getToolRow(runtime.db, PLAIN)) !== null,
     what: () => "the titled-tools server's catalogue",
   });
   return t;
@@ -86,9 +87,9 @@ describe("a real server's titled tool", () => {
     expect(catalogue.tools.find((x) => x.localName === PLAIN)).toMatchObject({ title: null, icons: [] });
     expect(urlsIn(catalogue)).toEqual([]);
 
-    enableTool(runtime, FORECAST);
-    enableTool(runtime, PLAIN);
-    const token = createAgentToken(runtime, "bot");
+    await enableTool(runtime, FORECAST);
+    await enableTool(runtime, PLAIN);
+    const token = await createAgentToken(runtime, "bot");
 
     const rest = await bodyOf<{ tools: AgentToolView[] }>(
       await request("GET", "/api/tools", { bearer: token }),
@@ -126,7 +127,7 @@ describe("a real server's titled tool", () => {
 
   it("a tool whose only icon is a URL hashes as a tool without icons", async () => {
     const { runtime } = await start();
-    const row = getToolRow(runtime.db, PLAIN);
+    const row = await getToolRow(runtime.db, PLAIN);
     const def = JSON.parse(row?.definition ?? "{}");
     expect(def).not.toHaveProperty("icons");
     expect(def).not.toHaveProperty("title");
@@ -143,8 +144,8 @@ describe("a real server's titled tool", () => {
 
   it("a call's structuredContent reaches a /mcp agent, valid against the output schema it was served", async () => {
     const { runtime } = await start();
-    enableTool(runtime, FORECAST);
-    const { client, close } = await connectMcp({ token: createAgentToken(runtime, "bot") });
+    await enableTool(runtime, FORECAST);
+    const { client, close } = await connectMcp({ token: await createAgentToken(runtime, "bot") });
     try {
       // listTools first: the SDK client then checks every result of the tool against its schema.
       await client.listTools();

@@ -249,13 +249,16 @@ describe("through /mcp, with a 2026 upstream listing schemas 2025 refuses", () =
       servers: { loose: { command: process.execPath, args: [LOOSE], enabled: true } },
     });
     const { runtime } = t;
-    const listed = () => LOOSE_TOOLS.every((name) => getToolRow(runtime.db, name) !== null);
-    await waitForEvent(runtime.bus, (e) => e.type === "catalogue" && listed(), {
+    const listed = async () =>
+      (await Promise.all(LOOSE_TOOLS.map((name) => getToolRow(runtime.db, name)))).every(
+        (row) => row !== null,
+      );
+    await waitForEvent(runtime.bus, async (e) => e.type === "catalogue" && (await listed()), {
       already: listed,
       what: () => "the loose-schemas server's catalogue",
     });
-    for (const name of LOOSE_TOOLS) enableTool(runtime, name);
-    return createAgentToken(runtime, "bot");
+    for (const name of LOOSE_TOOLS) await enableTool(runtime, name);
+    return await createAgentToken(runtime, "bot");
   }
 
   it("an enabled tool whose output schema does not compile, or whose required is no array, leaves a 2025 SDK client's tools/list working", async () => {

@@ -78,10 +78,10 @@ function nextPending(t: TestRuntime): Promise<string> {
 describe("tools/list", () => {
   it("lists only enabled tools under their local names, with readOnlyHint as Gatehouse enforces it", async () => {
     const t = await start();
-    const { client } = await connect({ token: createAgentToken(t.runtime, "bot") });
+    const { client } = await connect({ token: await createAgentToken(t.runtime, "bot") });
     expect((await client.listTools()).tools).toEqual([]);
 
-    enableTool(t.runtime, LIST_NOTES);
+    await enableTool(t.runtime, LIST_NOTES);
     const one = (await client.listTools()).tools;
     expect(one.map((x) => x.name)).toEqual([LIST_NOTES]);
     expect(one[0]).toMatchObject({
@@ -90,7 +90,7 @@ describe("tools/list", () => {
       annotations: { readOnlyHint: true },
     });
 
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, ADD_NOTE);
     const both = (await client.listTools()).tools;
     expect(both.map((x) => x.name)).toEqual([ADD_NOTE, LIST_NOTES]);
     const add = both.find((x) => x.name === ADD_NOTE);
@@ -135,21 +135,21 @@ describe("tools/list", () => {
 describe("tools/call", () => {
   it("a read-only tool runs at once and answers with its result and the call's id", async () => {
     const t = await start();
-    enableTool(t.runtime, LIST_NOTES);
-    const { client } = await connect({ token: createAgentToken(t.runtime, "bot") });
+    await enableTool(t.runtime, LIST_NOTES);
+    const { client } = await connect({ token: await createAgentToken(t.runtime, "bot") });
     const result = (await client.callTool({ name: LIST_NOTES, arguments: {} })) as CallToolResult;
     expect(result.isError).toBeFalsy();
     expect(textOf(result)).toBe("The notebook is empty.");
     expect(result.structuredContent).toEqual({ notes: [] });
     const meta = result._meta?.[CALL_META_KEY] as { id: string; status: string };
     expect(meta.status).toBe("succeeded");
-    expect(callStatus(t.runtime, meta.id)).toBe("succeeded");
-    expect(t.runtime.broker.get(meta.id)?.requester).toEqual({ kind: "agent", name: "bot" });
+    expect(await callStatus(t.runtime, meta.id)).toBe("succeeded");
+    expect((await t.runtime.broker.get(meta.id))?.requester).toEqual({ kind: "agent", name: "bot" });
   });
 
   it("refusals are isError results that say why (unknown, not enabled, bad arguments), and nothing runs", async () => {
     const t = await start();
-    const { client } = await connect({ token: createAgentToken(t.runtime, "bot") });
+    const { client } = await connect({ token: await createAgentToken(t.runtime, "bot") });
     const unknown = (await client.callTool({ name: "demo_drop_tables", arguments: {} })) as CallToolResult;
     expect(unknown.isError).toBe(true);
     expect(textOf(unknown)).toMatch(/tool_not_found.*demo_drop_tables/);
@@ -158,17 +158,17 @@ describe("tools/call", () => {
     expect(disabled.isError).toBe(true);
     expect(textOf(disabled)).toMatch(/tool_not_enabled.*not enabled/);
 
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, ADD_NOTE);
     const bad = (await client.callTool({ name: ADD_NOTE, arguments: { text: 42 } })) as CallToolResult;
     expect(bad.isError).toBe(true);
     expect(textOf(bad)).toMatch(/invalid_arguments.*text/);
-    expect(t.runtime.broker.list({ status: "pending", limit: 10 })).toEqual([]);
+    expect(await t.runtime.broker.list({ status: "pending", limit: 10 })).toEqual([]);
     expect(t.demoRuns()).toBe(0);
   });
 
   it("params of the wrong shape are a JSON-RPC error, not a result", async () => {
     const t = await start();
-    const { client } = await connect({ token: createAgentToken(t.runtime, "bot") });
+    const { client } = await connect({ token: await createAgentToken(t.runtime, "bot") });
     await expect(
       client.request(
         { method: "tools/call", params: { name: 7, arguments: "x" } } as never,
@@ -179,10 +179,10 @@ describe("tools/call", () => {
 
   it("a destructive call is held, with progress naming the call, until a reviewer approves it through the API; then the tool's result arrives", async () => {
     const t = await start({ approvals: { waitSeconds: 30 } });
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, ADD_NOTE);
     const rita = await createTestUser(t.runtime, "rita", ["reviewer"]);
     const { client } = await connect({
-      token: createAgentToken(t.runtime, "bot"),
+      token: await createAgentToken(t.runtime, "bot"),
       handler: quickProgress(t),
     });
 
@@ -199,7 +199,7 @@ describe("tools/call", () => {
     });
     await threeSeen;
     const id = /call ([0-9a-f-]{36})/.exec(progress[0]?.message ?? "")?.[1] ?? "";
-    expect(callStatus(t.runtime, id)).toBe("pending");
+    expect(await callStatus(t.runtime, id)).toBe("pending");
     expect(t.demoRuns()).toBe(0);
     for (const p of progress) expect(p.total).toBe(29);
     for (let i = 1; i < progress.length; i++)
@@ -213,14 +213,14 @@ describe("tools/call", () => {
     expect(result._meta?.[CALL_META_KEY]).toEqual({ id, status: "succeeded" });
     expect(t.demoRuns()).toBe(1);
     // The same pending call as REST: the reviewer decided it, the agent requested it.
-    expect(t.runtime.broker.get(id)).toMatchObject({ decidedBy: "rita", requester: { name: "bot" } });
+    expect(await t.runtime.broker.get(id)).toMatchObject({ decidedBy: "rita", requester: { name: "bot" } });
   });
 
   it("a denial is an isError result naming who denied it and why, and nothing runs", async () => {
     const t = await start({ approvals: { waitSeconds: 30 } });
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, ADD_NOTE);
     const rita = await createTestUser(t.runtime, "rita", ["reviewer"]);
-    const { client } = await connect({ token: createAgentToken(t.runtime, "bot") });
+    const { client } = await connect({ token: await createAgentToken(t.runtime, "bot") });
     const pending = nextPending(t);
     const held = client.callTool({ name: ADD_NOTE, arguments: { text: "rm -rf" } });
     const id = await pending;
@@ -238,8 +238,8 @@ describe("tools/call", () => {
 
   it("still pending at approvals.waitSeconds: an isError result names the call id and how to check it later; the call stays pending", async () => {
     const t = await start({ approvals: { waitSeconds: 1 } });
-    enableTool(t.runtime, ADD_NOTE);
-    const { client } = await connect({ token: createAgentToken(t.runtime, "bot") });
+    await enableTool(t.runtime, ADD_NOTE);
+    const { client } = await connect({ token: await createAgentToken(t.runtime, "bot") });
     const result = (await client.callTool({
       name: ADD_NOTE,
       arguments: { text: "later" },
@@ -249,7 +249,7 @@ describe("tools/call", () => {
     expect(meta.status).toBe("pending");
     expect(textOf(result)).toContain(`Call ${meta.id} is still waiting for a reviewer's approval after 1 s`);
     expect(textOf(result)).toContain(`GET http://127.0.0.1:3000/api/calls/${meta.id}?wait=60`);
-    expect(callStatus(t.runtime, meta.id)).toBe("pending");
+    expect(await callStatus(t.runtime, meta.id)).toBe("pending");
   });
 
   it("a call is held one second short of a waitSeconds of 10 s or more, so a client timing out at waitSeconds hears the answer first", () => {
@@ -262,9 +262,9 @@ describe("tools/call", () => {
 
   it("cancelling the held request (notifications/cancelled) withdraws the pending call; it can no longer be approved", async () => {
     const t = await start({ approvals: { waitSeconds: 30 } });
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, ADD_NOTE);
     const rita = await createTestUser(t.runtime, "rita", ["reviewer"]);
-    const { client } = await connect({ token: createAgentToken(t.runtime, "bot") });
+    const { client } = await connect({ token: await createAgentToken(t.runtime, "bot") });
     const pending = nextPending(t);
     const abort = new AbortController();
     const held = client.callTool({ name: ADD_NOTE, arguments: { text: "never mind" } }, undefined, {
@@ -274,11 +274,10 @@ describe("tools/call", () => {
     abort.abort("changed my mind");
     await expect(held).rejects.toThrow(/changed my mind|abort/i);
     await waitForCallStatus(t.runtime, id, "withdrawn");
-    const audit = t.runtime.db
+    const audit = await t.runtime.db
       .select({ actor: auditEvents.actor })
       .from(auditEvents)
-      .where(and(eq(auditEvents.callId, id), eq(auditEvents.action, "call.withdrawn")))
-      .all();
+      .where(and(eq(auditEvents.callId, id), eq(auditEvents.action, "call.withdrawn")));
     expect(audit).toEqual([{ actor: "bot" }]);
     const late = await request("POST", `/api/calls/${id}/approve`, { cookie: rita.cookie });
     expect(late.status).toBe(409);
@@ -289,8 +288,8 @@ describe("tools/call", () => {
 
   it("ending the session while a call is held is not a cancellation: the call stays pending", async () => {
     const t = await start({ approvals: { waitSeconds: 30 } });
-    enableTool(t.runtime, ADD_NOTE);
-    const c = await connectMcp({ token: createAgentToken(t.runtime, "bot") });
+    await enableTool(t.runtime, ADD_NOTE);
+    const c = await connectMcp({ token: await createAgentToken(t.runtime, "bot") });
     const pending = nextPending(t);
     const held = c.client.callTool({ name: ADD_NOTE, arguments: { text: "keep me" } });
     const id = await pending;
@@ -298,7 +297,7 @@ describe("tools/call", () => {
     await c.client.close();
     await expect(held).rejects.toThrow(/closed/i);
     expect(t.runtime.agentMcp.sessionCount()).toBe(0);
-    expect(callStatus(t.runtime, id)).toBe("pending");
+    expect(await callStatus(t.runtime, id)).toBe("pending");
   });
 });
 
@@ -306,7 +305,7 @@ describe("notifications/tools/list_changed", () => {
   it("reaches a connected session when an owner enables a tool, and again when it is disabled", async () => {
     const t = await start();
     const owner = await createTestUser(t.runtime, "olga", ["owner"]);
-    const { client } = await connect({ token: createAgentToken(t.runtime, "bot") });
+    const { client } = await connect({ token: await createAgentToken(t.runtime, "bot") });
     let notified: () => void = () => undefined;
     let count = 0;
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
@@ -321,7 +320,7 @@ describe("notifications/tools/list_changed", () => {
     const first = next();
     const enabled = await request("PATCH", `/api/catalogue/${ADD_NOTE}`, {
       cookie: owner.cookie,
-      body: { status: "enabled", expectedHash: getToolRow(t.runtime.db, ADD_NOTE)?.definitionHash },
+      body: { status: "enabled", expectedHash: (await getToolRow(t.runtime.db, ADD_NOTE))?.definitionHash },
     });
     expect(enabled.status).toBe(200);
     await first;
@@ -339,7 +338,7 @@ describe("notifications/tools/list_changed", () => {
 
   it("a burst of catalogue events becomes one notification", async () => {
     const t = await start();
-    const { client } = await connect({ token: createAgentToken(t.runtime, "bot") });
+    const { client } = await connect({ token: await createAgentToken(t.runtime, "bot") });
     const events: LiveEvent[] = [];
     const unsubscribe = t.runtime.bus.subscribe((e) => events.push(e));
     let count = 0;
@@ -349,9 +348,9 @@ describe("notifications/tools/list_changed", () => {
         resolve();
       });
     });
-    enableTool(t.runtime, LIST_NOTES);
+    await enableTool(t.runtime, LIST_NOTES);
     t.runtime.bus.publish({ type: "catalogue", server: "demo" });
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, ADD_NOTE);
     t.runtime.bus.publish({ type: "catalogue", server: "demo" });
     await notified;
     // A later, unrelated listing proves nothing else was queued behind the first notification.

@@ -381,7 +381,7 @@ async function hold(
     if (request.signal.aborted && !ctx.closing()) {
       // notifications/cancelled from the client: it no longer wants the call made.
       try {
-        ctx.broker.withdraw(ctx.requester, id);
+        await ctx.broker.withdraw(ctx.requester, id);
       } catch (err) {
         if (!(err instanceof GatehouseError)) throw err;
         ctx.log.info(`call ${id} was not withdrawn: ${err.message}`);

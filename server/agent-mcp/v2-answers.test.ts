@@ -29,16 +29,16 @@ let token: string;
 beforeAll(async () => {
   rt = await startTestRuntime({ servers: { notes: { command: "node", args: [NOTES], enabled: true } } });
   await waitForServersReady(rt.runtime, ["notes"]);
-  enableTool(rt.runtime, "notes_noop");
-  enableTool(rt.runtime, "notes_numbers");
-  token = createAgentToken(rt.runtime, "bot");
+  await enableTool(rt.runtime, "notes_noop");
+  await enableTool(rt.runtime, "notes_numbers");
+  token = await createAgentToken(rt.runtime, "bot");
 }, 30_000);
 
 afterAll(async () => {
   await rt?.stop();
 });
 
-function reads(): AuditRow[] {
+function reads(): Promise<AuditRow[]> {
   return listAuditByActions(rt.runtime.db, { actions: ["resource.read"], limit: 100 });
 }
 
@@ -59,7 +59,7 @@ describe("a resource its server does not have", () => {
       await c.close();
     }
     // The read is recorded as the server's failure, in its words.
-    expect(reads()[0]?.detail).toMatch(/failed: .*Resource not found: note:\/\/notes\/missing/);
+    expect((await reads())[0]?.detail).toMatch(/failed: .*Resource not found: note:\/\/notes\/missing/);
   }, 30_000);
 
   it("a tool server's -32602 with more than {uri} is an internal error, not not-found", async () => {

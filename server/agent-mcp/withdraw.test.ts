@@ -27,7 +27,7 @@ afterEach(async () => {
 const agent = { kind: "agent", name: "bot" } as const;
 
 async function pendingCall(t: TestRuntime): Promise<string> {
-  enableTool(t.runtime, ADD_NOTE);
+  await enableTool(t.runtime, ADD_NOTE);
   const { httpStatus, call } = await t.runtime.broker.request(agent, {
     tool: ADD_NOTE,
     arguments: { text: "maybe" },
@@ -36,9 +36,9 @@ async function pendingCall(t: TestRuntime): Promise<string> {
   return call.id;
 }
 
-function codeOf(fn: () => unknown): string | undefined {
+async function codeOf(fn: () => unknown): Promise<string | undefined> {
   try {
-    fn();
+    await fn();
   } catch (err) {
     if (err instanceof GatehouseError) return err.code;
     throw err;
@@ -52,17 +52,16 @@ describe("withdrawing a pending call", () => {
     const id = await pendingCall(rt);
     const events: LiveEvent[] = [];
     const unsubscribe = rt.runtime.bus.subscribe((e) => events.push(e));
-    const view = rt.runtime.broker.withdraw(agent, id);
+    const view = await rt.runtime.broker.withdraw(agent, id);
     unsubscribe();
     expect(view.status).toBe("withdrawn");
     expect(view.finishedAt).not.toBeNull();
-    expect(callStatus(rt.runtime, id)).toBe("withdrawn");
+    expect(await callStatus(rt.runtime, id)).toBe("withdrawn");
     expect(events).toContainEqual({ type: "call", id, status: "withdrawn" });
-    const audit = rt.runtime.db
+    const audit = await rt.runtime.db
       .select()
       .from(auditEvents)
-      .where(and(eq(auditEvents.callId, id), eq(auditEvents.action, "call.withdrawn")))
-      .all();
+      .where(and(eq(auditEvents.callId, id), eq(auditEvents.action, "call.withdrawn")));
     expect(audit).toHaveLength(1);
     expect(audit[0]?.actor).toBe("bot");
     expect(rt.demoRuns()).toBe(0);
@@ -73,7 +72,7 @@ describe("withdrawing a pending call", () => {
     const id = await pendingCall(rt);
     const reviewer = await createTestUser(rt.runtime, "rita", ["reviewer"]);
     const waited = rt.runtime.broker.wait(id, 10);
-    rt.runtime.broker.withdraw(agent, id);
+    await rt.runtime.broker.withdraw(agent, id);
     expect((await waited).status).toBe("withdrawn");
     await expect(rt.runtime.broker.approve(reviewer.user.name, id)).rejects.toMatchObject({
       code: "already_decided",
@@ -84,13 +83,13 @@ describe("withdrawing a pending call", () => {
   it("another requester cannot withdraw the call: it answers call_not_found and the call stays pending", async () => {
     rt = await startTestRuntime();
     const id = await pendingCall(rt);
-    expect(codeOf(() => rt?.runtime.broker.withdraw({ kind: "agent", name: "other" }, id))).toBe(
+    expect(await codeOf(() => rt?.runtime.broker.withdraw({ kind: "agent", name: "other" }, id))).toBe(
       "call_not_found",
     );
-    expect(codeOf(() => rt?.runtime.broker.withdraw({ kind: "user", name: "bot" }, id))).toBe(
+    expect(await codeOf(() => rt?.runtime.broker.withdraw({ kind: "user", name: "bot" }, id))).toBe(
       "call_not_found",
     );
-    expect(callStatus(rt.runtime, id)).toBe("pending");
+    expect(await callStatus(rt.runtime, id)).toBe("pending");
   });
 
   it("a call already decided cannot be withdrawn (already_decided) and keeps its decision", async () => {
@@ -98,7 +97,7 @@ describe("withdrawing a pending call", () => {
     const id = await pendingCall(rt);
     const reviewer = await createTestUser(rt.runtime, "rita", ["reviewer"]);
     await rt.runtime.broker.approve(reviewer.user.name, id);
-    expect(codeOf(() => rt?.runtime.broker.withdraw(agent, id))).toBe("already_decided");
+    expect(await codeOf(() => rt?.runtime.broker.withdraw(agent, id))).toBe("already_decided");
     await waitForCallStatus(rt.runtime, id, "succeeded");
     expect(rt.demoRuns()).toBe(1);
   });

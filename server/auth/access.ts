@@ -24,17 +24,17 @@ export function principalName(p: Principal): string {
  * `secure`: the request was served over https (`isSecure` in ./signin; from headers alone,
  * `forwardedHttps`), which names the one session cookie read (`sessionIdFrom` in ./sessions).
  */
-export function authenticate(db: Db, headers: Headers, secure: boolean): Principal | null {
+export async function authenticate(db: Db, headers: Headers, secure: boolean): Promise<Principal | null> {
   const authz = headers.get("authorization")?.trim() ?? "";
   // Only the Bearer scheme is ours: a proxy's Basic credentials must not hide the session cookie.
   const bearer = /^Bearer\s+(\S+)$/i.exec(authz);
   if (bearer || /^Bearer\b/i.test(authz)) {
-    const token = bearer?.[1] ? tokenFromSecret(db, bearer[1]) : null;
+    const token = bearer?.[1] ? await tokenFromSecret(db, bearer[1]) : null;
     return token ? { kind: "agent", token, via: "bearer" } : null;
   }
   const sid = sessionIdFrom(headers.get("cookie"), secure);
   if (!sid) return null;
-  const user = sessionUser(db, sid);
+  const user = await sessionUser(db, sid);
   return user ? { kind: "user", user, via: "cookie" } : null;
 }
 

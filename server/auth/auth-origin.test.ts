@@ -21,7 +21,7 @@ const start = runtimePerTest();
 
 describe("the Origin check", () => {
   async function tokenCount(rt: TestRuntime): Promise<number> {
-    return rt.runtime.db.select().from(agentTokens).all().length;
+    return (await rt.runtime.db.select().from(agentTokens)).length;
   }
 
   it("a state-changing cookie request without Origin is refused with 403 bad_origin", async () => {
@@ -75,8 +75,8 @@ describe("the Origin check", () => {
 
   it("a bearer request without Origin passes", async () => {
     const rt = await start();
-    enableTool(rt.runtime, LIST_NOTES);
-    const agent = createAgentToken(rt.runtime, "robot");
+    await enableTool(rt.runtime, LIST_NOTES);
+    const agent = await createAgentToken(rt.runtime, "robot");
     const res = await request("POST", "/api/calls", {
       bearer: agent,
       origin: null,
@@ -88,8 +88,8 @@ describe("the Origin check", () => {
 
   it("a bearer request from a foreign Origin is refused with 403 bad_origin", async () => {
     const rt = await start();
-    enableTool(rt.runtime, LIST_NOTES);
-    const agent = createAgentToken(rt.runtime, "robot");
+    await enableTool(rt.runtime, LIST_NOTES);
+    const agent = await createAgentToken(rt.runtime, "robot");
     const res = await request("POST", "/api/calls", {
       bearer: agent,
       origin: "http://evil.example",

@@ -6,6 +6,7 @@
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { createTestUser, request } from "@/test/support/runtime";
+import { first } from "../store/db";
 import { users } from "../store/schema";
 import { expectError, runtimePerTest, STRONG } from "./auth-fixtures";
 import { issueSetupCode } from "./users";
@@ -31,17 +32,17 @@ describe("a password with a control character", () => {
       });
       expect(await expectError(res, 400, "invalid_body")).toBe(REFUSED);
     }
-    expect(rt.runtime.db.select().from(users).where(eq(users.name, "rita")).get()).toBeUndefined();
+    expect(await first(rt.runtime.db.select().from(users).where(eq(users.name, "rita")))).toBeUndefined();
   });
 
   it("is refused by the setup link, which stays usable for a good password", async () => {
     const rt = await start();
-    const code = issueSetupCode(rt.runtime.db);
+    const code = await issueSetupCode(rt.runtime.db);
     const res = await request("POST", "/api/setup", {
       body: { code, name: "first", password: `pw\npw-${STRONG}` },
     });
     expect(await expectError(res, 400, "invalid_body")).toBe(REFUSED);
-    expect(rt.runtime.db.select().from(users).all()).toEqual([]);
+    expect(await rt.runtime.db.select().from(users)).toEqual([]);
 
     const good = await request("POST", "/api/setup", { body: { code, name: "first", password: STRONG } });
     expect(good.status).toBe(201);

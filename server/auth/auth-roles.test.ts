@@ -18,6 +18,7 @@ import {
   sessionCookieFor,
 } from "@/test/support/runtime";
 import { listEnabledTools } from "../catalogue/catalogue";
+import { first } from "../store/db";
 import { tools } from "../store/schema";
 import type { Access } from "./access";
 import { expectError, runtimePerTest } from "./auth-fixtures";
@@ -108,7 +109,7 @@ describe("roles: every API route checks its role", () => {
   for (const { pattern, method, access } of routeCases)
     it(`${method} ${pattern}`, async () => {
       const rt = await start();
-      const agent = createAgentToken(rt.runtime, "robot");
+      const agent = await createAgentToken(rt.runtime, "robot");
       const reviewer = await createTestUser(rt.runtime, "rita", ["reviewer"]);
       const owner = await createTestUser(rt.runtime, "olga", ["owner"]);
       const url = concrete(pattern);
@@ -120,9 +121,9 @@ describe("roles: every API route checks its role", () => {
           who === "agent"
             ? { bearer: agent }
             : who === "reviewer"
-              ? { cookie: sessionCookieFor(rt.runtime, reviewer.user.id) }
+              ? { cookie: await sessionCookieFor(rt.runtime, reviewer.user.id) }
               : who === "owner"
-                ? { cookie: sessionCookieFor(rt.runtime, owner.user.id) }
+                ? { cookie: await sessionCookieFor(rt.runtime, owner.user.id) }
                 : {};
         // Allowed requests carry an invalid body or name nothing that exists, so they stop at
         // validation or "not found" without changing anything; streams are closed at once.
@@ -161,9 +162,9 @@ describe("roles: every API route checks its role", () => {
       body: { status: "enabled" },
     });
     await expectError(res, 403, "forbidden");
-    const row = rt.runtime.db.select().from(tools).where(eq(tools.localName, ADD_NOTE)).get();
+    const row = await first(rt.runtime.db.select().from(tools).where(eq(tools.localName, ADD_NOTE)));
     expect(row?.status).toBe("proposed");
-    expect(listEnabledTools(rt.runtime.db)).toEqual([]);
+    expect(await listEnabledTools(rt.runtime.db)).toEqual([]);
 
     const owner = await createTestUser(rt.runtime, "olga", ["owner"]);
     const ok = await request("PATCH", `/api/catalogue/${ADD_NOTE}`, {
@@ -171,13 +172,13 @@ describe("roles: every API route checks its role", () => {
       body: { status: "enabled", expectedHash: row?.definitionHash },
     });
     expect(ok.status).toBe(200);
-    expect(listEnabledTools(rt.runtime.db).map((x) => x.name)).toEqual([ADD_NOTE]);
+    expect((await listEnabledTools(rt.runtime.db)).map((x) => x.name)).toEqual([ADD_NOTE]);
   });
 
   it("an agent token cannot approve", async () => {
     const rt = await start();
-    enableTool(rt.runtime, ADD_NOTE);
-    const agent = createAgentToken(rt.runtime, "robot");
+    await enableTool(rt.runtime, ADD_NOTE);
+    const agent = await createAgentToken(rt.runtime, "robot");
     const posted = await request("POST", "/api/calls", {
       bearer: agent,
       body: { tool: ADD_NOTE, arguments: { text: "x" } },

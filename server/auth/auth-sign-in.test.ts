@@ -94,7 +94,7 @@ describe("sessions", () => {
   it("an expired session is rejected", async () => {
     const rt = await start();
     const alice = await createTestUser(rt.runtime, "alice", ["reviewer"]);
-    const old = createSession(rt.runtime.db, alice.user.id, Date.now() - SESSION_TTL_MS - 1000);
+    const old = await createSession(rt.runtime.db, alice.user.id, Date.now() - SESSION_TTL_MS - 1000);
     const res = await request("GET", "/api/me", { cookie: `${SESSION_COOKIE}=${old.id}` });
     await expectError(res, 401, "unauthenticated");
   });
@@ -110,11 +110,10 @@ describe("sessions", () => {
     expect(cleared.attrs).toContain("Max-Age=0");
     const sid = alice.cookie.slice(alice.cookie.indexOf("=") + 1);
     expect(
-      rt.runtime.db
+      await rt.runtime.db
         .select()
         .from(sessions)
-        .where(eq(sessions.idHash, sha256(sid)))
-        .all(),
+        .where(eq(sessions.idHash, sha256(sid))),
     ).toEqual([]);
     await expectError(await request("GET", "/api/me", { cookie: alice.cookie }), 401, "unauthenticated");
   });
@@ -123,7 +122,7 @@ describe("sessions", () => {
 describe("the one-time setup code", () => {
   it("creates the first owner and signs them in; a second use is refused", async () => {
     const rt = await start();
-    const code = issueSetupCode(rt.runtime.db);
+    const code = await issueSetupCode(rt.runtime.db);
     expect(code).not.toBeNull();
     const body = { code, name: "first", password: STRONG };
     const res = await request("POST", "/api/setup", { body });
@@ -138,43 +137,43 @@ describe("the one-time setup code", () => {
       "setup_done",
     );
     // The code itself is spent, not merely blocked by the existing user.
-    rt.runtime.db.delete(users).run();
+    await rt.runtime.db.delete(users);
     await expectError(
       await request("POST", "/api/setup", { body: { ...body, name: "second" } }),
       403,
       "invalid_setup_code",
     );
-    expect(rt.runtime.db.select().from(users).all()).toEqual([]);
+    expect(await rt.runtime.db.select().from(users)).toEqual([]);
   });
 
   it("is refused once a user exists, and no new code is issued", async () => {
     const rt = await start();
-    const code = issueSetupCode(rt.runtime.db);
+    const code = await issueSetupCode(rt.runtime.db);
     await createTestUser(rt.runtime, "cli-owner", ["owner"]);
     await expectError(
       await request("POST", "/api/setup", { body: { code, name: "intruder", password: STRONG } }),
       409,
       "setup_done",
     );
-    expect(issueSetupCode(rt.runtime.db)).toBeNull();
-    expect(rt.runtime.db.select({ name: users.name }).from(users).all()).toEqual([{ name: "cli-owner" }]);
+    expect(await issueSetupCode(rt.runtime.db)).toBeNull();
+    expect(await rt.runtime.db.select({ name: users.name }).from(users)).toEqual([{ name: "cli-owner" }]);
   });
 
   it("an invalid code is refused and creates nobody", async () => {
     const rt = await start();
-    const code = issueSetupCode(rt.runtime.db);
+    const code = await issueSetupCode(rt.runtime.db);
     await expectError(
       await request("POST", "/api/setup", { body: { code: `${code}x`, name: "first", password: STRONG } }),
       403,
       "invalid_setup_code",
     );
-    expect(rt.runtime.db.select().from(users).all()).toEqual([]);
+    expect(await rt.runtime.db.select().from(users)).toEqual([]);
   });
 
   it("only the newest code works", async () => {
     const rt = await start();
-    const older = issueSetupCode(rt.runtime.db);
-    const newer = issueSetupCode(rt.runtime.db);
+    const older = await issueSetupCode(rt.runtime.db);
+    const newer = await issueSetupCode(rt.runtime.db);
     await expectError(
       await request("POST", "/api/setup", { body: { code: older, name: "first", password: STRONG } }),
       403,

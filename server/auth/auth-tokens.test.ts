@@ -5,18 +5,31 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { eq } from "drizzle-orm";
+import { eq, is, Table } from "drizzle-orm";
+import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import { describe, expect, it } from "vitest";
 import type { TokenView } from "@/lib/api-types";
 import { bodyOf, createAgentToken, createTestUser, request, type TestRuntime } from "@/test/support/runtime";
+import { testDialect } from "@/test/support/store";
+import { first } from "../store/db";
+import * as schema from "../store/schema";
 import { agentTokens } from "../store/schema";
 import { expectError, runtimePerTest } from "./auth-fixtures";
 import { sha256 } from "./crypto";
 
 const start = runtimePerTest();
 
-/** Every byte of the SQLite store (main file, WAL and shared memory) as latin1 text. */
-function storeBytes(rt: TestRuntime): string {
+/**
+ * What the store holds, as text. SQLite: every byte of its files (main file, WAL and shared
+ * memory) as latin1, so deleted rows and free pages count too. PostgreSQL (no file of ours):
+ * every row of every table, as JSON.
+ */
+async function storeBytes(rt: TestRuntime): Promise<string> {
+  if (testDialect === "postgres") {
+    const tables = (Object.values(schema) as unknown[]).filter((t): t is SQLiteTable => is(t, Table));
+    const rows = await Promise.all(tables.map((t) => rt.runtime.db.select().from(t)));
+    return JSON.stringify(rows);
+  }
   const base = path.basename(rt.dbFile);
   return readdirSync(rt.dir)
     .filter((f) => f.startsWith(base))
@@ -37,12 +50,14 @@ describe("agent tokens", () => {
     const tools = await request("GET", "/api/tools", { bearer: secret });
     expect(tools.status).toBe(200);
 
-    const row = rt.runtime.db.select().from(agentTokens).where(eq(agentTokens.name, "robot")).get();
+    const row = await first(rt.runtime.db.select().from(agentTokens).where(eq(agentTokens.name, "robot")));
     expect(row?.tokenHash).toBe(sha256(secret));
-    expect(storeBytes(rt)).not.toContain(secret);
+    const stored = await storeBytes(rt);
+    expect(stored).toContain(sha256(secret));
+    expect(stored).not.toContain(secret);
     // Nor the password or the session cookie of the owner.
-    expect(storeBytes(rt)).not.toContain(owner.password);
-    expect(storeBytes(rt)).not.toContain(owner.cookie.slice(owner.cookie.indexOf("=") + 1));
+    expect(stored).not.toContain(owner.password);
+    expect(stored).not.toContain(owner.cookie.slice(owner.cookie.indexOf("=") + 1));
 
     const listed = await request("GET", "/api/tokens", { cookie: owner.cookie });
     const text = await listed.text();
@@ -54,7 +69,7 @@ describe("agent tokens", () => {
   it("a revoked token is rejected", async () => {
     const rt = await start();
     const owner = await createTestUser(rt.runtime, "olga", ["owner"]);
-    const secret = createAgentToken(rt.runtime, "robot");
+    const secret = await createAgentToken(rt.runtime, "robot");
     expect((await request("GET", "/api/tools", { bearer: secret })).status).toBe(200);
     const res = await request("DELETE", "/api/tokens/robot", { cookie: owner.cookie });
     expect(res.status).toBe(200);

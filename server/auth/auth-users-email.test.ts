@@ -7,13 +7,15 @@ import { and, eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import type { UserView } from "@/lib/api-types";
 import { bodyOf, createTestUser, request, type TestRuntime } from "@/test/support/runtime";
+import { first } from "../store/db";
 import { auditEvents, users } from "../store/schema";
 import { expectError, runtimePerTest, STRONG } from "./auth-fixtures";
 
 const start = runtimePerTest();
 
-function storedEmail(rt: TestRuntime, name: string): string | null | undefined {
-  return rt.runtime.db.select({ email: users.email }).from(users).where(eq(users.name, name)).get()?.email;
+async function storedEmail(rt: TestRuntime, name: string): Promise<string | null | undefined> {
+  return (await first(rt.runtime.db.select({ email: users.email }).from(users).where(eq(users.name, name))))
+    ?.email;
 }
 
 function emailAudit(rt: TestRuntime, name: string) {
@@ -21,7 +23,7 @@ function emailAudit(rt: TestRuntime, name: string) {
     .select({ actor: auditEvents.actor, detail: auditEvents.detail })
     .from(auditEvents)
     .where(and(eq(auditEvents.action, "user.email"), eq(auditEvents.subject, name)))
-    .all();
+    .orderBy(auditEvents.id);
 }
 
 describe("a person's email address", () => {
@@ -34,7 +36,7 @@ describe("a person's email address", () => {
     });
     expect(res.status).toBe(201);
     expect((await bodyOf<{ user: UserView }>(res)).user.email).toBe("Rita.Q@example.com");
-    expect(storedEmail(rt, "rita")).toBe("Rita.Q@example.com");
+    expect(await storedEmail(rt, "rita")).toBe("Rita.Q@example.com");
 
     const listed = await bodyOf<{ users: UserView[] }>(
       await request("GET", "/api/users", { cookie: owner.cookie }),
@@ -58,7 +60,7 @@ describe("a person's email address", () => {
       });
       expect(res.status).toBe(201);
       expect((await bodyOf<{ user: UserView }>(res)).user.email).toBeNull();
-      expect(storedEmail(rt, name)).toBeNull();
+      expect(await storedEmail(rt, name)).toBeNull();
     }
   });
 
@@ -72,7 +74,7 @@ describe("a person's email address", () => {
     expect(await expectError(res, 400, "invalid_body")).toBe(
       "body.email: Use an address like name@example.com.",
     );
-    expect(storedEmail(rt, "rita")).toBeUndefined();
+    expect(await storedEmail(rt, "rita")).toBeUndefined();
   });
 
   it("PATCH sets, changes and clears an address, with one audit row per change", async () => {
@@ -88,19 +90,19 @@ describe("a person's email address", () => {
       name: "rita",
       email: "rita@example.com",
     });
-    expect(storedEmail(rt, "rita")).toBe("rita@example.com");
+    expect(await storedEmail(rt, "rita")).toBe("rita@example.com");
 
     // The same address again changes nothing and is not audited twice.
     expect((await patch(" rita@EXAMPLE.com")).status).toBe(200);
     expect((await patch("r@mail.example")).status).toBe(200);
-    expect(storedEmail(rt, "rita")).toBe("r@mail.example");
+    expect(await storedEmail(rt, "rita")).toBe("r@mail.example");
 
     const cleared = await patch("");
     expect(cleared.status).toBe(200);
     expect((await bodyOf<{ user: UserView }>(cleared)).user.email).toBeNull();
-    expect(storedEmail(rt, "rita")).toBeNull();
+    expect(await storedEmail(rt, "rita")).toBeNull();
 
-    expect(emailAudit(rt, "rita")).toEqual([
+    expect(await emailAudit(rt, "rita")).toEqual([
       { actor: "olga", detail: "rita@example.com" },
       { actor: "olga", detail: "r@mail.example" },
       { actor: "olga", detail: "cleared" },
@@ -122,8 +124,8 @@ describe("a person's email address", () => {
       400,
       "invalid_body",
     );
-    expect(storedEmail(rt, "rita")).toBe("rita@example.com");
-    expect(emailAudit(rt, "rita")).toHaveLength(1);
+    expect(await storedEmail(rt, "rita")).toBe("rita@example.com");
+    expect(await emailAudit(rt, "rita")).toHaveLength(1);
   });
 
   it("PATCH of an unknown person answers 404 not_found", async () => {
@@ -146,7 +148,7 @@ describe("a person's email address", () => {
         body: { email: "evil@example.com" },
       });
       await expectError(res, 403, "forbidden");
-      expect(storedEmail(rt, name)).toBeNull();
+      expect(await storedEmail(rt, name)).toBeNull();
     }
     await expectError(await request("GET", "/api/users", { cookie: reviewer.cookie }), 403, "forbidden");
   });
@@ -163,7 +165,7 @@ describe("a person's email address", () => {
       });
       await expectError(res, 403, "bad_origin");
     }
-    expect(storedEmail(rt, "rita")).toBeNull();
-    expect(emailAudit(rt, "rita")).toEqual([]);
+    expect(await storedEmail(rt, "rita")).toBeNull();
+    expect(await emailAudit(rt, "rita")).toEqual([]);
   });
 });

@@ -6,6 +6,7 @@ import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { GatehouseError } from "@/lib/errors";
 import { createTestUser } from "@/test/support/runtime";
+import { first } from "../store/db";
 import { sessions, users } from "../store/schema";
 import { LoginThrottle } from "./access";
 import { runtimePerTest } from "./auth-fixtures";
@@ -42,10 +43,10 @@ describe("a password checked while an owner acts", () => {
     const bob = await createTestUser(rt.runtime, "bob", ["reviewer"]);
     const reset = checkThen(() => updatePerson(db, null, { name: "bob", password: RESET_TO, actor: "olga" }));
     const params = { name: "bob", password: bob.password, secure: false, address: null };
-    const before = db.select().from(sessions).all().length;
+    const before = (await db.select().from(sessions)).length;
     expect(await codeOf(signIn(db, new LoginThrottle(), params, reset))).toBe("invalid_credentials");
     // The reset ended bob's session; the racing sign-in opened none.
-    expect(db.select().from(sessions).all().length).toBe(before - 1);
+    expect((await db.select().from(sessions)).length).toBe(before - 1);
   });
 
   it("a sign-in racing a removal answers invalid_credentials, not 500", async () => {
@@ -53,7 +54,9 @@ describe("a password checked while an owner acts", () => {
     const { db } = rt.runtime;
     const bob = await createTestUser(rt.runtime, "bob", ["reviewer"]);
     await createTestUser(rt.runtime, "olga", ["owner"]);
-    const remove = checkThen(() => removeUser(db, { name: "bob", actor: "olga", withdrawPending: () => 0 }));
+    const remove = checkThen(() =>
+      removeUser(db, { name: "bob", actor: "olga", withdrawPending: async () => 0 }),
+    );
     const params = { name: "bob", password: bob.password, secure: false, address: null };
     expect(await codeOf(signIn(db, new LoginThrottle(), params, remove))).toBe("invalid_credentials");
   });
@@ -76,7 +79,7 @@ describe("a password checked while an owner acts", () => {
       reset,
     );
     expect(await codeOf(change)).toBe("unauthenticated");
-    const row = db.select().from(users).where(eq(users.name, "bob")).get();
+    const row = await first(db.select().from(users).where(eq(users.name, "bob")));
     expect(await verifyCredentials(db, "bob", RESET_TO)).not.toBeNull();
     expect(row).toBeDefined();
   });

@@ -1,6 +1,6 @@
 /**
  * Who the notifier mails (PRODUCT.md §10) and how an address is stored: `reviewerEmails` and
- * `normalizeEmail` over a real in-memory store with migrations applied.
+ * `normalizeEmail` over a real, migrated store (SQLite in memory, or PostgreSQL in that project).
  */
 import { describe, expect, it } from "vitest";
 import { GatehouseError } from "@/lib/errors";
@@ -11,7 +11,7 @@ const PASSWORD = "correct horse battery";
 
 describe("reviewerEmails", () => {
   it("lists reviewers with an address in name order, leaving out owners-only, address-less people and `except`", async () => {
-    const db = memoryDb();
+    const db = await memoryDb();
     await createUser(db, {
       name: "zoe",
       password: PASSWORD,
@@ -42,23 +42,23 @@ describe("reviewerEmails", () => {
       actor: "t",
     });
 
-    expect(reviewerEmails(db)).toEqual([
+    expect(await reviewerEmails(db)).toEqual([
       { name: "amy", email: "amy@example.com" },
       { name: "rita", email: "rita@example.com" },
       { name: "zoe", email: "zoe@example.com" },
     ]);
-    expect(reviewerEmails(db, { except: "rita" }).map((r) => r.name)).toEqual(["amy", "zoe"]);
-    expect(reviewerEmails(db, { except: "nobody" })).toHaveLength(3);
+    expect((await reviewerEmails(db, { except: "rita" })).map((r) => r.name)).toEqual(["amy", "zoe"]);
+    expect(await reviewerEmails(db, { except: "nobody" })).toHaveLength(3);
   });
 
   it("follows addresses set and cleared later", async () => {
-    const db = memoryDb();
+    const db = await memoryDb();
     await createUser(db, { name: "rex", password: PASSWORD, roles: ["reviewer"], actor: "t" });
-    expect(reviewerEmails(db)).toEqual([]);
-    setUserEmail(db, { name: "rex", email: "rex@example.com", actor: "olga" });
-    expect(reviewerEmails(db)).toEqual([{ name: "rex", email: "rex@example.com" }]);
-    setUserEmail(db, { name: "rex", email: "", actor: "olga" });
-    expect(reviewerEmails(db)).toEqual([]);
+    expect(await reviewerEmails(db)).toEqual([]);
+    await setUserEmail(db, { name: "rex", email: "rex@example.com", actor: "olga" });
+    expect(await reviewerEmails(db)).toEqual([{ name: "rex", email: "rex@example.com" }]);
+    await setUserEmail(db, { name: "rex", email: "", actor: "olga" });
+    expect(await reviewerEmails(db)).toEqual([]);
   });
 });
 
@@ -77,10 +77,10 @@ describe("normalizeEmail", () => {
       expect(() => normalizeEmail(bad), bad).toThrow(/^email: Use an address like name@example\.com\.$/);
     }
     // createUser checks before writing anything.
-    const db = memoryDb();
+    const db = await memoryDb();
     await expect(
       createUser(db, { name: "rex", password: PASSWORD, roles: ["reviewer"], email: "rex", actor: "t" }),
     ).rejects.toMatchObject({ code: "bad_request" });
-    expect(reviewerEmails(db)).toEqual([]);
+    expect(await reviewerEmails(db)).toEqual([]);
   });
 });

@@ -86,9 +86,9 @@ describe("API errors", () => {
 describe("request body limit", () => {
   it("a JSON body over 4 MiB is refused with 413 payload_too_large and stores nothing", async () => {
     const rt = await start();
-    enableTool(rt.runtime, ADD_NOTE);
-    const agent = createAgentToken(rt.runtime, "robot");
-    const callCount = () => rt.runtime.db.select({ id: calls.id }).from(calls).all().length;
+    await enableTool(rt.runtime, ADD_NOTE);
+    const agent = await createAgentToken(rt.runtime, "robot");
+    const callCount = async () => (await rt.runtime.db.select({ id: calls.id }).from(calls)).length;
     // JSON allows any amount of whitespace, so padding keeps the body a valid call at any size:
     // only its size can be the reason for a refusal.
     const call = JSON.stringify({ tool: ADD_NOTE, arguments: { text: "padded" } });
@@ -100,7 +100,7 @@ describe("request body limit", () => {
       413,
       "payload_too_large",
     );
-    expect(callCount()).toBe(0);
+    expect(await callCount()).toBe(0);
 
     // The same call at exactly the limit is accepted and stored.
     const accepted = await request("POST", "/api/calls", {
@@ -109,7 +109,7 @@ describe("request body limit", () => {
     });
     expect(accepted.status).toBe(202);
     expect((await bodyOf<CallView>(accepted)).status).toBe("pending");
-    expect(callCount()).toBe(1);
+    expect(await callCount()).toBe(1);
     expect(rt.demoRuns()).toBe(0);
   });
 });

@@ -1,7 +1,7 @@
 import "server-only";
 import { and, eq, gt, lt } from "drizzle-orm";
 import type { UserView } from "@/lib/api-types";
-import type { Db } from "../store/db";
+import { type Db, first } from "../store/db";
 import { sessions, users } from "../store/schema";
 import { newSecret, sha256 } from "./crypto";
 import { toUserView } from "./users";
@@ -24,32 +24,31 @@ export function sessionCookieName(secure: boolean): string {
 export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
 
 /** Starts a session; returns the cookie value (stored only as its hash). */
-export function createSession(db: Db, userId: number, now = Date.now()): { id: string; expiresAt: Date } {
+export async function createSession(
+  db: Db,
+  userId: number,
+  now = Date.now(),
+): Promise<{ id: string; expiresAt: Date }> {
   const id = newSecret();
   const expiresAt = new Date(now + SESSION_TTL_MS);
-  db.delete(sessions)
-    .where(lt(sessions.expiresAt, new Date(now).toISOString()))
-    .run();
-  db.insert(sessions)
-    .values({ idHash: sha256(id), userId, expiresAt: expiresAt.toISOString() })
-    .run();
+  await db.delete(sessions).where(lt(sessions.expiresAt, new Date(now).toISOString()));
+  await db.insert(sessions).values({ idHash: sha256(id), userId, expiresAt: expiresAt.toISOString() });
   return { id, expiresAt };
 }
 
-export function sessionUser(db: Db, id: string, now = Date.now()): UserView | null {
-  const row = db
-    .select({ user: users })
-    .from(sessions)
-    .innerJoin(users, eq(users.id, sessions.userId))
-    .where(and(eq(sessions.idHash, sha256(id)), gt(sessions.expiresAt, new Date(now).toISOString())))
-    .get();
+export async function sessionUser(db: Db, id: string, now = Date.now()): Promise<UserView | null> {
+  const row = await first(
+    db
+      .select({ user: users })
+      .from(sessions)
+      .innerJoin(users, eq(users.id, sessions.userId))
+      .where(and(eq(sessions.idHash, sha256(id)), gt(sessions.expiresAt, new Date(now).toISOString()))),
+  );
   return row ? toUserView(row.user) : null;
 }
 
-export function endSession(db: Db, id: string): void {
-  db.delete(sessions)
-    .where(eq(sessions.idHash, sha256(id)))
-    .run();
+export async function endSession(db: Db, id: string): Promise<void> {
+  await db.delete(sessions).where(eq(sessions.idHash, sha256(id)));
 }
 
 /**

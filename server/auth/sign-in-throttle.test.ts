@@ -3,7 +3,7 @@
  * one client spraying many names. Addresses as the edge reports them over HTTP are in
  * sign-in-address.test.ts; this file never starts an edge, as under `next dev`.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { GatehouseError } from "@/lib/errors";
 import { createTestUser, request } from "@/test/support/runtime";
 import { CLIENT_ADDRESS_HEADER, clientAddress } from "../request";
@@ -87,7 +87,9 @@ describe("throttling holds under concurrency", () => {
         (err: unknown) => (err instanceof GatehouseError ? err.code : String(err)),
       ),
     );
-    // Every attempt has been admitted or refused by now; the admitted ones are all still checking.
+    // Every attempt was admitted or refused at once (before the store was read); the admitted
+    // ones reach the check after reading the stored hash, and are all still checking.
+    await vi.waitFor(() => expect(check.inFlight).toBe(PER_NAME.max));
     expect(check.calls).toBe(PER_NAME.max);
     expect(check.inFlight).toBe(PER_NAME.max);
     check.release();

@@ -2,7 +2,7 @@ import "server-only";
 import type { UserView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import { forwardedHttps } from "../request";
-import type { Db } from "../store/db";
+import { type Db, transaction } from "../store/db";
 import type { LoginThrottle } from "./access";
 import { createSession, sessionCookie, sessionIdFrom } from "./sessions";
 import { completeSetup, passwordHashOf, verifyCredentials } from "./users";
@@ -44,9 +44,11 @@ export async function signIn(
   verify: typeof verifyCredentials = verifyCredentials,
 ): Promise<{ user: UserView; cookie: string }> {
   const attempt = throttle.begin({ name: params.name, address: params.address });
-  const checked = passwordHashOf(db, params.name);
+  let checked: string | null = null;
   let user: UserView | null = null;
   try {
+    // Inside the try: a store that fails to answer settles the attempt as failed too.
+    checked = await passwordHashOf(db, params.name);
     user = await verify(db, params.name, params.password);
   } finally {
     // A check that threw counts as a failure: it must not hand its place back.
@@ -56,9 +58,10 @@ export async function signIn(
   if (!user) throw new GatehouseError("invalid_credentials", "Wrong name or password.");
   const id = user.id;
   // The password reset, or the person removed, while it was checked: that password no longer opens anything.
-  const session = db.transaction(
-    () => (checked !== null && passwordHashOf(db, params.name) === checked ? createSession(db, id) : null),
-    { behavior: "immediate" },
+  const session = await transaction(db, async (tx) =>
+    checked !== null && (await passwordHashOf(tx, params.name)) === checked
+      ? await createSession(tx, id)
+      : null,
   );
   if (!session) throw new GatehouseError("invalid_credentials", "Wrong name or password.");
   return { user, cookie: sessionCookie(session.id, session.expiresAt, params.secure) };
@@ -70,6 +73,6 @@ export async function setupOwner(
   params: { code: string; name: string; password: string; secure: boolean },
 ): Promise<{ user: UserView; cookie: string }> {
   const user = await completeSetup(db, params);
-  const session = createSession(db, user.id);
+  const session = await createSession(db, user.id);
   return { user, cookie: sessionCookie(session.id, session.expiresAt, params.secure) };
 }

@@ -3,7 +3,7 @@ import { asc, eq, sql } from "drizzle-orm";
 import type { TokenView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import { endGrants } from "../grants";
-import type { Db } from "../store/db";
+import { type Db, first, transaction } from "../store/db";
 import { prepared } from "../store/prepared";
 import { agentTokens, auditEvents } from "../store/schema";
 import { newSecret, sha256 } from "./crypto";
@@ -20,28 +20,32 @@ function toView(row: TokenRow): TokenView {
   };
 }
 
-export function listTokens(db: Db): TokenView[] {
-  return db.select().from(agentTokens).orderBy(asc(agentTokens.name)).all().map(toView);
+export async function listTokens(db: Db): Promise<TokenView[]> {
+  return (await db.select().from(agentTokens).orderBy(asc(agentTokens.name))).map(toView);
 }
 
 /** Creates an agent token. The secret is returned once and stored only as its hash. */
-export function createToken(
+export async function createToken(
   db: Db,
   params: { name: string; actor: string },
-): { token: TokenView; secret: string } {
+): Promise<{ token: TokenView; secret: string }> {
   const secret = newSecret("gh_");
-  return db.transaction((tx) => {
-    if (tx.select({ id: agentTokens.id }).from(agentTokens).where(eq(agentTokens.name, params.name)).get()) {
+  return transaction(db, async (tx) => {
+    if (
+      await first(
+        tx.select({ id: agentTokens.id }).from(agentTokens).where(eq(agentTokens.name, params.name)),
+      )
+    ) {
       throw new GatehouseError("already_exists", `A token named "${params.name}" already exists.`);
     }
-    const row = tx
+    const [row] = await tx
       .insert(agentTokens)
       .values({ name: params.name, tokenHash: sha256(secret), createdBy: params.actor })
-      .returning()
-      .get();
-    tx.insert(auditEvents)
-      .values({ actor: params.actor, action: "token.create", subject: params.name })
-      .run();
+      .returning();
+    if (!row) throw new Error("the new token's row was not returned");
+    await tx
+      .insert(auditEvents)
+      .values({ actor: params.actor, action: "token.create", subject: params.name });
     return { token: toView(row), secret };
   });
 }
@@ -51,28 +55,33 @@ export function createToken(
  * same transaction ("the agent's token was revoked", PRODUCT.md §11), so no grant outlives its
  * token and a revocation that fails ends none.
  */
-export function revokeToken(db: Db, params: { name: string; actor: string }, now = new Date()): TokenView {
-  return db.transaction((tx) => {
-    const row = tx.select().from(agentTokens).where(eq(agentTokens.name, params.name)).get();
+export async function revokeToken(
+  db: Db,
+  params: { name: string; actor: string },
+  now = new Date(),
+): Promise<TokenView> {
+  return transaction(db, async (tx) => {
+    const row = await first(tx.select().from(agentTokens).where(eq(agentTokens.name, params.name)));
     if (!row) throw new GatehouseError("not_found", `no token named "${params.name}"`);
     if (row.revokedAt) return toView(row);
-    const updated = tx
-      .update(agentTokens)
-      .set({ revokedAt: now.toISOString() })
-      .where(eq(agentTokens.id, row.id))
-      .returning()
-      .get();
-    // Same connection: better-sqlite3 nests this as a savepoint of the revocation's transaction.
-    endGrants(
-      db,
+    const updated = await first(
+      tx
+        .update(agentTokens)
+        .set({ revokedAt: now.toISOString() })
+        .where(eq(agentTokens.id, row.id))
+        .returning(),
+    );
+    // Nested in the revocation's transaction (a savepoint): both stand or fall together.
+    await endGrants(
+      tx,
       { requester: { kind: "agent", name: params.name } },
       "the agent's token was revoked",
       params.actor,
       now,
     );
-    tx.insert(auditEvents)
-      .values({ actor: params.actor, action: "token.revoke", subject: params.name })
-      .run();
+    await tx
+      .insert(auditEvents)
+      .values({ actor: params.actor, action: "token.revoke", subject: params.name });
     return toView(updated ?? row);
   });
 }
@@ -81,7 +90,7 @@ export function revokeToken(db: Db, params: { name: string; actor: string }, now
 const LAST_USED_RESOLUTION_MS = 60_000;
 
 /** The active token with this secret, or null (unknown or revoked). */
-export function tokenFromSecret(db: Db, secret: string): { id: number; name: string } | null {
+export async function tokenFromSecret(db: Db, secret: string): Promise<{ id: number; name: string } | null> {
   const query = prepared(db, "tokens.byHash", () =>
     db
       .select()
@@ -89,14 +98,14 @@ export function tokenFromSecret(db: Db, secret: string): { id: number; name: str
       .where(eq(agentTokens.tokenHash, sql.placeholder("hash")))
       .prepare(),
   );
-  const row = query.get({ hash: sha256(secret) });
+  const [row] = await query.execute({ hash: sha256(secret) });
   if (!row || row.revokedAt) return null;
   const now = Date.now();
   if (!row.lastUsedAt || now - Date.parse(row.lastUsedAt) > LAST_USED_RESOLUTION_MS) {
-    db.update(agentTokens)
+    await db
+      .update(agentTokens)
       .set({ lastUsedAt: new Date(now).toISOString() })
-      .where(eq(agentTokens.id, row.id))
-      .run();
+      .where(eq(agentTokens.id, row.id));
   }
   return { id: row.id, name: row.name };
 }

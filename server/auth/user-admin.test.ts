@@ -16,6 +16,7 @@ import {
   sessionCookieFor,
   type TestRuntime,
 } from "@/test/support/runtime";
+import { first } from "../store/db";
 import { auditEvents, calls, notificationDeliveries, users } from "../store/schema";
 import { expectError, parseSetCookie, runtimePerTest, STRONG } from "./auth-fixtures";
 import { updatePerson } from "./user-admin";
@@ -41,12 +42,12 @@ function auditOf(rt: TestRuntime, action: string, subject: string) {
     .select()
     .from(auditEvents)
     .where(and(eq(auditEvents.action, action), eq(auditEvents.subject, subject)))
-    .all();
+    .orderBy(auditEvents.id);
 }
 
 /** Every audit detail and the body of `res`, to check no password leaked into them. */
-function everythingWritten(rt: TestRuntime, bodyText: string): string {
-  const audit = rt.runtime.db.select().from(auditEvents).all();
+async function everythingWritten(rt: TestRuntime, bodyText: string): Promise<string> {
+  const audit = await rt.runtime.db.select().from(auditEvents);
   return `${bodyText}\n${JSON.stringify(audit)}`;
 }
 
@@ -55,7 +56,7 @@ describe("an owner resets a password", () => {
     const rt = await start();
     const olga = await createTestUser(rt.runtime, "olga", ["owner"]);
     const bob = await createTestUser(rt.runtime, "bob", ["reviewer"]);
-    const other = sessionCookieFor(rt.runtime, bob.user.id);
+    const other = await sessionCookieFor(rt.runtime, bob.user.id);
     expect(await meStatus(bob.cookie)).toBe(200);
 
     const res = await request("PATCH", "/api/users/bob", {
@@ -78,10 +79,10 @@ describe("an owner resets a password", () => {
     expect(fresh.status).toBe(200);
     expect(await meStatus(fresh.cookie)).toBe(200);
 
-    expect(auditOf(rt, "user.password", "bob")).toEqual([
+    expect(await auditOf(rt, "user.password", "bob")).toEqual([
       expect.objectContaining({ actor: "olga", detail: "reset; 2 sessions ended" }),
     ]);
-    expect(everythingWritten(rt, text)).not.toContain(NEW_PASSWORD);
+    expect(await everythingWritten(rt, text)).not.toContain(NEW_PASSWORD);
   });
 
   it("a reset lifts the sign-in lockout of that name", async () => {
@@ -127,7 +128,7 @@ describe("an owner resets a password", () => {
     expect(await meStatus(bob.cookie)).toBe(200);
     expect(await meStatus(olga.cookie)).toBe(200);
     expect((await signIn("olga", olga.password)).status).toBe(200);
-    expect(auditOf(rt, "user.password", "bob")).toEqual([]);
+    expect(await auditOf(rt, "user.password", "bob")).toEqual([]);
   });
 
   it("an owner cannot reset their own password without the current one", async () => {
@@ -168,7 +169,7 @@ describe("an owner signs a person out everywhere", () => {
     const rt = await start();
     const olga = await createTestUser(rt.runtime, "olga", ["owner"]);
     const bob = await createTestUser(rt.runtime, "bob", ["reviewer"], "bob-password-123");
-    const other = sessionCookieFor(rt.runtime, bob.user.id);
+    const other = await sessionCookieFor(rt.runtime, bob.user.id);
 
     const res = await request("DELETE", "/api/users/bob/sessions", { cookie: olga.cookie });
     expect(res.status).toBe(200);
@@ -182,7 +183,7 @@ describe("an owner signs a person out everywhere", () => {
     expect(back.status).toBe(200);
     const me = await bodyOf<{ user: UserView }>(await request("GET", "/api/me", { cookie: back.cookie }));
     expect(me.user).toMatchObject({ name: "bob", roles: ["reviewer"], email: null });
-    expect(auditOf(rt, "user.sessions_ended", "bob")).toEqual([
+    expect(await auditOf(rt, "user.sessions_ended", "bob")).toEqual([
       expect.objectContaining({ actor: "olga", detail: "2 sessions ended" }),
     ]);
 
@@ -214,17 +215,17 @@ describe("an owner removes a person", () => {
     );
     expect(message).toBe("olga is the last owner: give someone else the owner role first");
     expect(await meStatus(olga.cookie)).toBe(200);
-    expect(rt.runtime.db.select().from(users).where(eq(users.name, "olga")).get()).toBeDefined();
-    expect(auditOf(rt, "user.remove", "olga")).toEqual([]);
+    expect(await first(rt.runtime.db.select().from(users).where(eq(users.name, "olga")))).toBeDefined();
+    expect(await auditOf(rt, "user.remove", "olga")).toEqual([]);
   });
 
   it("removing a person ends their sessions, the grants they made and their pending calls; history keeps their name", async () => {
     const rt = await start();
-    enableTool(rt.runtime, ADD_NOTE);
+    await enableTool(rt.runtime, ADD_NOTE);
     const olga = await createTestUser(rt.runtime, "olga", ["owner"]);
     const otto = await createTestUser(rt.runtime, "otto", ["owner"]);
     const rita = await createTestUser(rt.runtime, "rita", ["reviewer"]);
-    const agent = createAgentToken(rt.runtime, "build-bot");
+    const agent = await createAgentToken(rt.runtime, "build-bot");
 
     // rita approves an agent's call with a grant; otto asks for a call nobody decides yet.
     const asked = await bodyOf<CallView>(
@@ -246,18 +247,15 @@ describe("an owner removes a person", () => {
     );
     expect(pending.status).toBe("pending");
     // Mail still queued to rita is given up with her.
-    rt.runtime.db
-      .insert(notificationDeliveries)
-      .values({
-        deliveryId: "d-1",
-        channel: "email",
-        target: "rita",
-        event: "call.pending",
-        payload: "{}",
-        status: "queued",
-        nextAttemptAt: new Date(Date.now() + 3_600_000).toISOString(),
-      })
-      .run();
+    await rt.runtime.db.insert(notificationDeliveries).values({
+      deliveryId: "d-1",
+      channel: "email",
+      target: "rita",
+      event: "call.pending",
+      payload: "{}",
+      status: "queued",
+      nextAttemptAt: new Date(Date.now() + 3_600_000).toISOString(),
+    });
 
     const removed = await request("DELETE", "/api/users/rita", { cookie: olga.cookie });
     expect(removed.status).toBe(200);
@@ -273,7 +271,7 @@ describe("an owner removes a person", () => {
     expect(grants.grants).toEqual([
       expect.objectContaining({ createdBy: "rita", state: "ended", endReason: "rita was removed" }),
     ]);
-    const delivery = rt.runtime.db.select().from(notificationDeliveries).get();
+    const delivery = await first(rt.runtime.db.select().from(notificationDeliveries));
     expect(delivery).toMatchObject({ status: "failed", lastError: "the recipient was removed" });
 
     // History still names her: the call she approved and her own audit rows.
@@ -281,8 +279,10 @@ describe("an owner removes a person", () => {
       await request("GET", `/api/calls/${asked.id}`, { cookie: olga.cookie }),
     );
     expect(story.decidedBy).toBe("rita");
-    expect(auditOf(rt, "call.approved", ADD_NOTE)).toEqual([expect.objectContaining({ actor: "rita" })]);
-    expect(auditOf(rt, "user.remove", "rita")).toEqual([
+    expect(await auditOf(rt, "call.approved", ADD_NOTE)).toEqual([
+      expect.objectContaining({ actor: "rita" }),
+    ]);
+    expect(await auditOf(rt, "user.remove", "rita")).toEqual([
       expect.objectContaining({
         actor: "olga",
         detail: "reviewer; 1 session ended, 1 grant ended, 0 calls withdrawn",
@@ -294,19 +294,19 @@ describe("an owner removes a person", () => {
       await request("DELETE", "/api/users/otto", { cookie: olga.cookie }),
     );
     expect(gone.callsWithdrawn).toBe(1);
-    const row = rt.runtime.db.select().from(calls).where(eq(calls.id, pending.id)).get();
+    const row = await first(rt.runtime.db.select().from(calls).where(eq(calls.id, pending.id)));
     expect(row).toMatchObject({ status: "withdrawn", requesterName: "otto", errorCode: "withdrawn" });
-    expect(auditOf(rt, "call.withdrawn", ADD_NOTE)).toEqual([
+    expect(await auditOf(rt, "call.withdrawn", ADD_NOTE)).toEqual([
       expect.objectContaining({ actor: "olga", callId: pending.id, detail: "otto was removed" }),
     ]);
   });
 
   it("a later user given the same name does not bring back the removed person's grants", async () => {
     const rt = await start();
-    enableTool(rt.runtime, ADD_NOTE);
+    await enableTool(rt.runtime, ADD_NOTE);
     const olga = await createTestUser(rt.runtime, "olga", ["owner"]);
     const rita = await createTestUser(rt.runtime, "rita", ["reviewer"]);
-    const agent = createAgentToken(rt.runtime, "build-bot");
+    const agent = await createAgentToken(rt.runtime, "build-bot");
     const asked = await bodyOf<CallView>(
       await request("POST", "/api/calls", {
         bearer: agent,
@@ -364,7 +364,7 @@ describe("a person changes their own password", () => {
   it("ends the person's other sessions and keeps this one", async () => {
     const rt = await start();
     const bob = await createTestUser(rt.runtime, "bob", ["reviewer"]);
-    const elsewhere = sessionCookieFor(rt.runtime, bob.user.id);
+    const elsewhere = await sessionCookieFor(rt.runtime, bob.user.id);
     const res = await request("POST", "/api/me/password", {
       cookie: bob.cookie,
       body: { current: bob.password, password: NEW_PASSWORD },
@@ -377,11 +377,11 @@ describe("a person changes their own password", () => {
     expect(await meStatus(elsewhere)).toBe(401);
     expect((await signIn("bob", bob.password)).status).toBe(401);
     expect((await signIn("bob", NEW_PASSWORD)).status).toBe(200);
-    expect(auditOf(rt, "user.password", "bob")).toEqual([
+    expect(await auditOf(rt, "user.password", "bob")).toEqual([
       expect.objectContaining({ actor: "bob", detail: "changed; 1 other session ended" }),
     ]);
-    expect(everythingWritten(rt, text)).not.toContain(NEW_PASSWORD);
-    expect(everythingWritten(rt, text)).not.toContain(bob.password);
+    expect(await everythingWritten(rt, text)).not.toContain(NEW_PASSWORD);
+    expect(await everythingWritten(rt, text)).not.toContain(bob.password);
   });
 
   it("a wrong current password counts against the sign-in throttle", async () => {

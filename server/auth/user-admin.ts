@@ -4,7 +4,7 @@ import type { Role, UserView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import { endGrants } from "../grants";
 import { writeAudit } from "../store/audit";
-import type { Db } from "../store/db";
+import { type Db, first, transaction } from "../store/db";
 import { notificationDeliveries, sessions, users } from "../store/schema";
 import type { LoginThrottle } from "./access";
 import { hashPassword, sha256 } from "./crypto";
@@ -13,10 +13,8 @@ import { parseRoles, passwordHashOf, toUserView, updateUser, verifyCredentials }
 /** What of the sign-in throttle these functions use: forgetting a name's failed sign-ins. */
 export type NameThrottle = Pick<LoginThrottle, "forget">;
 
-type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
-
-function findUser(tx: Tx, name: string): typeof users.$inferSelect {
-  const row = tx.select().from(users).where(eq(users.name, name)).get();
+async function findUser(tx: Db, name: string): Promise<typeof users.$inferSelect> {
+  const row = await first(tx.select().from(users).where(eq(users.name, name)));
   if (!row) throw new GatehouseError("not_found", `no user named "${name}"`);
   return row;
 }
@@ -30,27 +28,24 @@ export function sessionsText(n: number, other = false): string {
  * Deletes a person's sessions (all, or all but the one whose cookie value is `keep`) and says
  * how many. Rows, not flags: a deleted session's cookie finds nothing on its next request.
  */
-function deleteSessions(tx: Tx, userId: number, keep?: string): number {
-  return tx
+async function deleteSessions(tx: Db, userId: number, keep?: string): Promise<number> {
+  const deleted = await tx
     .delete(sessions)
     .where(
       and(eq(sessions.userId, userId), keep === undefined ? undefined : ne(sessions.idHash, sha256(keep))),
     )
-    .returning({ idHash: sessions.idHash })
-    .all().length;
+    .returning({ idHash: sessions.idHash });
+  return deleted.length;
 }
 
 /**
  * Refuses (`conflict`) to take `name` out of the owners when nobody else holds the role, with the
  * same words as a role change: without an owner nobody could manage the instance any more.
  */
-function keepAnOwner(tx: Tx, name: string): void {
-  const others = tx
-    .select({ name: users.name, roles: users.roles })
-    .from(users)
-    .where(ne(users.name, name))
-    .all()
-    .some((u) => parseRoles(u.roles).includes("owner"));
+async function keepAnOwner(tx: Db, name: string): Promise<void> {
+  const others = (
+    await tx.select({ name: users.name, roles: users.roles }).from(users).where(ne(users.name, name))
+  ).some((u) => parseRoles(u.roles).includes("owner"));
   if (!others) {
     throw new GatehouseError("conflict", `${name} is the last owner: give someone else the owner role first`);
   }
@@ -68,11 +63,11 @@ export interface EndSessionsParams {
  * owner's action is on record either way. Nothing else of the person changes. Returns how many
  * ended. `not_found` for an unknown name.
  */
-export function endUserSessions(db: Db, params: EndSessionsParams): number {
-  return db.transaction((tx) => {
-    const row = findUser(tx, params.name);
-    const ended = deleteSessions(tx, row.id);
-    writeAudit(db, {
+export async function endUserSessions(db: Db, params: EndSessionsParams): Promise<number> {
+  return transaction(db, async (tx) => {
+    const row = await findUser(tx, params.name);
+    const ended = await deleteSessions(tx, row.id);
+    await writeAudit(tx, {
       actor: params.actor,
       action: "user.sessions_ended",
       subject: row.name,
@@ -120,23 +115,20 @@ export async function updatePerson(
   }
   // Hashed before the write lock is taken: scrypt takes a while and needs no lock.
   const passwordHash = params.password === undefined ? null : await hashPassword(params.password);
-  const out = db.transaction(
-    (tx) => {
-      const { name, actor } = params;
-      const user = updateUser(db, { name, actor, email: params.email, roles: params.roles });
-      if (passwordHash === null) return { user, sessionsEnded: 0 };
-      tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run();
-      const sessionsEnded = deleteSessions(tx, user.id);
-      writeAudit(db, {
-        actor,
-        action: "user.password",
-        subject: name,
-        detail: `reset; ${sessionsText(sessionsEnded)} ended`,
-      });
-      return { user, sessionsEnded };
-    },
-    { behavior: "immediate" },
-  );
+  const out = await transaction(db, async (tx) => {
+    const { name, actor } = params;
+    const user = await updateUser(tx, { name, actor, email: params.email, roles: params.roles });
+    if (passwordHash === null) return { user, sessionsEnded: 0 };
+    await tx.update(users).set({ passwordHash }).where(eq(users.id, user.id));
+    const sessionsEnded = await deleteSessions(tx, user.id);
+    await writeAudit(tx, {
+      actor,
+      action: "user.password",
+      subject: name,
+      detail: `reset; ${sessionsText(sessionsEnded)} ended`,
+    });
+    return { user, sessionsEnded };
+  });
   if (passwordHash !== null) throttle?.forget(params.name);
   return out;
 }
@@ -170,9 +162,11 @@ export async function changeOwnPassword(
   verify: typeof verifyCredentials = verifyCredentials,
 ): Promise<{ user: UserView; sessionsEnded: number }> {
   const attempt = throttle.begin({ name: params.name, address: params.address });
-  const checked = passwordHashOf(db, params.name);
+  let checked: string | null = null;
   let user: UserView | null = null;
   try {
+    // Inside the try: a store that fails to answer settles the attempt as failed too.
+    checked = await passwordHashOf(db, params.name);
     user = await verify(db, params.name, params.current);
   } finally {
     if (user) attempt.succeeded();
@@ -184,35 +178,33 @@ export async function changeOwnPassword(
   }
   const passwordHash = await hashPassword(params.password);
   const id = user.id;
-  return db.transaction(
-    (tx) => {
-      // Only over the password that was checked: an owner's reset (or a removal) while the hashes
-      // were computed wins, and a session opened with the old password cannot undo it.
-      const row =
-        checked === null
-          ? undefined
-          : tx
+  return transaction(db, async (tx) => {
+    // Only over the password that was checked: an owner's reset (or a removal) while the hashes
+    // were computed wins, and a session opened with the old password cannot undo it.
+    const row =
+      checked === null
+        ? undefined
+        : await first(
+            tx
               .update(users)
               .set({ passwordHash })
               .where(and(eq(users.id, id), eq(users.passwordHash, checked)))
-              .returning()
-              .get();
-      if (!row)
-        throw new GatehouseError(
-          "unauthenticated",
-          "Your password was changed or reset meanwhile; sign in again.",
-        );
-      const sessionsEnded = deleteSessions(tx, id, params.keepSession ?? undefined);
-      writeAudit(db, {
-        actor: row.name,
-        action: "user.password",
-        subject: row.name,
-        detail: `changed; ${sessionsText(sessionsEnded, true)} ended`,
-      });
-      return { user: toUserView(row), sessionsEnded };
-    },
-    { behavior: "immediate" },
-  );
+              .returning(),
+          );
+    if (!row)
+      throw new GatehouseError(
+        "unauthenticated",
+        "Your password was changed or reset meanwhile; sign in again.",
+      );
+    const sessionsEnded = await deleteSessions(tx, id, params.keepSession ?? undefined);
+    await writeAudit(tx, {
+      actor: row.name,
+      action: "user.password",
+      subject: row.name,
+      detail: `changed; ${sessionsText(sessionsEnded, true)} ended`,
+    });
+    return { user: toUserView(row), sessionsEnded };
+  });
 }
 
 export interface RemoveUserParams {
@@ -220,10 +212,12 @@ export interface RemoveUserParams {
   /** Who did it, for the audit log ("cli" or a user name). */
   actor: string;
   /**
-   * Withdraws the person's pending calls inside this transaction and says how many (the calls
-   * room does it: server/auth does not import it). Called with the reason to record.
+   * Withdraws the person's pending calls inside this transaction, on the `tx` it is given, and
+   * says how many (the calls room does it: server/auth does not import it). Called with the
+   * reason to record. On PostgreSQL the removal's transaction may run more than once: only store
+   * statements here (publish on a bus after `removeUser` resolves).
    */
-  withdrawPending: (requester: { kind: "user"; name: string }, why: string) => number;
+  withdrawPending: (tx: Db, requester: { kind: "user"; name: string }, why: string) => Promise<number>;
 }
 
 /**
@@ -259,8 +253,9 @@ export interface RemovedUser {
 }
 
 /**
- * Removes a person, in one IMMEDIATE transaction (so the last-owner check and the delete hold
- * one write lock against a concurrent CLI): every grant they made and every grant made for
+ * Removes a person, in one transaction (on SQLite under one write lock, on PostgreSQL
+ * SERIALIZABLE, so a concurrent CLI cannot slip in between the last-owner check and the
+ * delete): every grant they made and every grant made for
  * their own calls ends ("<name> was removed", a `grant.ended` row each — eagerly, so a later user
  * given the same name cannot bring them back), their pending calls are withdrawn
  * (`withdrawPending`), mail still queued to their address is given up ("the recipient was
@@ -273,43 +268,40 @@ export interface RemovedUser {
  *
  * `not_found` for an unknown name; `conflict` for the last owner (themselves included).
  */
-export function removeUser(db: Db, params: RemoveUserParams, now = new Date()): RemovedUser {
+export async function removeUser(db: Db, params: RemoveUserParams, now = new Date()): Promise<RemovedUser> {
   const { name, actor } = params;
-  return db.transaction(
-    (tx) => {
-      const row = findUser(tx, name);
-      const held = parseRoles(row.roles);
-      if (held.includes("owner")) keepAnOwner(tx, name);
-      const why = `${name} was removed`;
-      // Same connection: each a savepoint of this transaction.
-      let grantsEnded = endGrants(db, { requester: { kind: "user", name } }, why, actor, now);
-      for (const madeAs of ["reviewer", "owner"] as const) {
-        grantsEnded += endGrants(db, { createdBy: name, madeAs }, why, actor, now);
-      }
-      const callsWithdrawn = params.withdrawPending({ kind: "user", name }, why);
-      tx.update(notificationDeliveries)
-        .set({ status: "failed", lastError: "the recipient was removed", finishedAt: now.toISOString() })
-        .where(
-          and(
-            eq(notificationDeliveries.channel, "email"),
-            eq(notificationDeliveries.target, name),
-            eq(notificationDeliveries.status, "queued"),
-          ),
-        )
-        .run();
-      const sessionsEnded = deleteSessions(tx, row.id);
-      // change_reads go with the row (ON DELETE CASCADE).
-      tx.delete(users).where(eq(users.id, row.id)).run();
-      const grantsText = `${grantsEnded} grant${grantsEnded === 1 ? "" : "s"} ended`;
-      const callsText = `${callsWithdrawn} call${callsWithdrawn === 1 ? "" : "s"} withdrawn`;
-      writeAudit(db, {
-        actor,
-        action: "user.remove",
-        subject: name,
-        detail: `${held.join(",")}; ${sessionsText(sessionsEnded)} ended, ${grantsText}, ${callsText}`,
-      });
-      return { user: toUserView(row), sessionsEnded, grantsEnded, callsWithdrawn };
-    },
-    { behavior: "immediate" },
-  );
+  return transaction(db, async (tx) => {
+    const row = await findUser(tx, name);
+    const held = parseRoles(row.roles);
+    if (held.includes("owner")) await keepAnOwner(tx, name);
+    const why = `${name} was removed`;
+    // Each nested in this transaction (a savepoint).
+    let grantsEnded = await endGrants(tx, { requester: { kind: "user", name } }, why, actor, now);
+    for (const madeAs of ["reviewer", "owner"] as const) {
+      grantsEnded += await endGrants(tx, { createdBy: name, madeAs }, why, actor, now);
+    }
+    const callsWithdrawn = await params.withdrawPending(tx, { kind: "user", name }, why);
+    await tx
+      .update(notificationDeliveries)
+      .set({ status: "failed", lastError: "the recipient was removed", finishedAt: now.toISOString() })
+      .where(
+        and(
+          eq(notificationDeliveries.channel, "email"),
+          eq(notificationDeliveries.target, name),
+          eq(notificationDeliveries.status, "queued"),
+        ),
+      );
+    const sessionsEnded = await deleteSessions(tx, row.id);
+    // change_reads go with the row (ON DELETE CASCADE).
+    await tx.delete(users).where(eq(users.id, row.id));
+    const grantsText = `${grantsEnded} grant${grantsEnded === 1 ? "" : "s"} ended`;
+    const callsText = `${callsWithdrawn} call${callsWithdrawn === 1 ? "" : "s"} withdrawn`;
+    await writeAudit(tx, {
+      actor,
+      action: "user.remove",
+      subject: name,
+      detail: `${held.join(",")}; ${sessionsText(sessionsEnded)} ended, ${grantsText}, ${callsText}`,
+    });
+    return { user: toUserView(row), sessionsEnded, grantsEnded, callsWithdrawn };
+  });
 }

@@ -3,7 +3,7 @@ import { asc, count, eq, isNotNull } from "drizzle-orm";
 import { roles as allRoles, type Role, type UserView, userEmail } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import { endGrants } from "../grants";
-import type { Db } from "../store/db";
+import { type Db, first, transaction } from "../store/db";
 import { prepared } from "../store/prepared";
 import { auditEvents, setupCodes, users } from "../store/schema";
 import { hashPassword, newSecret, sha256, verifyPassword } from "./crypto";
@@ -46,12 +46,12 @@ export function normalizeEmail(input: string | null | undefined): string | null 
   return `${parsed.data.slice(0, at)}@${parsed.data.slice(at + 1).toLowerCase()}`;
 }
 
-export function countUsers(db: Db): number {
-  return db.select({ n: count() }).from(users).get()?.n ?? 0;
+export async function countUsers(db: Db): Promise<number> {
+  return (await first(db.select({ n: count() }).from(users)))?.n ?? 0;
 }
 
-export function listUsers(db: Db): UserView[] {
-  return db.select().from(users).orderBy(asc(users.name)).all().map(toUserView);
+export async function listUsers(db: Db): Promise<UserView[]> {
+  return (await db.select().from(users).orderBy(asc(users.name))).map(toUserView);
 }
 
 export interface CreateUserParams {
@@ -69,18 +69,18 @@ export async function createUser(db: Db, params: CreateUserParams): Promise<User
   const email = normalizeEmail(params.email);
   const passwordHash = await hashPassword(params.password);
   const roleText = allRoles.filter((r) => params.roles.includes(r)).join(",");
-  return db.transaction((tx) => {
-    if (tx.select({ id: users.id }).from(users).where(eq(users.name, params.name)).get()) {
+  return transaction(db, async (tx) => {
+    if (await first(tx.select({ id: users.id }).from(users).where(eq(users.name, params.name)))) {
       throw new GatehouseError("already_exists", `A user named "${params.name}" already exists.`);
     }
-    const row = tx
+    const [row] = await tx
       .insert(users)
       .values({ name: params.name, passwordHash, roles: roleText, email })
-      .returning()
-      .get();
-    tx.insert(auditEvents)
-      .values({ actor: params.actor, action: "user.create", subject: params.name, detail: roleText })
-      .run();
+      .returning();
+    if (!row) throw new Error("the new user's row was not returned");
+    await tx
+      .insert(auditEvents)
+      .values({ actor: params.actor, action: "user.create", subject: params.name, detail: roleText });
     return toUserView(row);
   });
 }
@@ -98,16 +98,20 @@ export interface SetUserEmailParams {
  * or "cleared") in the same transaction. Setting the address it already has changes nothing
  * and writes no row. `not_found` for an unknown name, `bad_request` for a bad address.
  */
-export function setUserEmail(db: Db, params: SetUserEmailParams): UserView {
+export async function setUserEmail(db: Db, params: SetUserEmailParams): Promise<UserView> {
   const email = normalizeEmail(params.email);
-  return db.transaction((tx) => {
-    const row = tx.select().from(users).where(eq(users.name, params.name)).get();
+  return transaction(db, async (tx) => {
+    const row = await first(tx.select().from(users).where(eq(users.name, params.name)));
     if (!row) throw new GatehouseError("not_found", `no user named "${params.name}"`);
     if (row.email === email) return toUserView(row);
-    const updated = tx.update(users).set({ email }).where(eq(users.id, row.id)).returning().get() ?? row;
-    tx.insert(auditEvents)
-      .values({ actor: params.actor, action: "user.email", subject: params.name, detail: email ?? "cleared" })
-      .run();
+    const updated =
+      (await first(tx.update(users).set({ email }).where(eq(users.id, row.id)).returning())) ?? row;
+    await tx.insert(auditEvents).values({
+      actor: params.actor,
+      action: "user.email",
+      subject: params.name,
+      detail: email ?? "cleared",
+    });
     return toUserView(updated);
   });
 }
@@ -132,56 +136,50 @@ export interface SetUserRolesParams {
  * `not_found` for an unknown name; `bad_request` for no roles; `conflict` when it would take the
  * owner role from the last owner (nobody could manage the instance any more).
  */
-export function setUserRoles(db: Db, params: SetUserRolesParams, now = new Date()): UserView {
+export async function setUserRoles(db: Db, params: SetUserRolesParams, now = new Date()): Promise<UserView> {
   const next = storedRoles(params.roles);
   if (next === "") throw new GatehouseError("bad_request", "roles: give at least one role");
-  // IMMEDIATE: the last-owner check and the update hold one write lock, so another process (the
-  // CLI) cannot take the other owner's role in between.
-  return db.transaction(
-    (tx) => {
-      const row = tx.select().from(users).where(eq(users.name, params.name)).get();
-      if (!row) throw new GatehouseError("not_found", `no user named "${params.name}"`);
-      const before = parseRoles(row.roles);
-      const after = parseRoles(next);
-      if (storedRoles(before) === next) return toUserView(row);
-      if (before.includes("owner") && !after.includes("owner")) {
-        const owners = tx
-          .select({ name: users.name, roles: users.roles })
-          .from(users)
-          .all()
-          .filter((u) => parseRoles(u.roles).includes("owner"));
-        if (owners.every((u) => u.name === params.name)) {
-          throw new GatehouseError(
-            "conflict",
-            `${params.name} is the last owner: give someone else the owner role first`,
-          );
-        }
-      }
-      const updated =
-        tx.update(users).set({ roles: next }).where(eq(users.id, row.id)).returning().get() ?? row;
-      for (const role of ["reviewer", "owner"] as const) {
-        if (!before.includes(role) || after.includes(role)) continue;
-        // What they granted under the role they lost ends. Same connection: a savepoint of this transaction.
-        endGrants(
-          db,
-          { createdBy: params.name, madeAs: role },
-          `${params.name} no longer has the ${role} role`,
-          params.actor,
-          now,
+  // One transaction for the last-owner check and the update (SQLite: under one write lock;
+  // PostgreSQL: SERIALIZABLE), so another process (the CLI) cannot take the other owner's role
+  // in between.
+  return transaction(db, async (tx) => {
+    const row = await first(tx.select().from(users).where(eq(users.name, params.name)));
+    if (!row) throw new GatehouseError("not_found", `no user named "${params.name}"`);
+    const before = parseRoles(row.roles);
+    const after = parseRoles(next);
+    if (storedRoles(before) === next) return toUserView(row);
+    if (before.includes("owner") && !after.includes("owner")) {
+      const owners = (await tx.select({ name: users.name, roles: users.roles }).from(users)).filter((u) =>
+        parseRoles(u.roles).includes("owner"),
+      );
+      if (owners.every((u) => u.name === params.name)) {
+        throw new GatehouseError(
+          "conflict",
+          `${params.name} is the last owner: give someone else the owner role first`,
         );
       }
-      tx.insert(auditEvents)
-        .values({
-          actor: params.actor,
-          action: "user.roles",
-          subject: params.name,
-          detail: `${storedRoles(before)} → ${next}`,
-        })
-        .run();
-      return toUserView(updated);
-    },
-    { behavior: "immediate" },
-  );
+    }
+    const updated =
+      (await first(tx.update(users).set({ roles: next }).where(eq(users.id, row.id)).returning())) ?? row;
+    for (const role of ["reviewer", "owner"] as const) {
+      if (!before.includes(role) || after.includes(role)) continue;
+      // What they granted under the role they lost ends, in this transaction (a nested one).
+      await endGrants(
+        tx,
+        { createdBy: params.name, madeAs: role },
+        `${params.name} no longer has the ${role} role`,
+        params.actor,
+        now,
+      );
+    }
+    await tx.insert(auditEvents).values({
+      actor: params.actor,
+      action: "user.roles",
+      subject: params.name,
+      detail: `${storedRoles(before)} → ${next}`,
+    });
+    return toUserView(updated);
+  });
 }
 
 export interface UpdateUserParams {
@@ -199,20 +197,17 @@ export interface UpdateUserParams {
  * one transaction (a refused role change leaves the address as it was). With neither, returns
  * the person as they are.
  */
-export function updateUser(db: Db, params: UpdateUserParams): UserView {
-  return db.transaction(
-    (tx) => {
-      const { name, actor } = params;
-      let view: UserView | null = null;
-      if (params.email !== undefined) view = setUserEmail(db, { name, email: params.email, actor });
-      if (params.roles !== undefined) view = setUserRoles(db, { name, roles: params.roles, actor });
-      if (view) return view;
-      const row = tx.select().from(users).where(eq(users.name, name)).get();
-      if (!row) throw new GatehouseError("not_found", `no user named "${name}"`);
-      return toUserView(row);
-    },
-    { behavior: "immediate" },
-  );
+export async function updateUser(db: Db, params: UpdateUserParams): Promise<UserView> {
+  return transaction(db, async (tx) => {
+    const { name, actor } = params;
+    let view: UserView | null = null;
+    if (params.email !== undefined) view = await setUserEmail(tx, { name, email: params.email, actor });
+    if (params.roles !== undefined) view = await setUserRoles(tx, { name, roles: params.roles, actor });
+    if (view) return view;
+    const row = await first(tx.select().from(users).where(eq(users.name, name)));
+    if (!row) throw new GatehouseError("not_found", `no user named "${name}"`);
+    return toUserView(row);
+  });
 }
 
 /** Someone the notifier may mail. */
@@ -225,10 +220,11 @@ export interface ReviewerAddress {
  * The people to mail about a pending call: users holding the `reviewer` role (owners without
  * it are not included) who have an address, in name order. `except` leaves one user out by
  * name — the requester, so nobody is asked to review their own call; pass it only when the
- * requester is a person, since agent tokens have their own names. Synchronous and prepared,
- * so the notifier can call it inside the transaction that makes a call pending.
+ * requester is a person, since agent tokens have their own names. Prepared (per store or
+ * transaction object), so the notifier can call it inside the transaction that makes a call
+ * pending: pass that transaction's `tx`.
  */
-export function reviewerEmails(db: Db, opts: { except?: string } = {}): ReviewerAddress[] {
+export async function reviewerEmails(db: Db, opts: { except?: string } = {}): Promise<ReviewerAddress[]> {
   const query = prepared(db, "users.withEmail", () =>
     db
       .select({ name: users.name, email: users.email, roles: users.roles })
@@ -238,7 +234,7 @@ export function reviewerEmails(db: Db, opts: { except?: string } = {}): Reviewer
       .prepare(),
   );
   const out: ReviewerAddress[] = [];
-  for (const row of query.all()) {
+  for (const row of await query.execute()) {
     if (row.email === null || row.name === opts.except) continue;
     if (parseRoles(row.roles).includes("reviewer")) out.push({ name: row.name, email: row.email });
   }
@@ -246,8 +242,8 @@ export function reviewerEmails(db: Db, opts: { except?: string } = {}): Reviewer
 }
 
 /** Whether `name` is a person who may review now: they exist and hold the reviewer or owner role. */
-export function mayReviewNow(db: Db, name: string): boolean {
-  const row = db.select({ roles: users.roles }).from(users).where(eq(users.name, name)).get();
+export async function mayReviewNow(db: Db, name: string): Promise<boolean> {
+  const row = await first(db.select({ roles: users.roles }).from(users).where(eq(users.name, name)));
   if (!row) return false;
   const roles = parseRoles(row.roles);
   return roles.includes("reviewer") || roles.includes("owner");
@@ -258,13 +254,16 @@ export function mayReviewNow(db: Db, name: string): boolean {
  * check and compared after it, so a session is not started (nor a password changed) on the
  * strength of a password an owner reset, or a person removed, while the check ran.
  */
-export function passwordHashOf(db: Db, name: string): string | null {
-  return db.select({ hash: users.passwordHash }).from(users).where(eq(users.name, name)).get()?.hash ?? null;
+export async function passwordHashOf(db: Db, name: string): Promise<string | null> {
+  return (
+    (await first(db.select({ hash: users.passwordHash }).from(users).where(eq(users.name, name))))?.hash ??
+    null
+  );
 }
 
 /** Checks a name and password; null when either is wrong (the caller does not learn which). */
 export async function verifyCredentials(db: Db, name: string, password: string): Promise<UserView | null> {
-  const row = db.select().from(users).where(eq(users.name, name)).get();
+  const row = await first(db.select().from(users).where(eq(users.name, name)));
   if (!row) {
     // Spend the same time as a real check so response timing does not reveal which names exist.
     await verifyPassword(password, DUMMY_HASH);
@@ -279,14 +278,12 @@ const DUMMY_HASH = "scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAA
  * Issues a new one-time setup code while no user exists, replacing any earlier one; returns
  * null once an owner exists. The code is stored hashed; the caller prints it once.
  */
-export function issueSetupCode(db: Db): string | null {
-  if (countUsers(db) > 0) return null;
+export async function issueSetupCode(db: Db): Promise<string | null> {
+  if ((await countUsers(db)) > 0) return null;
   const code = newSecret();
-  db.transaction((tx) => {
-    tx.delete(setupCodes).run();
-    tx.insert(setupCodes)
-      .values({ codeHash: sha256(code) })
-      .run();
+  await transaction(db, async (tx) => {
+    await tx.delete(setupCodes);
+    await tx.insert(setupCodes).values({ codeHash: sha256(code) });
   });
   return code;
 }
@@ -297,30 +294,29 @@ export async function completeSetup(
   params: { code: string; name: string; password: string },
 ): Promise<UserView> {
   const passwordHash = await hashPassword(params.password);
-  return db.transaction((tx) => {
-    if ((tx.select({ n: count() }).from(users).get()?.n ?? 0) > 0) {
+  return transaction(db, async (tx) => {
+    if (((await first(tx.select({ n: count() }).from(users)))?.n ?? 0) > 0) {
       throw new GatehouseError("setup_done", "Setup is already done: sign in instead.");
     }
-    const spent = tx
+    const spent = await tx
       .delete(setupCodes)
       .where(eq(setupCodes.codeHash, sha256(params.code)))
-      .returning()
-      .all();
+      .returning();
     if (spent.length === 0) {
       throw new GatehouseError(
         "invalid_setup_code",
         "This setup link is not valid: use the newest link printed on Gatehouse's console.",
       );
     }
-    tx.delete(setupCodes).run();
-    const row = tx
+    await tx.delete(setupCodes);
+    const [row] = await tx
       .insert(users)
       .values({ name: params.name, passwordHash, roles: "owner" })
-      .returning()
-      .get();
-    tx.insert(auditEvents)
-      .values({ actor: "setup", action: "user.create", subject: params.name, detail: "owner" })
-      .run();
+      .returning();
+    if (!row) throw new Error("the new owner's row was not returned");
+    await tx
+      .insert(auditEvents)
+      .values({ actor: "setup", action: "user.create", subject: params.name, detail: "owner" });
     return toUserView(row);
   });
 }

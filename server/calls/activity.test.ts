@@ -14,6 +14,7 @@ import {
   LIST_NOTES,
   request,
 } from "@/test/support/runtime";
+import { first } from "../store/db";
 import { calls } from "../store/schema";
 import { RESULT_STORE_MAX_BYTES } from "./broker";
 import {
@@ -33,7 +34,7 @@ const startWithMutable = (tools?: object[]) => startMutable(start, tools);
 describe("results are stored capped", () => {
   it("a result over 64 KiB reaches the waiting agent whole but is stored capped and marked truncated", async () => {
     const m = await startWithMutable();
-    enableTool(m.rt.runtime, WRITE);
+    await enableTool(m.rt.runtime, WRITE);
     const { agent, alice } = await people(m.rt);
     const bytes = 200_000;
     const pending = await call(agent, WRITE, { path: "big", bytes });
@@ -44,7 +45,7 @@ describe("results are stored capped", () => {
     expect(full.resultTruncated).toBe(false);
     expect(JSON.stringify(full.result)).toContain("x".repeat(bytes));
 
-    const row = m.rt.runtime.db.select().from(calls).where(eq(calls.id, pending.id)).get();
+    const row = await first(m.rt.runtime.db.select().from(calls).where(eq(calls.id, pending.id)));
     expect(row?.resultTruncated).toBe(true);
     expect(Buffer.byteLength(row?.result ?? "")).toBeLessThanOrEqual(RESULT_STORE_MAX_BYTES);
     const s = await story(pending.id, alice.cookie);
@@ -61,11 +62,11 @@ describe("the activity list filters and pages", () => {
   it("filters by server, tool, status, requester and time, newest first, and pages with before", async () => {
     const m = await startWithMutable();
     const { rt } = m;
-    enableTool(rt.runtime, WRITE);
-    enableTool(rt.runtime, ADD_NOTE);
-    enableTool(rt.runtime, LIST_NOTES);
+    await enableTool(rt.runtime, WRITE);
+    await enableTool(rt.runtime, ADD_NOTE);
+    await enableTool(rt.runtime, LIST_NOTES);
     const { agent, alice } = await people(rt);
-    const other = createAgentToken(rt.runtime, "agent-b");
+    const other = await createAgentToken(rt.runtime, "agent-b");
     const made: CallView[] = [];
     made.push(await call(agent, ADD_NOTE, { text: "1" }));
     made.push(await call(other, ADD_NOTE, { text: "2" }));
@@ -74,10 +75,10 @@ describe("the activity list filters and pages", () => {
     made.push(await call(agent, ADD_NOTE, { text: "5" }));
     // One second apart, so that the order and the time filters do not depend on the clock's grain.
     const base = Date.parse("2030-01-01T10:00:00.000Z");
-    made.forEach((c, i) => {
+    for (const [i, c] of made.entries()) {
       c.createdAt = new Date(base + i * 1000).toISOString();
-      rt.runtime.db.update(calls).set({ createdAt: c.createdAt }).where(eq(calls.id, c.id)).run();
-    });
+      await rt.runtime.db.update(calls).set({ createdAt: c.createdAt }).where(eq(calls.id, c.id));
+    }
     const list = async (
       query: string,
       auth: { cookie?: string; bearer?: string } = { cookie: alice.cookie },
@@ -128,7 +129,7 @@ describe("the activity list filters and pages", () => {
 
   it("a call's story is for reviewers and owners; an agent cannot read it", async () => {
     const t = await start();
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, ADD_NOTE);
     const { agent } = await people(t);
     const pending = await call(agent, ADD_NOTE, { text: "mine" });
     const res = await request("GET", `/api/calls/${pending.id}/story`, { bearer: agent });

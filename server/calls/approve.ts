@@ -8,7 +8,7 @@ import { getToolRow } from "../catalogue/catalogue";
 import type { EventBus } from "../events";
 import { createGrant, type GrantRow } from "../grants";
 import { writeAudit } from "../store/audit";
-import type { Db } from "../store/db";
+import { type Db, first, transaction } from "../store/db";
 import { agentTokens, calls } from "../store/schema";
 import { approvedByOf, bindingProblem, type CallNotify, type CallRow, nowIso, pendingMs } from "./call-row";
 import { asJudged, type Judgement, raisedText, STANDS } from "./rejudge";
@@ -34,13 +34,14 @@ export type ApprovalStep =
  * (self-approval is about the person, not the account: an owner does not approve what their own
  * agent asked for). Null when no person is known (a token made by the CLI).
  */
-function requestedBy(db: Db, row: CallRow): string | null {
+async function requestedBy(db: Db, row: CallRow): Promise<string | null> {
   if (row.requesterKind === "user") return row.requesterName;
-  const token = db
-    .select({ createdBy: agentTokens.createdBy })
-    .from(agentTokens)
-    .where(eq(agentTokens.name, row.requesterName))
-    .get();
+  const token = await first(
+    db
+      .select({ createdBy: agentTokens.createdBy })
+      .from(agentTokens)
+      .where(eq(agentTokens.name, row.requesterName)),
+  );
   return token?.createdBy && token.createdBy !== CLI_ACTOR ? token.createdBy : null;
 }
 
@@ -52,14 +53,13 @@ const CLI_ACTOR = "cli";
  * `requestedBy`): the tokens they created, none for the CLI's actor name (a person may be
  * called "cli"; the CLI's tokens are still nobody's).
  */
-export function ownAgentTokens(db: Db, person: string): string[] {
+export async function ownAgentTokens(db: Db, person: string): Promise<string[]> {
   if (person === CLI_ACTOR) return [];
-  return db
+  const rows = await db
     .select({ name: agentTokens.name })
     .from(agentTokens)
-    .where(eq(agentTokens.createdBy, person))
-    .all()
-    .map((t) => t.name);
+    .where(eq(agentTokens.createdBy, person));
+  return rows.map((t) => t.name);
 }
 
 /**
@@ -69,13 +69,13 @@ export function ownAgentTokens(db: Db, person: string): string[] {
  * not exempt their own calls), for a call bound to a definition, and never for a call that needs
  * two or more reviewers.
  */
-function approverProblem(
+async function approverProblem(
   deps: ApprovalDeps,
   reviewer: string,
   row: CallRow,
   grant: GrantRequest | undefined,
-): GatehouseError | null {
-  const own = requestedBy(deps.db, row) === reviewer;
+): Promise<GatehouseError | null> {
+  const own = (await requestedBy(deps.db, row)) === reviewer;
   const needed = row.approvalsNeeded;
   // "You requested" or "your agent requested": either way the same person.
   const asked =
@@ -139,24 +139,25 @@ function approverProblem(
  *
  * Returns null when the call was decided meanwhile (the caller says how).
  */
-export function approve(
+export async function approve(
   deps: ApprovalDeps,
   reviewer: string,
   stored: CallRow,
   grant?: GrantRequest,
   judged: Judgement = STANDS,
-): ApprovalStep | null {
+): Promise<ApprovalStep | null> {
   const { db, bus } = deps;
   // A count the start's judgement already stored is no raise of this approval's.
   const judgement =
     judged.kind === "raise" && judged.approvalsNeeded <= stored.approvalsNeeded ? STANDS : judged;
   const row = asJudged(stored, judgement);
-  const refusal = approverProblem(deps, reviewer, row, grant);
+  const refusal = await approverProblem(deps, reviewer, row, grant);
   if (refusal) throw refusal;
   const now = nowIso();
-  const problem: Refusal | null = bindingProblem(row, getToolRow(db, row.tool)) ?? ruleProblem(judgement);
+  const problem: Refusal | null =
+    bindingProblem(row, await getToolRow(db, row.tool)) ?? ruleProblem(judgement);
   if (problem) {
-    const moved = transition(db, bus, {
+    const moved = await transition(db, bus, {
       from: "pending",
       to: "refused",
       id: row.id,
@@ -170,7 +171,9 @@ export function approve(
       },
       actor: reviewer,
       audit: (c) => ({ detail: `approval refused: ${problem.message}`, durationMs: pendingMs(c) }),
-      alsoWrite: (c) => deps.notify?.(db, "call.decided", c),
+      alsoWrite: async (tx, c) => {
+        await deps.notify?.(tx, "call.decided", c);
+      },
     });
     if (moved.length === 0) return null;
     throw new GatehouseError(problem.code, `Approval refused: ${problem.message}.`);
@@ -185,19 +188,22 @@ export function approve(
       : null;
   // An approval counts while its giver may still review: one removed, or whose role was taken,
   // since giving it is no longer one of the eyes (a compromised reviewer's "1 of 2" goes with them).
-  const before = approvedByOf(row).filter((name) => mayReviewNow(db, name));
+  const before: string[] = [];
+  for (const name of approvedByOf(row)) if (await mayReviewNow(db, name)) before.push(name);
   const approvedBy = [...before, reviewer];
   const needed = row.approvalsNeeded;
   if (approvedBy.length < needed) {
-    const counted = db.transaction((tx) => {
-      const updated = tx
+    // Exactly once per approval read, on PostgreSQL too: a conditional UPDATE (still pending, with
+    // the approvals read) in a SERIALIZABLE transaction; a concurrent approval that committed first
+    // makes this one's retry match nothing (see `transition`). Published only once committed.
+    const counted = await transaction(db, async (tx) => {
+      const updated = await tx
         .update(calls)
         .set({ approvedBy: JSON.stringify(approvedBy), ...raised?.set })
         .where(and(eq(calls.id, row.id), eq(calls.status, "pending"), eq(calls.approvedBy, row.approvedBy)))
-        .returning({ id: calls.id })
-        .all();
+        .returning({ id: calls.id });
       if (updated.length === 0) return false;
-      writeAudit(db, {
+      await writeAudit(tx, {
         actor: reviewer,
         action: "call.approval",
         subject: row.tool,
@@ -212,8 +218,9 @@ export function approve(
     return { kind: "counted", approvals: approvedBy.length, needed };
   }
   let made: GrantRow | null = null;
-  // The one step that lets a held call run: only the first of concurrent deciders moves the row.
-  const moved = transition(db, bus, {
+  // The one step that lets a held call run: only the first of concurrent deciders moves the row
+  // (a conditional update in a transaction: exactly once on PostgreSQL too, see `transition`).
+  const moved = await transition(db, bus, {
     from: "pending",
     to: "running",
     id: row.id,
@@ -234,9 +241,11 @@ export function approve(
           .join("; ") || null,
       durationMs: pendingMs(c),
     }),
-    alsoWrite: (c) => {
+    alsoWrite: async (tx, c) => {
+      // Set on every attempt: a retried transaction (PostgreSQL) makes its grant again.
+      made = null;
       if (grant && c.definitionHash !== null) {
-        made = createGrant(db, {
+        made = await createGrant(tx, {
           requesterKind: c.requesterKind as "agent" | "user",
           requesterName: c.requesterName,
           tool: c.tool,
@@ -249,7 +258,7 @@ export function approve(
           ...(grant.uses === undefined ? {} : { uses: grant.uses }),
         });
       }
-      deps.notify?.(db, "call.decided", c);
+      await deps.notify?.(tx, "call.decided", c);
     },
   });
   if (moved.length === 0) return null;

@@ -44,12 +44,12 @@ describe("a server's maxArgumentBytes, end to end", () => {
     expect(bytes).toBeGreaterThan(4096);
     const dir = mkdtempSync(path.join(tmpdir(), "gatehouse-test-"));
     const rt = await start({ dir, servers: { files: filesServer(dir, 2048) } });
-    const listed = () =>
+    const listed = async () =>
       rt.runtime.manager.get("files").snapshot().state === "ready" &&
-      getToolRow(rt.runtime.db, FILES_ADD_NOTE) !== null;
+      (await getToolRow(rt.runtime.db, FILES_ADD_NOTE)) !== null;
     await waitForEvent(rt.runtime.bus, listed, { already: listed, what: () => "the files server's tools" });
     const { agent } = await people(rt);
-    enableTool(rt.runtime, FILES_ADD_NOTE);
+    await enableTool(rt.runtime, FILES_ADD_NOTE);
 
     const refused = await post(agent, FILES_ADD_NOTE, FOUR_KIB);
     expect(refused.status).toBe(422);

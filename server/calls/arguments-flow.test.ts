@@ -52,6 +52,6 @@ describe("arguments over the bounds, end to end", () => {
     );
     const [refused] = await listed(agent);
     expect(refused?.status).toBe("refused");
-    expect(callRow(rt, refused?.id ?? "")?.arguments.length).toBeLessThan(200);
+    expect((await callRow(rt, refused?.id ?? ""))?.arguments.length).toBeLessThan(200);
   });
 });

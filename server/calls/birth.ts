@@ -24,12 +24,14 @@ type Notify = CallNotify | undefined;
 
 /*
  * A call's birth: its first row and audit row, as its decision says, inside the broker's group
- * commit (one write, all or nothing). Synchronous, so what it reads and writes in the store cannot
- * interleave with another call's birth.
+ * commit (one write, all or nothing), on that write's transaction. So what it reads and writes in
+ * the store cannot interleave with another call's birth: on SQLite transactions take turns; on
+ * PostgreSQL the transaction is SERIALIZABLE (run again when a concurrent one got in its way, so
+ * nothing here does anything outside the store).
  */
 
 /** Whether the agent token of that name has been revoked (tokens are never deleted, only revoked). */
-function tokenRevoked(db: Db, name: string): boolean {
+async function tokenRevoked(db: Db, name: string): Promise<boolean> {
   // On every agent call's birth: prepared once per store.
   const query = prepared(db, "agentTokens.revokedAtByName", () =>
     db
@@ -38,7 +40,7 @@ function tokenRevoked(db: Db, name: string): boolean {
       .where(eq(agentTokens.name, sql.placeholder("name")))
       .prepare(),
   );
-  const token = query.get({ name });
+  const [token] = await query.execute({ name });
   return token !== undefined && token.revokedAt !== null;
 }
 
@@ -68,15 +70,15 @@ function skippedText(skipped: readonly RuleSkip[]): string {
  * call is refused, as it would be had it arrived a moment later; or an owner may have asked for
  * every call to be confirmed (or withdrawn a vouch): then a call the default would have run waits.
  */
-function asNow(db: Db, b: Birth): CallDecision {
+async function asNow(db: Db, b: Birth): Promise<CallDecision> {
   const decision = b.decision;
   if (decision.outcome === "stop" || !b.row) return decision;
   // Revoking a token withdraws its pending calls; one being decided meanwhile must not be born.
-  if (b.requester.kind === "agent" && tokenRevoked(db, b.requester.name)) {
+  if (b.requester.kind === "agent" && (await tokenRevoked(db, b.requester.name))) {
     const message = "the agent's token was revoked while the call was being decided";
     return { outcome: "stop", code: "unauthenticated", message, rule: null, reason: null, why: message };
   }
-  const now = getToolRow(db, b.row.localName);
+  const now = await getToolRow(db, b.row.localName);
   const problem = callProblem(now, b.row.localName);
   if (problem || !now || now.definitionHash !== b.row.definitionHash) {
     const { code, message } = problem ?? {
@@ -107,8 +109,8 @@ function asNow(db: Db, b: Birth): CallDecision {
  * takes the grant's use here, in its own write, so N covered calls use exactly N; when the last use
  * went to another call first, the call waits as it would have without the grant.
  */
-export function writeBirth(db: Db, b: Birth): CallRow {
-  const decision = asNow(db, b);
+export async function writeBirth(db: Db, b: Birth): Promise<CallRow> {
+  const decision = await asNow(db, b);
   if (decision.outcome === "stop") return writeRefusal(db, b, decision);
   const { call, requester } = b;
   const row = b.row as ToolRow;
@@ -116,7 +118,10 @@ export function writeBirth(db: Db, b: Birth): CallRow {
   let grantId: string | null = null;
   let detail = decision.outcome === "run" ? runDetail(decision) : "";
   if (decision.outcome === "run" && decision.by === "grant") {
-    const used = takeGrant(db, coverQuery(requester, row, b.args));
+    // One conditional statement in this transaction: of concurrent calls on any replica, only as
+    // many as the grant has uses left take one (see `takeGrant`); a retried transaction
+    // (PostgreSQL) takes it again from the rows as they then are.
+    const used = await takeGrant(db, coverQuery(requester, row, b.args));
     if (used) {
       grantId = used.id;
       detail = grantText(used);
@@ -132,15 +137,15 @@ export function writeBirth(db: Db, b: Birth): CallRow {
       rule: wait.rule,
       expiresAt: new Date(Date.now() + b.expireAfterSeconds * 1000).toISOString(),
     };
-    insertCall(db, held);
-    writeAudit(db, {
+    await insertCall(db, held);
+    await writeAudit(db, {
       actor: requester.name,
       action: "call.pending",
       subject: held.tool,
       callId: held.id,
       detail: `${wait.rule ? `held by rule "${wait.rule}": ${wait.reason}` : wait.reason}${skippedText(b.skipped)}`,
     });
-    b.notify?.(db, "call.pending", held);
+    await b.notify?.(db, "call.pending", held);
     return held;
   }
   const run = decision.outcome === "run" ? decision : null;
@@ -154,20 +159,20 @@ export function writeBirth(db: Db, b: Birth): CallRow {
     approvalReason: run?.by === "grant" ? (run.otherwise?.reason ?? null) : null,
   };
   // The row exists before the tool is asked: a crash mid-call leaves it `interrupted`.
-  insertCall(db, started);
-  writeAudit(db, {
+  await insertCall(db, started);
+  await writeAudit(db, {
     actor: requester.name,
     action: "call.started",
     subject: started.tool,
     callId: started.id,
     detail: `${detail}${skippedText(b.skipped)}`,
   });
-  if (run && run.by !== "default") b.notify?.(db, "call.decided", started);
+  if (run && run.by !== "default") await b.notify?.(db, "call.decided", started);
   return started;
 }
 
 /** Stores a refused call. A refusal by a deny rule is an automatic decision: it is told of. */
-function writeRefusal(db: Db, b: Birth, stop: StopDecision): CallRow {
+async function writeRefusal(db: Db, b: Birth, stop: StopDecision): Promise<CallRow> {
   const refused: CallRow = {
     ...b.call,
     // A refused call was never bound to a definition.
@@ -179,15 +184,15 @@ function writeRefusal(db: Db, b: Birth, stop: StopDecision): CallRow {
     rule: stop.rule,
     reason: stop.reason,
   };
-  insertCall(db, refused);
+  await insertCall(db, refused);
   const detail = stop.rule ? `${stop.code}: ${stop.message} (${stop.why})` : `${stop.code}: ${stop.message}`;
-  writeAudit(db, {
+  await writeAudit(db, {
     actor: refused.requesterName,
     action: "call.refused",
     subject: refused.tool,
     callId: refused.id,
     detail: `${detail}${skippedText(b.skipped)}`,
   });
-  if (stop.rule) b.notify?.(db, "call.decided", refused);
+  if (stop.rule) await b.notify?.(db, "call.decided", refused);
   return refused;
 }

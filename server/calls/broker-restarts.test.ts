@@ -2,7 +2,7 @@
  * The call state machine across restarts of an in-process runtime, and who may see which call.
  */
 import path from "node:path";
-import Database from "better-sqlite3";
+import { asc, eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import type { CallView } from "@/lib/api-types";
 import {
@@ -16,7 +16,8 @@ import {
   waitForEvent,
 } from "@/test/support/runtime";
 import { getToolRow, updateTool } from "../catalogue/catalogue";
-import { calls } from "../store/schema";
+import { first as firstRow } from "../store/db";
+import { auditEvents, calls } from "../store/schema";
 import {
   addNote,
   approve,
@@ -24,8 +25,10 @@ import {
   callRow,
   type ErrorBody,
   getCall,
+  onStoreOf,
   people,
   runtimes,
+  sameStore,
 } from "./call-fixtures";
 
 const { start, extra } = runtimes();
@@ -38,8 +41,8 @@ describe("restarts", () => {
     const call = await addNote(agent);
     await first.stop({ keepDir: true });
 
-    const second = await start({ dir: first.dir });
-    expect(callStatus(second.runtime, call.id)).toBe("pending");
+    const second = await start(sameStore(first));
+    expect(await callStatus(second.runtime, call.id)).toBe("pending");
     const seen = await getCall(call.id, { bearer: agent });
     expect((await bodyOf<CallView>(seen)).status).toBe("pending");
     const res = await approve(call.id, alice.cookie);
@@ -60,36 +63,42 @@ describe("restarts", () => {
     });
     extra.push(first);
     const db = first.runtime.db;
-    await waitForEvent(first.runtime.bus, () => getToolRow(db, "silent_hang") !== null, {
-      already: () => getToolRow(db, "silent_hang") !== null,
+    const listed = async () => (await getToolRow(db, "silent_hang")) !== null;
+    await waitForEvent(first.runtime.bus, listed, {
+      already: listed,
       what: () => "the silent server's tool",
     });
     // The tool never answers; vouched read-only, its call runs at once and stays in flight.
-    updateTool(db, { localName: "silent_hang", actor: "owner", status: "enabled", vouch: true });
+    await updateTool(db, { localName: "silent_hang", actor: "owner", status: "enabled", vouch: true });
     const answer = first.runtime.broker.request(
       { kind: "agent", name: "agent-a" },
       { tool: "silent_hang", arguments: {} },
     );
     // The start is committed at a turn of the event loop once the call is decided (group commit),
     // the tool asked right after; no event tells of a start, so the turns are counted.
-    for (let turn = 0; turn < 1000 && !db.select().from(calls).get(); turn++) {
+    // (On PostgreSQL each write is committed at once, and a few turns go by waiting for it.)
+    for (let turn = 0; turn < 1000 && !(await firstRow(db.select().from(calls))); turn++) {
       await new Promise((resolve) => setImmediate(resolve));
     }
-    expect(callStatus(first.runtime, (db.select().from(calls).get() as { id: string }).id)).toBe("running");
+    const started = (await firstRow(db.select().from(calls))) as { id: string };
+    expect(await callStatus(first.runtime, started.id)).toBe("running");
     await first.stop({ keepDir: true });
     await answer.catch(() => undefined);
 
     // The outcome of a call failed by the shutdown itself is written before the store closes.
-    const sqlite = new Database(first.dbFile, { readonly: true });
-    const rows = sqlite.prepare("SELECT id, status FROM calls WHERE tool = 'silent_hang'").all() as {
-      id: string;
-      status: string;
-    }[];
+    const { rows, actions } = await onStoreOf(first, async (store) => {
+      const found = await store
+        .select({ id: calls.id, status: calls.status })
+        .from(calls)
+        .where(eq(calls.tool, "silent_hang"));
+      const audit = await store
+        .select({ action: auditEvents.action })
+        .from(auditEvents)
+        .where(eq(auditEvents.callId, found[0]?.id ?? ""))
+        .orderBy(asc(auditEvents.id));
+      return { rows: found, actions: audit };
+    });
     expect(rows.map((r) => r.status)).toEqual(["failed"]);
-    const actions = sqlite
-      .prepare("SELECT action FROM audit_events WHERE call_id = ? ORDER BY id")
-      .all(rows[0]?.id) as { action: string }[];
-    sqlite.close();
     expect(actions.map((a) => a.action)).toEqual(["call.started", "call.failed"]);
   });
 
@@ -100,15 +109,16 @@ describe("restarts", () => {
     const call = await addNote(agent);
     await first.stop({ keepDir: true });
     // Simulate a crash in the middle of the run: the row says running, nothing finished it.
-    const sqlite = new Database(first.dbFile);
-    sqlite
-      .prepare("UPDATE calls SET status = 'running', started_at = ? WHERE id = ?")
-      .run(new Date().toISOString(), call.id);
-    sqlite.close();
+    await onStoreOf(first, async (store) => {
+      await store
+        .update(calls)
+        .set({ status: "running", startedAt: new Date().toISOString() })
+        .where(eq(calls.id, call.id));
+    });
 
-    const second = await start({ dir: first.dir });
-    expect(callRow(second, call.id)).toMatchObject({ status: "interrupted", errorCode: "interrupted" });
-    expect(auditActions(second, call.id)).toContain("call.interrupted");
+    const second = await start(sameStore(first));
+    expect(await callRow(second, call.id)).toMatchObject({ status: "interrupted", errorCode: "interrupted" });
+    expect(await auditActions(second, call.id)).toContain("call.interrupted");
     const res = await approve(call.id, alice.cookie);
     expect(res.status).toBe(409);
     expect((await bodyOf<ErrorBody>(res)).error.code).toBe("already_decided");
@@ -120,7 +130,7 @@ describe("who sees which call", () => {
   it("an agent sees its own calls, and another token's call answers 404", async () => {
     const rt = await start();
     const { agent, alice } = await people(rt);
-    const other = createAgentToken(rt.runtime, "agent-b");
+    const other = await createAgentToken(rt.runtime, "agent-b");
     const call = await addNote(agent);
 
     const foreign = await getCall(call.id, { bearer: other });

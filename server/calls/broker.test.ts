@@ -42,7 +42,7 @@ describe("the confirm flow", () => {
     expect(call.status).toBe("succeeded");
     expect(call.destructive).toBe(false);
     expect(call.result).toMatchObject({ content: [{ type: "text", text: "The notebook is empty." }] });
-    expect(auditActions(rt, call.id)).toEqual(["call.started", "call.succeeded"]);
+    expect(await auditActions(rt, call.id)).toEqual(["call.started", "call.succeeded"]);
   });
 
   it("the answers to a read-only and a destructive call are the calls as stored", async () => {
@@ -66,7 +66,7 @@ describe("the confirm flow", () => {
     expect(call.destructive).toBe(true);
     expect(call.arguments).toEqual({ text: "hello" });
     expect(call.requester).toEqual({ kind: "agent", name: "agent-a" });
-    expect(callStatus(rt.runtime, call.id)).toBe("pending");
+    expect(await callStatus(rt.runtime, call.id)).toBe("pending");
     expect(rt.demoRuns()).toBe(0);
   });
 
@@ -84,7 +84,7 @@ describe("the confirm flow", () => {
     expect(done.status).toBe("succeeded");
     expect(done.result).toMatchObject({ content: [{ type: "text", text: "Added note 1: approved note" }] });
     expect(rt.demoRuns()).toBe(1);
-    expect(auditActions(rt, call.id)).toEqual(["call.pending", "call.approved", "call.succeeded"]);
+    expect(await auditActions(rt, call.id)).toEqual(["call.pending", "call.approved", "call.succeeded"]);
   });
 
   it("two reviewers approving at once run the call once: one wins, the other gets already_decided", async () => {
@@ -98,7 +98,7 @@ describe("the confirm flow", () => {
     expect((await bodyOf<ErrorBody>(loser)).error.code).toBe("already_decided");
     await waitForCallStatus(rt.runtime, call.id, "succeeded");
     expect(rt.demoRuns()).toBe(1);
-    expect(auditActions(rt, call.id).filter((x) => x === "call.approved")).toHaveLength(1);
+    expect((await auditActions(rt, call.id)).filter((x) => x === "call.approved")).toHaveLength(1);
   });
 
   it("approve racing deny: exactly one decision wins and the outcome matches it", async () => {
@@ -113,7 +113,7 @@ describe("the confirm flow", () => {
       await waitForCallStatus(rt.runtime, call.id, "succeeded");
       expect(rt.demoRuns()).toBe(1);
     } else {
-      expect(callStatus(rt.runtime, call.id)).toBe("denied");
+      expect(await callStatus(rt.runtime, call.id)).toBe("denied");
       expect(rt.demoRuns()).toBe(0);
     }
   });
@@ -126,12 +126,12 @@ describe("the confirm flow", () => {
     expect(res.status).toBe(200);
     const { call: denied } = await bodyOf<{ call: CallView }>(res);
     expect(denied).toMatchObject({ status: "denied", reason: "not today", decidedBy: "alice" });
-    expect(callRow(rt, call.id)).toMatchObject({ status: "denied", reason: "not today" });
+    expect(await callRow(rt, call.id)).toMatchObject({ status: "denied", reason: "not today" });
     const again = await approve(call.id, bob.cookie);
     expect(again.status).toBe(409);
     expect((await bodyOf<ErrorBody>(again)).error.code).toBe("already_decided");
     expect(rt.demoRuns()).toBe(0);
-    expect(auditActions(rt, call.id)).toEqual(["call.pending", "call.denied"]);
+    expect(await auditActions(rt, call.id)).toEqual(["call.pending", "call.denied"]);
   });
 
   it("a denial without a reason is refused and the call stays pending", async () => {
@@ -141,7 +141,7 @@ describe("the confirm flow", () => {
     const res = await deny(call.id, alice.cookie, "   ");
     expect(res.status).toBe(400);
     expect((await bodyOf<ErrorBody>(res)).error.code).toBe("invalid_body");
-    expect(callStatus(rt.runtime, call.id)).toBe("pending");
+    expect(await callStatus(rt.runtime, call.id)).toBe("pending");
   });
 
   it("a pending call expires after expireAfterSeconds, and approving it afterwards is already_decided", async () => {
@@ -152,9 +152,9 @@ describe("the confirm flow", () => {
     const res = await approve(call.id, alice.cookie);
     expect(res.status).toBe(409);
     expect((await bodyOf<ErrorBody>(res)).error.code).toBe("already_decided");
-    expect(callStatus(rt.runtime, call.id)).toBe("expired");
+    expect(await callStatus(rt.runtime, call.id)).toBe("expired");
     expect(rt.demoRuns()).toBe(0);
-    expect(auditActions(rt, call.id)).toEqual(["call.pending", "call.expired"]);
+    expect(await auditActions(rt, call.id)).toEqual(["call.pending", "call.expired"]);
   });
 });
 
@@ -166,10 +166,10 @@ describe("approval binds to the tool as it was requested", () => {
     // The server re-lists add_note with a different description (as a refresh would record it).
     const demo = rt.runtime.config.servers.find((s) => s.name === "demo");
     if (!demo) throw new Error("no demo server in the config");
-    const row = getToolRow(rt.runtime.db, ADD_NOTE);
+    const row = await getToolRow(rt.runtime.db, ADD_NOTE);
     const def = JSON.parse(row?.definition ?? "{}");
-    const listRow = getToolRow(rt.runtime.db, LIST_NOTES);
-    syncServerTools(
+    const listRow = await getToolRow(rt.runtime.db, LIST_NOTES);
+    await syncServerTools(
       rt.runtime.db,
       demo,
       [
@@ -181,7 +181,7 @@ describe("approval binds to the tool as it was requested", () => {
     const res = await approve(call.id, alice.cookie);
     expect(res.status).toBe(409);
     expect((await bodyOf<ErrorBody>(res)).error.code).toBe("tool_changed");
-    expect(callRow(rt, call.id)).toMatchObject({ status: "refused", errorCode: "tool_changed" });
+    expect(await callRow(rt, call.id)).toMatchObject({ status: "refused", errorCode: "tool_changed" });
     expect(rt.demoRuns()).toBe(0);
   });
 
@@ -189,10 +189,10 @@ describe("approval binds to the tool as it was requested", () => {
     const rt = await start();
     const { agent, alice } = await people(rt);
     const call = await addNote(agent);
-    setToolStatus(rt.runtime.db, { localName: ADD_NOTE, status: "disabled", actor: "owner" });
+    await setToolStatus(rt.runtime.db, { localName: ADD_NOTE, status: "disabled", actor: "owner" });
     const res = await approve(call.id, alice.cookie);
     expect(res.status).toBe(409);
-    expect(callStatus(rt.runtime, call.id)).toBe("refused");
+    expect(await callStatus(rt.runtime, call.id)).toBe("refused");
     expect(rt.demoRuns()).toBe(0);
   });
 });
@@ -200,7 +200,7 @@ describe("approval binds to the tool as it was requested", () => {
 describe("self-approval", () => {
   it("an owner who requested a call cannot approve it (403 self_approval)", async () => {
     const rt = await start();
-    enableTool(rt.runtime, ADD_NOTE);
+    await enableTool(rt.runtime, ADD_NOTE);
     const owner = await createTestUser(rt.runtime, "olga", ["owner"]);
     const res = await request("POST", "/api/calls", {
       cookie: owner.cookie,
@@ -212,13 +212,13 @@ describe("self-approval", () => {
     const self = await approve(call.id, owner.cookie);
     expect(self.status).toBe(403);
     expect((await bodyOf<ErrorBody>(self)).error.code).toBe("self_approval");
-    expect(callStatus(rt.runtime, call.id)).toBe("pending");
+    expect(await callStatus(rt.runtime, call.id)).toBe("pending");
     expect(rt.demoRuns()).toBe(0);
   });
 
   it("with approvals.selfApproval true an owner may approve their own call", async () => {
     const rt = await start({ approvals: { selfApproval: true } });
-    enableTool(rt.runtime, ADD_NOTE);
+    await enableTool(rt.runtime, ADD_NOTE);
     const owner = await createTestUser(rt.runtime, "olga", ["owner"]);
     const res = await request("POST", "/api/calls", {
       cookie: owner.cookie,
@@ -242,15 +242,14 @@ describe("refusals are recorded and nothing is sent", () => {
     expect(res.status).toBe(status);
     const body = await bodyOf<ErrorBody>(res);
     expect(body.error.code).toBe(code);
-    const rows = rt.runtime.db.select().from(calls).where(eq(calls.status, "refused")).all();
+    const rows = await rt.runtime.db.select().from(calls).where(eq(calls.status, "refused"));
     expect(rows).toHaveLength(1);
     const row = rows[0];
     expect(row).toMatchObject({ errorCode: code, requesterName: "agent-a" });
-    const audit = rt.runtime.db
+    const audit = await rt.runtime.db
       .select()
       .from(auditEvents)
-      .where(and(eq(auditEvents.action, "call.refused"), eq(auditEvents.callId, row?.id ?? "")))
-      .all();
+      .where(and(eq(auditEvents.action, "call.refused"), eq(auditEvents.callId, row?.id ?? "")));
     expect(audit).toHaveLength(1);
     expect(rt.demoRuns()).toBe(0);
     return body.error.message;
@@ -258,7 +257,7 @@ describe("refusals are recorded and nothing is sent", () => {
 
   it("a tool that is not enabled is refused (409 tool_not_enabled)", async () => {
     const rt = await start();
-    const agent = createAgentToken(rt.runtime, "agent-a");
+    const agent = await createAgentToken(rt.runtime, "agent-a");
     const res = await request("POST", "/api/calls", {
       bearer: agent,
       body: { tool: ADD_NOTE, arguments: { text: "x" } },
@@ -268,7 +267,7 @@ describe("refusals are recorded and nothing is sent", () => {
 
   it("an unknown tool is refused (404 tool_not_found)", async () => {
     const rt = await start();
-    const agent = createAgentToken(rt.runtime, "agent-a");
+    const agent = await createAgentToken(rt.runtime, "agent-a");
     const res = await request("POST", "/api/calls", {
       bearer: agent,
       body: { tool: "demo_rm_rf", arguments: {} },

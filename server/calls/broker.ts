@@ -5,7 +5,7 @@ import type { EventBus } from "../events";
 import { readGrantView } from "../grants";
 import type { Logger } from "../log";
 import type { RuleSet } from "../rules";
-import { type Db, withoutWaiting } from "../store/db";
+import type { Db, TransactionOptions } from "../store/db";
 import { WriteBatch } from "../store/write-batch";
 import { approve } from "./approve";
 import { recordedArguments } from "./arguments";
@@ -53,11 +53,16 @@ export interface BrokerDeps {
   callTool: RunDeps["callTool"];
   /**
    * Called inside the transaction that makes `event` true of `call` (the new pending row, or the
-   * move out of pending or running, a refusal by the rules at start included), so what it writes (the notification outbox) is committed
-   * with the call or not at all. Synchronous; a throw fails the call's write. Default: nothing.
+   * move out of pending or running, a refusal by the rules at start included), with that
+   * transaction's `db`, so what it writes (the notification outbox) is committed with the call or
+   * not at all. Awaited; a rejection fails the call's write. It may run more than once for one
+   * event (PostgreSQL retries a transaction): it must only write to the store. Default: nothing.
    */
   notify?: CallNotify;
 }
+
+/** How many times an approval is tried when concurrent approvals of the same call keep winning. */
+const APPROVAL_ATTEMPTS = 5;
 
 /** Full results of recent calls are kept in memory this long for waiting agents. */
 const RECENT_RESULT_MS = 5 * 60 * 1000;
@@ -73,14 +78,32 @@ const RECENT_RESULT_MS = 5 * 60 * 1000;
 export class CallBroker {
   private readonly recent = new Map<string, { result: unknown; at: number }>();
   private expiryTimer: NodeJS.Timeout | null = null;
+  /** The expiry tick in flight, if any (see {@link start}). */
+  private expiring: Promise<void> | null = null;
   private readonly running = new Set<Promise<void>>();
   /** The start's judgement of pending calls against the current rules (see rejudge.ts). */
   private judging: Promise<void> = Promise.resolve();
   /** The call path's writes (new calls, outcomes and their audit rows), group-committed. */
   private readonly writes: WriteBatch;
 
+  /**
+   * The writes of {@link writes} not yet resolved. On PostgreSQL each runs at once, outside the
+   * batch, so {@link flushWrites} waits for them before the store closes.
+   */
+  private readonly inFlight = new Set<Promise<void>>();
+  /** {@link writes}, with each write kept in {@link inFlight} until it resolves. */
+  private readonly tracked: RunDeps["writes"] = {
+    write: (write) => {
+      const done = this.writes.write(write);
+      this.inFlight.add(done);
+      const forget = () => void this.inFlight.delete(done);
+      done.then(forget, forget);
+      return done;
+    },
+  };
+
   constructor(private readonly deps: BrokerDeps) {
-    this.writes = new WriteBatch(deps.db.$client);
+    this.writes = new WriteBatch(deps.db);
   }
 
   /**
@@ -88,35 +111,43 @@ export class CallBroker {
    * judges the pending calls against the current rules in the background (`judgePending`: a deny
    * rule refuses them, a raised count is recorded); an approval meanwhile judges its call itself.
    */
-  start(): void {
-    interruptLeftRunning(this.deps);
-    this.expireDue();
+  async start(): Promise<void> {
+    await interruptLeftRunning(this.deps);
+    await this.expireDue();
     this.expiryTimer = setInterval(() => {
-      try {
-        withoutWaiting(this.deps.db, () => this.expireDue());
-      } catch (err) {
-        // A store that is busy or failing now is tried again at the next tick.
-        this.deps.log.error("expiring due calls failed", { error: String(err) });
-      }
+      // A tick still running (a slow store) is not overtaken by the next.
+      if (this.expiring) return;
+      // `wait: false`: on SQLite a store another process holds fails at once rather than stall
+      // the process; tried again at the next tick. Idempotent, so every replica may run it.
+      this.expiring = this.expireDue({ wait: false })
+        .catch((err: unknown) => {
+          // A store that is busy or failing now is tried again at the next tick.
+          this.deps.log.error("expiring due calls failed", { error: String(err) });
+        })
+        .finally(() => {
+          this.expiring = null;
+        });
     }, 1000);
     this.expiryTimer.unref();
     this.judging = judgePending(this.deps);
   }
 
-  /** Stops the expiry timer and waits for the start's judgement and tool runs in flight. */
+  /** Stops the expiry timer and waits for its tick, the start's judgement and tool runs in flight. */
   async stop(): Promise<void> {
     if (this.expiryTimer) clearInterval(this.expiryTimer);
+    await this.expiring;
     await this.judging;
     await Promise.allSettled([...this.running]);
-    this.flushWrites();
+    await this.flushWrites();
   }
 
   /**
    * Commits queued writes now. The runtime calls it last, before the store closes: calls that
    * failed because their tool server was stopped queue their outcome after {@link stop}.
    */
-  flushWrites(): void {
-    this.writes.flush();
+  async flushWrites(): Promise<void> {
+    await this.writes.flush();
+    await Promise.allSettled([...this.inFlight]);
   }
 
   /**
@@ -145,8 +176,8 @@ export class CallBroker {
     };
     const birth = { call, decision, requester, row, args, skipped };
     let stored: CallRow | null = null;
-    await this.writes.write(() => {
-      stored = writeBirth(db, {
+    await this.tracked.write(async (tx) => {
+      stored = await writeBirth(tx, {
         ...birth,
         expireAfterSeconds: this.deps.approvals.expireAfterSeconds,
         notify: this.deps.notify,
@@ -181,13 +212,13 @@ export class CallBroker {
     // taken out of `running` meanwhile and the outcome was not written.
     const view = outcome.moved
       ? toView({ ...running, ...outcome.stored }, toolNow, outcome.full)
-      : callView(db, call.id);
+      : await callView(db, call.id);
     return { httpStatus: 200, call: view };
   }
 
   /** Runs a `running` call, records its outcome and publishes it; held calls keep their full result. */
   private async execute(call: Parameters<typeof runCall>[1]) {
-    const outcome = await runCall({ ...this.deps, writes: this.writes }, call);
+    const outcome = await runCall({ ...this.deps, writes: this.tracked }, call);
     // A call that was no longer running got no outcome: nothing to keep or announce.
     if (!outcome.moved) return outcome;
     // Only calls someone may be waiting on (held for approval) keep their full result in memory.
@@ -209,10 +240,10 @@ export class CallBroker {
   }
 
   /** "Already decided", saying how; used both before deciding and when a conditional update lost. */
-  private alreadyDecided(id: string): GatehouseError {
+  private async alreadyDecided(id: string): Promise<GatehouseError> {
     return new GatehouseError(
       "already_decided",
-      `Already decided: ${decisionText(getCall(this.deps.db, id))}.`,
+      `Already decided: ${decisionText(await getCall(this.deps.db, id))}.`,
     );
   }
 
@@ -220,11 +251,11 @@ export class CallBroker {
    * The pending row of a call about to be decided. A call past its deadline is expired first (the
    * timer may not have run yet), so a late approval or denial can never beat expiry.
    */
-  private decidable(id: string): CallRow {
-    const row = getCall(this.deps.db, id);
-    if (row.status === "pending" && row.expiresAt && row.expiresAt <= nowIso()) this.expireDue();
+  private async decidable(id: string): Promise<CallRow> {
+    const row = await getCall(this.deps.db, id);
+    if (row.status === "pending" && row.expiresAt && row.expiresAt <= nowIso()) await this.expireDue();
     if (row.status !== "pending" || (row.expiresAt && row.expiresAt <= nowIso()))
-      throw this.alreadyDecided(id);
+      throw await this.alreadyDecided(id);
     return row;
   }
 
@@ -242,42 +273,57 @@ export class CallBroker {
     opts: { grant?: GrantRequest } = {},
   ): Promise<{ call: CallView; grant: GrantView | null }> {
     const { db, bus } = this.deps;
-    const judgement = await judgeAgain(this.deps.rules, this.decidable(id));
-    // Read again: the call may have been decided, or approved by another, while rules were evaluated.
-    const row = this.decidable(id);
-    const step = approve(
-      { db, bus, selfApproval: this.deps.approvals.selfApproval, notify: this.deps.notify },
-      reviewer,
-      row,
-      opts.grant,
-      judgement,
-    );
-    if (!step) throw this.alreadyDecided(id);
-    if (step.kind === "counted") return { call: callView(db, id), grant: null };
+    let row: CallRow;
+    let step: Awaited<ReturnType<typeof approve>> = null;
+    for (let attempt = 1; ; attempt++) {
+      const judgement = await judgeAgain(this.deps.rules, await this.decidable(id));
+      // Read again: the call may have been decided, or approved by another, while rules were evaluated.
+      row = await this.decidable(id);
+      step = await approve(
+        { db, bus, selfApproval: this.deps.approvals.selfApproval, notify: this.deps.notify },
+        reviewer,
+        row,
+        opts.grant,
+        judgement,
+      );
+      // Lost to a concurrent approval that was only counted (the call still waits, with one
+      // approval more than read): approve again on the call as it now is. A decided call makes
+      // `decidable` throw how it was decided.
+      if (step || attempt >= APPROVAL_ATTEMPTS) break;
+    }
+    if (!step) throw await this.alreadyDecided(id);
+    if (step.kind === "counted") return { call: await callView(db, id), grant: null };
     const run = this.execute({ ...row, args: JSON.parse(row.arguments) as Record<string, unknown> }).then(
       () => undefined,
       (err) => this.deps.log.error(`call ${id}: ${String(err)}`),
     );
     this.running.add(run);
     void run.finally(() => this.running.delete(run));
-    return { call: callView(db, id), grant: step.grant ? readGrantView(db, step.grant.id) : null };
+    return {
+      call: await callView(db, id),
+      grant: step.grant ? await readGrantView(db, step.grant.id) : null,
+    };
   }
 
-  deny(reviewer: string, id: string, reason: string): CallView {
+  async deny(reviewer: string, id: string, reason: string): Promise<CallView> {
     const { db, bus } = this.deps;
-    this.decidable(id);
+    await this.decidable(id);
     const now = nowIso();
-    const moved = transition(db, bus, {
+    // A conditional update in a transaction: of a denial and an approval at once, on any replica,
+    // one moves the call (see `transition`).
+    const moved = await transition(db, bus, {
       from: "pending",
       to: "denied",
       id,
       set: { decidedAt: now, decidedBy: reviewer, reason, finishedAt: now },
       actor: reviewer,
       audit: (c) => ({ detail: reason, durationMs: pendingMs(c) }),
-      alsoWrite: (c) => this.deps.notify?.(db, "call.decided", c),
+      alsoWrite: async (tx, c) => {
+        await this.deps.notify?.(tx, "call.decided", c);
+      },
     });
-    if (moved.length === 0) throw this.alreadyDecided(id);
-    return callView(db, id);
+    if (moved.length === 0) throw await this.alreadyDecided(id);
+    return await callView(db, id);
   }
 
   /**
@@ -286,13 +332,13 @@ export class CallBroker {
    * either wins (and the call stays decided) or finds it withdrawn. Another requester's call
    * answers `call_not_found`, as it does on the REST API.
    */
-  withdraw(requester: Requester, id: string): CallView {
+  async withdraw(requester: Requester, id: string): Promise<CallView> {
     const { db, bus } = this.deps;
-    const row = findCall(db, id);
+    const row = await findCall(db, id);
     if (!row || row.requesterKind !== requester.kind || row.requesterName !== requester.name) {
       throw new GatehouseError("call_not_found", `no call ${id}`);
     }
-    const moved = transition(db, bus, {
+    const moved = await transition(db, bus, {
       from: "pending",
       to: "withdrawn",
       id,
@@ -305,39 +351,47 @@ export class CallBroker {
       audit: () => ({ detail: "cancelled by the requester" }),
     });
     if (moved.length === 0) {
-      const status = findCall(db, id)?.status ?? row.status;
+      const status = (await findCall(db, id))?.status ?? row.status;
       throw new GatehouseError("already_decided", `this call is already ${status}`);
     }
-    return this.view(id);
+    return await this.view(id);
   }
 
   /** Revokes an agent's token and withdraws its pending calls: see {@link revokeAgent}. */
-  revokeAgent(params: { name: string; actor: string }): { token: TokenView; withdrawn: number } {
+  revokeAgent(params: { name: string; actor: string }): Promise<{ token: TokenView; withdrawn: number }> {
     return revokeAgent(this.deps.db, this.deps.bus, params);
   }
 
-  /** Moves every pending call past its deadline to `expired`. */
-  expireDue(): void {
+  /**
+   * Moves every pending call past its deadline to `expired`. Idempotent and safe on every replica
+   * at once: one conditional update (`status = 'pending'` and due) in a transaction, so a call is
+   * expired, audited and told of once, by whichever replica's update reached it first (see
+   * `transition`). `opts.wait: false` for the background tick (see `TransactionOptions`).
+   */
+  async expireDue(opts: TransactionOptions = {}): Promise<void> {
     const now = nowIso();
-    transition(this.deps.db, this.deps.bus, {
+    await transition(this.deps.db, this.deps.bus, {
       from: "pending",
       to: "expired",
       dueBy: now,
       set: { finishedAt: now },
       actor: "gatehouse",
       audit: (c) => ({ durationMs: pendingMs(c) }),
-      alsoWrite: (c) => this.deps.notify?.(this.deps.db, "call.expired", c),
+      alsoWrite: async (tx, c) => {
+        await this.deps.notify?.(tx, "call.expired", c);
+      },
+      ...opts,
     });
   }
 
   /** A call as its view, with the full result of a recent held call when there is one. */
-  private view(id: string): CallView {
+  private view(id: string): Promise<CallView> {
     return callView(this.deps.db, id, this.recent.get(id)?.result);
   }
 
-  get(id: string): CallView | null {
+  async get(id: string): Promise<CallView | null> {
     try {
-      return this.view(id);
+      return await this.view(id);
     } catch (err) {
       if (err instanceof GatehouseError && err.code === "call_not_found") return null;
       throw err;
@@ -348,10 +402,10 @@ export class CallBroker {
    * A call's whole story: the call as stored (its result capped, marked when truncated; never
    * the in-memory full copy) and every audit row about it, oldest first.
    */
-  story(id: string): CallStoryView {
-    const call = callView(this.deps.db, id);
-    const grant = call.grantId ? readGrantView(this.deps.db, call.grantId) : null;
-    return { call, audit: callAudit(this.deps.db, id), grant };
+  async story(id: string): Promise<CallStoryView> {
+    const call = await callView(this.deps.db, id);
+    const grant = call.grantId ? await readGrantView(this.deps.db, call.grantId) : null;
+    return { call, audit: await callAudit(this.deps.db, id), grant };
   }
 
   /**
@@ -363,7 +417,7 @@ export class CallBroker {
   }
 
   /** Calls newest first (ties by id), narrowed by `params`; page on with `before`. */
-  list(params: CallListParams): CallView[] {
+  list(params: CallListParams): Promise<CallView[]> {
     return listCalls(this.deps.db, params);
   }
 }

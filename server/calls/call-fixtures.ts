@@ -23,6 +23,7 @@ import {
   waitForEvent,
 } from "@/test/support/runtime";
 import { getToolRow } from "../catalogue/catalogue";
+import { closeDb, type Db, first, openDb, openStore } from "../store/db";
 import { auditEvents, calls } from "../store/schema";
 
 export type ErrorBody = { error: { code: string; message: string } };
@@ -58,7 +59,7 @@ export function runtimes(): {
 /** An agent token ("agent-a") and two reviewers, alice and bob. */
 export async function agentAndReviewers(rt: TestRuntime) {
   return {
-    agent: createAgentToken(rt.runtime, "agent-a"),
+    agent: await createAgentToken(rt.runtime, "agent-a"),
     alice: await createTestUser(rt.runtime, "alice", ["reviewer"]),
     bob: await createTestUser(rt.runtime, "bob", ["reviewer"]),
   };
@@ -66,8 +67,8 @@ export async function agentAndReviewers(rt: TestRuntime) {
 
 /** {@link agentAndReviewers}, with both demo tools enabled. */
 export async function people(rt: TestRuntime) {
-  enableTool(rt.runtime, LIST_NOTES);
-  enableTool(rt.runtime, ADD_NOTE);
+  await enableTool(rt.runtime, LIST_NOTES);
+  await enableTool(rt.runtime, ADD_NOTE);
   return agentAndReviewers(rt);
 }
 
@@ -114,21 +115,43 @@ export async function story(id: string, cookie: string): Promise<CallStoryView> 
   return bodyOf<CallStoryView>(res);
 }
 
-export function auditRows(rt: TestRuntime, callId: string) {
-  return rt.runtime.db
+/**
+ * What starts a runtime again on the store of `rt` (stopped with `keepDir`): its folder, and on
+ * PostgreSQL its database.
+ */
+export function sameStore(rt: TestRuntime): { dir: string; databaseUrl?: string } {
+  return { dir: rt.dir, ...(rt.databaseUrl ? { databaseUrl: rt.databaseUrl } : {}) };
+}
+
+/**
+ * Runs `fn` on the store of `rt` (running, or stopped with `keepDir`) through a handle of its
+ * own, as another process would, then closes that handle.
+ */
+export async function onStoreOf<T>(rt: TestRuntime, fn: (db: Db) => Promise<T>): Promise<T> {
+  const db = rt.databaseUrl
+    ? await openStore({ dialect: "postgres", url: rt.databaseUrl })
+    : openDb(rt.dbFile);
+  try {
+    return await fn(db);
+  } finally {
+    await closeDb(db);
+  }
+}
+
+export async function auditRows(rt: TestRuntime, callId: string) {
+  return await rt.runtime.db
     .select()
     .from(auditEvents)
     .where(eq(auditEvents.callId, callId))
-    .orderBy(asc(auditEvents.id))
-    .all();
+    .orderBy(asc(auditEvents.id));
 }
 
-export function auditActions(rt: TestRuntime, callId: string): string[] {
-  return auditRows(rt, callId).map((r) => r.action);
+export async function auditActions(rt: TestRuntime, callId: string): Promise<string[]> {
+  return (await auditRows(rt, callId)).map((r) => r.action);
 }
 
-export function callRow(rt: TestRuntime, id: string) {
-  return rt.runtime.db.select().from(calls).where(eq(calls.id, id)).get();
+export async function callRow(rt: TestRuntime, id: string) {
+  return await first(rt.runtime.db.select().from(calls).where(eq(calls.id, id)));
 }
 
 const MUTABLE = path.join(REPO_ROOT, "test", "fixtures", "servers", "mutable.mjs");
@@ -178,8 +201,9 @@ export async function startWithMutable(
       },
     },
   });
-  const listed = () =>
-    rt.runtime.manager.get("mut").snapshot().state === "ready" && getToolRow(rt.runtime.db, WRITE) !== null;
+  const listed = async () =>
+    rt.runtime.manager.get("mut").snapshot().state === "ready" &&
+    (await getToolRow(rt.runtime.db, WRITE)) !== null;
   await waitForEvent(rt.runtime.bus, listed, { already: listed, what: () => "the mutable server's tools" });
   return {
     rt,
@@ -193,9 +217,9 @@ export async function startWithMutable(
 
 /** Makes the fixture announce a change of its tools and resolves once the catalogue has it. */
 export async function announceChange(rt: TestRuntime, localName: string): Promise<void> {
-  const before = getToolRow(rt.runtime.db, localName)?.definitionHash;
-  const changed = () => getToolRow(rt.runtime.db, localName)?.definitionHash !== before;
-  const seen = waitForEvent(rt.runtime.bus, (e) => e.type === "catalogue" && changed(), {
+  const before = (await getToolRow(rt.runtime.db, localName))?.definitionHash;
+  const changed = async () => (await getToolRow(rt.runtime.db, localName))?.definitionHash !== before;
+  const seen = waitForEvent(rt.runtime.bus, async (e) => e.type === "catalogue" && (await changed()), {
     what: () => `the catalogue to record the new definition of ${localName}`,
   });
   const res = await rt.runtime.manager.callTool("mut", "announce_change", {});

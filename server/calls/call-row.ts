@@ -21,9 +21,9 @@ export type CallEventName = "call.pending" | "call.decided" | "call.expired" | "
 
 /**
  * Writes what `event` tells of `call` (the notification outbox) inside the transaction that makes
- * it true; see `BrokerDeps.notify`.
+ * it true, on that transaction's `db`; awaited there. See `BrokerDeps.notify`.
  */
-export type CallNotify = (db: Db, event: CallEventName, call: CallRow) => void;
+export type CallNotify = (db: Db, event: CallEventName, call: CallRow) => Promise<void>;
 
 export interface Requester {
   kind: "agent" | "user";

@@ -4,7 +4,6 @@
  * description), the owner's settings, and the audit trail of each call's life. A real runtime with real fixture servers that count their runs; requests go through the real
  * route modules.
  */
-import Database from "better-sqlite3";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import type { CallsPage, CallView } from "@/lib/api-types";
@@ -19,6 +18,7 @@ import {
   waitForCallStatus,
 } from "@/test/support/runtime";
 import { getToolRow } from "../catalogue/catalogue";
+import { first } from "../store/db";
 import { calls } from "../store/schema";
 import {
   announceChange,
@@ -26,6 +26,7 @@ import {
   auditRows,
   call,
   type ErrorBody,
+  onStoreOf,
   agentAndReviewers as people,
   runtimes,
   startWithMutable as startMutable,
@@ -41,7 +42,7 @@ describe("approval is bound to the definition and arguments seen at request time
   it("approving after the server changed the tool's definition is refused, the call is marked refused, and nothing runs", async () => {
     const m = await startWithMutable();
     const { rt } = m;
-    enableTool(rt.runtime, WRITE);
+    await enableTool(rt.runtime, WRITE);
     const { agent, alice } = await people(rt);
     const pending = await call(agent, WRITE, { path: "/etc/motd" });
     expect(pending.status).toBe("pending");
@@ -61,12 +62,12 @@ describe("approval is bound to the definition and arguments seen at request time
     const body = await bodyOf<ErrorBody>(res);
     expect(body.error.code).toBe("tool_changed");
     expect(body.error.message).toMatch(/definition changed since the call was requested/);
-    expect(rt.runtime.db.select().from(calls).where(eq(calls.id, pending.id)).get()).toMatchObject({
+    expect(await first(rt.runtime.db.select().from(calls).where(eq(calls.id, pending.id)))).toMatchObject({
       status: "refused",
       errorCode: "tool_changed",
       decidedBy: "alice",
     });
-    const rows = auditRows(rt, pending.id);
+    const rows = await auditRows(rt, pending.id);
     expect(rows.map((r) => [r.action, r.actor])).toEqual([
       ["call.pending", "agent-a"],
       ["call.refused", "alice"],
@@ -78,27 +79,28 @@ describe("approval is bound to the definition and arguments seen at request time
   it("a call whose stored arguments no longer match their digest cannot be approved, and nothing runs", async () => {
     const m = await startWithMutable();
     const { rt } = m;
-    enableTool(rt.runtime, WRITE);
+    await enableTool(rt.runtime, WRITE);
     const { agent, alice } = await people(rt);
     const pending = await call(agent, WRITE, { path: "/tmp/harmless" });
     // Someone with access to the store swaps the arguments after the reviewer read them.
-    const sqlite = new Database(rt.dbFile);
-    sqlite
-      .prepare("UPDATE calls SET arguments = ? WHERE id = ?")
-      .run(JSON.stringify({ path: "/etc/passwd" }), pending.id);
-    sqlite.close();
+    await onStoreOf(rt, async (store) => {
+      await store
+        .update(calls)
+        .set({ arguments: JSON.stringify({ path: "/etc/passwd" }) })
+        .where(eq(calls.id, pending.id));
+    });
 
     const res = await approve(pending.id, alice.cookie);
     expect(res.status).toBe(409);
     expect((await bodyOf<ErrorBody>(res)).error.code).toBe("arguments_changed");
-    expect(callStatus(rt.runtime, pending.id)).toBe("refused");
+    expect(await callStatus(rt.runtime, pending.id)).toBe("refused");
     expect(m.runs("write_file")).toBe(0);
   });
 
   it("the same definition listed again after a refresh does not block approval", async () => {
     const m = await startWithMutable();
     const { rt } = m;
-    enableTool(rt.runtime, WRITE);
+    await enableTool(rt.runtime, WRITE);
     const { agent, alice } = await people(rt);
     const pending = await call(agent, WRITE, { path: "/tmp/x" });
     // A refresh that lists the same tools changes nothing.
@@ -113,7 +115,7 @@ describe("approval is bound to the definition and arguments seen at request time
 describe("already decided says how", () => {
   it("the losing approver learns who approved first", async () => {
     const t = await start();
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, ADD_NOTE);
     const { agent, alice, bob } = await people(t);
     const pending = await call(agent, ADD_NOTE, { text: "once" });
     expect((await approve(pending.id, alice.cookie)).status).toBe(200);
@@ -129,14 +131,13 @@ describe("already decided says how", () => {
 
   it("a denial racing expiry loses once the deadline has passed, even before the expiry timer runs", async () => {
     const t = await start();
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, ADD_NOTE);
     const { agent, alice } = await people(t);
     const pending = await call(agent, ADD_NOTE, { text: "late" });
-    t.runtime.db
+    await t.runtime.db
       .update(calls)
       .set({ expiresAt: new Date(Date.now() - 1000).toISOString() })
-      .where(eq(calls.id, pending.id))
-      .run();
+      .where(eq(calls.id, pending.id));
     const res = await request("POST", `/api/calls/${pending.id}/deny`, {
       cookie: alice.cookie,
       body: { reason: "too late" },
@@ -145,14 +146,14 @@ describe("already decided says how", () => {
     expect((await bodyOf<ErrorBody>(res)).error.message).toBe(
       "Already decided: it expired before anyone decided.",
     );
-    expect(callStatus(t.runtime, pending.id)).toBe("expired");
+    expect(await callStatus(t.runtime, pending.id)).toBe("expired");
   });
 });
 
 describe("expiry is visible to the waiting agent", () => {
   it("an agent long-polling a call that expires is woken with status expired", async () => {
     const t = await start({ approvals: { expireAfterSeconds: 1 } });
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, ADD_NOTE);
     const { agent } = await people(t);
     const pending = await call(agent, ADD_NOTE, { text: "nobody looks" });
     expect(pending.expiresAt).not.toBeNull();
@@ -180,8 +181,8 @@ describe("reviewers see why a call needs approval", () => {
       writeFileTool({ name: "send_mail", description: "Sends mail.", annotations: { readOnlyHint: false } }),
     ]);
     const { rt } = m;
-    for (const name of [WRITE, "mut_drop_table", "mut_send_mail"]) enableTool(rt.runtime, name);
-    enableTool(rt.runtime, ADD_NOTE);
+    for (const name of [WRITE, "mut_drop_table", "mut_send_mail"]) await enableTool(rt.runtime, name);
+    await enableTool(rt.runtime, ADD_NOTE);
     const { agent } = await people(rt);
     const reasons = {
       [WRITE]: "no readOnlyHint",
@@ -191,7 +192,7 @@ describe("reviewers see why a call needs approval", () => {
     for (const [tool, reason] of Object.entries(reasons)) {
       const pending = await call(agent, tool, { path: "x" });
       expect(pending.approvalReason).toBe(reason);
-      expect(callStatus(rt.runtime, pending.id)).toBe("pending");
+      expect(await callStatus(rt.runtime, pending.id)).toBe("pending");
     }
     const note = await call(agent, ADD_NOTE, { text: "hi" });
     expect(note).toMatchObject({
@@ -199,7 +200,7 @@ describe("reviewers see why a call needs approval", () => {
       toolDescription: "Add a note to the demo notebook.",
       toolChanged: false,
     });
-    enableTool(rt.runtime, LIST_NOTES);
+    await enableTool(rt.runtime, LIST_NOTES);
     const read = await call(agent, LIST_NOTES, {}, 200);
     expect(read.approvalReason).toBeNull();
   });
@@ -208,8 +209,8 @@ describe("reviewers see why a call needs approval", () => {
 describe("the owner's settings decide what waits (the catalogue's approval need)", () => {
   it("Always confirm makes a read-only tool's call wait, and a vouch lets an unannotated tool run at once", async () => {
     const t = await start();
-    enableTool(t.runtime, LIST_NOTES);
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, LIST_NOTES);
+    await enableTool(t.runtime, ADD_NOTE);
     const { agent } = await people(t);
     const owner = await createTestUser(t.runtime, "olga", ["owner"]);
     const patch = (tool: string, body: object) =>
@@ -219,7 +220,7 @@ describe("the owner's settings decide what waits (the catalogue's approval need)
     const read = await call(agent, LIST_NOTES, {});
     expect(read).toMatchObject({ status: "pending", approvalReason: "owner requires confirmation" });
 
-    const expectedHash = getToolRow(t.runtime.db, ADD_NOTE)?.definitionHash;
+    const expectedHash = (await getToolRow(t.runtime.db, ADD_NOTE))?.definitionHash;
     expect((await patch(ADD_NOTE, { vouch: true, expectedHash })).status).toBe(200);
     const write = await call(agent, ADD_NOTE, { text: "vouched" }, 200);
     expect(write).toMatchObject({ status: "succeeded", approvalReason: null, destructive: false });
@@ -230,12 +231,12 @@ describe("the owner's settings decide what waits (the catalogue's approval need)
 describe("every attempt is in the audit log, with who, when and how long", () => {
   it("an approved call's life: pending (requester, reason), approved (reviewer, wait), succeeded (run time)", async () => {
     const t = await start();
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, ADD_NOTE);
     const { agent, alice } = await people(t);
     const pending = await call(agent, ADD_NOTE, { text: "audited" });
     await approve(pending.id, alice.cookie);
     await waitForCallStatus(t.runtime, pending.id, "succeeded");
-    const rows = auditRows(t, pending.id);
+    const rows = await auditRows(t, pending.id);
     expect(
       rows.map((r) => ({ action: r.action, actor: r.actor, subject: r.subject, detail: r.detail })),
     ).toEqual([
@@ -257,10 +258,10 @@ describe("every attempt is in the audit log, with who, when and how long", () =>
 
   it("a read-only call's life: started and succeeded, with its run time", async () => {
     const t = await start();
-    enableTool(t.runtime, LIST_NOTES);
+    await enableTool(t.runtime, LIST_NOTES);
     const { agent } = await people(t);
     const done = await call(agent, LIST_NOTES, {}, 200);
-    const rows = auditRows(t, done.id);
+    const rows = await auditRows(t, done.id);
     expect(rows.map((r) => [r.action, r.actor, r.detail])).toEqual([
       ["call.started", "agent-a", "read-only"],
       ["call.succeeded", "agent-a", null],
@@ -271,12 +272,12 @@ describe("every attempt is in the audit log, with who, when and how long", () =>
 
   it("a call whose tool reports an error: pending, approved, failed with the error and run time", async () => {
     const m = await startWithMutable();
-    enableTool(m.rt.runtime, WRITE);
+    await enableTool(m.rt.runtime, WRITE);
     const { agent, alice } = await people(m.rt);
     const pending = await call(agent, WRITE, { path: "x", fail: true });
     await approve(pending.id, alice.cookie);
     await waitForCallStatus(m.rt.runtime, pending.id, "failed");
-    const rows = auditRows(m.rt, pending.id);
+    const rows = await auditRows(m.rt, pending.id);
     expect(rows.map((r) => r.action)).toEqual(["call.pending", "call.approved", "call.failed"]);
     expect(rows[2]).toMatchObject({ actor: "agent-a", detail: "the tool reported an error" });
     expect(rows[2]?.durationMs).toEqual(expect.any(Number));
@@ -285,14 +286,14 @@ describe("every attempt is in the audit log, with who, when and how long", () =>
 
   it("a denied call's life: pending, then denied by the reviewer with the reason and the wait", async () => {
     const t = await start();
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, ADD_NOTE);
     const { agent, alice } = await people(t);
     const pending = await call(agent, ADD_NOTE, { text: "no" });
     await request("POST", `/api/calls/${pending.id}/deny`, {
       cookie: alice.cookie,
       body: { reason: "not now" },
     });
-    const rows = auditRows(t, pending.id);
+    const rows = await auditRows(t, pending.id);
     expect(rows.map((r) => [r.action, r.actor, r.detail])).toEqual([
       ["call.pending", "agent-a", "no readOnlyHint"],
       ["call.denied", "alice", "not now"],
@@ -302,11 +303,11 @@ describe("every attempt is in the audit log, with who, when and how long", () =>
 
   it("an expired call's life: pending, then expired by gatehouse after waiting its whole deadline", async () => {
     const t = await start({ approvals: { expireAfterSeconds: 1 } });
-    enableTool(t.runtime, ADD_NOTE);
+    await enableTool(t.runtime, ADD_NOTE);
     const { agent } = await people(t);
     const pending = await call(agent, ADD_NOTE, { text: "ignored" });
     await waitForCallStatus(t.runtime, pending.id, "expired");
-    const rows = auditRows(t, pending.id);
+    const rows = await auditRows(t, pending.id);
     expect(rows.map((r) => [r.action, r.actor])).toEqual([
       ["call.pending", "agent-a"],
       ["call.expired", "gatehouse"],
@@ -322,7 +323,7 @@ describe("every attempt is in the audit log, with who, when and how long", () =>
       body: { tool: ADD_NOTE, arguments: {} },
     });
     expect(res.status).toBe(409);
-    const refused = t.runtime.db.select().from(calls).where(eq(calls.status, "refused")).get();
+    const refused = await first(t.runtime.db.select().from(calls).where(eq(calls.status, "refused")));
     if (!refused) throw new Error("the refusal was not recorded");
     const s = await story(refused.id, alice.cookie);
     expect(s.call).toMatchObject({ status: "refused", requester: { kind: "agent", name: "agent-a" } });

@@ -120,8 +120,8 @@ export async function decideCall(
   now = new Date(),
 ): Promise<Decided> {
   const { db } = deps;
-  const row = getToolRow(db, input.tool);
-  const problem = callProblem(row, input.tool, db);
+  const row = await getToolRow(db, input.tool);
+  const problem = await callProblem(row, input.tool, db);
   if (problem || !row) {
     const decision = problem
       ? stop(problem.code, problem.message, null, problem.message)
@@ -187,7 +187,7 @@ export async function decideCall(
       why: `no rule matched; the tool needs approval (${need.reason})`,
     };
   }
-  const grant = findCoveringGrant(db, coverQuery(input.requester, row, input.args), now);
+  const grant = await findCoveringGrant(db, coverQuery(input.requester, row, input.args), now);
   if (!grant) return decided(wait);
   return decided({
     outcome: "run",

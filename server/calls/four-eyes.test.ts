@@ -44,7 +44,7 @@ describe("four eyes: a rule asking for two approvals", () => {
     });
     await waitForCallStatus(rt.runtime, held.id, "succeeded", 10_000);
     expect(rt.demoRuns()).toBe(1);
-    const audit = auditRows(rt, held.id).map((a) => [a.action, a.actor, a.detail]);
+    const audit = (await auditRows(rt, held.id)).map((a) => [a.action, a.actor, a.detail]);
     expect(audit).toContainEqual(["call.approval", "alice", "1 of 2 approvals"]);
     expect(audit).toContainEqual(["call.approved", "bob", "2 of 2 approvals"]);
   });
@@ -57,7 +57,10 @@ describe("four eyes: a rule asking for two approvals", () => {
     const again = await approve(held.id, alice.cookie);
     expect(again.status).toBe(409);
     expect((await bodyOf<ErrorBody>(again)).error.code).toBe("already_approved");
-    expect(callRow(rt, held.id)).toMatchObject({ status: "pending", approvedBy: JSON.stringify(["alice"]) });
+    expect(await callRow(rt, held.id)).toMatchObject({
+      status: "pending",
+      approvedBy: JSON.stringify(["alice"]),
+    });
   });
 
   it("two reviewers approving at the same moment run the call exactly once", async () => {
@@ -72,7 +75,7 @@ describe("four eyes: a rule asking for two approvals", () => {
     expect(statuses.sort()).toEqual(["pending", "running"]);
     await waitForCallStatus(rt.runtime, held.id, "succeeded", 10_000);
     expect(rt.demoRuns()).toBe(1);
-    expect(auditRows(rt, held.id).filter((a) => a.action === "call.approved")).toHaveLength(1);
+    expect((await auditRows(rt, held.id)).filter((a) => a.action === "call.approved")).toHaveLength(1);
   });
 
   it("three reviewers racing on the last approval: one moves it, the third is told it is decided", async () => {
@@ -95,7 +98,7 @@ describe("four eyes: a rule asking for two approvals", () => {
     expect((await deny(held.id, bob.cookie, "not today")).status).toBe(200);
     const late = await approve(held.id, bob.cookie);
     expect(late.status).toBe(409);
-    expect(rt.runtime.broker.get(held.id)?.status).toBe("denied");
+    expect((await rt.runtime.broker.get(held.id))?.status).toBe("denied");
     expect(rt.demoRuns()).toBe(0);
   });
 
@@ -109,7 +112,7 @@ describe("four eyes: a rule asking for two approvals", () => {
     });
     expect(res.status).toBe(409);
     expect((await bodyOf<ErrorBody>(res)).error.code).toBe("grant_not_allowed");
-    expect(callRow(rt, held.id)).toMatchObject({ status: "pending", approvedBy: "[]" });
+    expect(await callRow(rt, held.id)).toMatchObject({ status: "pending", approvedBy: "[]" });
   });
 
   it("the requester never approves it, even with selfApproval on", async () => {
@@ -160,14 +163,14 @@ describe("four eyes: a rule asking for two approvals", () => {
     });
     expect(granted.status).toBe(409);
     expect((await bodyOf<ErrorBody>(granted)).error.code).toBe("grant_not_allowed");
-    expect(rt.runtime.broker.get(held.id)?.status).toBe("pending");
+    expect((await rt.runtime.broker.get(held.id))?.status).toBe("pending");
   });
 
   it("self-approval means the person: an owner does not approve what the agent whose token they made asked for", async () => {
     const rt = await start();
     const { alice } = await people(rt);
     const olga = await createTestUser(rt.runtime, "olga", ["owner", "reviewer"]);
-    const { secret } = createToken(rt.runtime.db, { name: "olgas-bot", actor: "olga" });
+    const { secret } = await createToken(rt.runtime.db, { name: "olgas-bot", actor: "olga" });
     const held = await addNote(secret, "from olga's agent");
     const self = await approve(held.id, olga.cookie);
     expect(self.status).toBe(403);
@@ -182,12 +185,12 @@ describe("four eyes: a rule asking for two approvals", () => {
     await people(rt);
     const olga = await createTestUser(rt.runtime, "olga", ["owner", "reviewer"]);
     const cli = await createTestUser(rt.runtime, "cli", ["reviewer"]);
-    const olgas = createToken(rt.runtime.db, { name: "olgas-bot", actor: "olga" });
-    const { secret } = createToken(rt.runtime.db, { name: "made-by-the-cli", actor: "cli" });
-    expect(ownAgentTokens(rt.runtime.db, "olga")).toEqual(["olgas-bot"]);
+    const olgas = await createToken(rt.runtime.db, { name: "olgas-bot", actor: "olga" });
+    const { secret } = await createToken(rt.runtime.db, { name: "made-by-the-cli", actor: "cli" });
+    expect(await ownAgentTokens(rt.runtime.db, "olga")).toEqual(["olgas-bot"]);
     // The CLI's tokens are nobody's own: the person named "cli" may approve their calls, so the
     // pages offer Approve.
-    expect(ownAgentTokens(rt.runtime.db, "cli")).toEqual([]);
+    expect(await ownAgentTokens(rt.runtime.db, "cli")).toEqual([]);
     const held = await addNote(secret, "from the CLI's token");
     expect((await approve(held.id, cli.cookie)).status).toBe(200);
     expect((await approve((await addNote(olgas.secret, "olga's")).id, olga.cookie)).status).toBe(403);
@@ -203,7 +206,7 @@ describe("an approval whose giver may no longer review", () => {
     expect((await approve(held.id, alice.cookie)).status).toBe(200);
     // Alice is removed (a compromised account, say): her "1 of 2" goes with her.
     const { removeUser } = await import("../auth/user-admin");
-    removeUser(rt.runtime.db, { name: "alice", actor: "olga", withdrawPending: () => 0 });
+    await removeUser(rt.runtime.db, { name: "alice", actor: "olga", withdrawPending: async () => 0 });
 
     const second = await approve(held.id, bob.cookie);
     expect(second.status).toBe(200);

@@ -11,6 +11,7 @@ import {
   waitForCallStatus,
 } from "@/test/support/runtime";
 import { setToolStatus } from "../catalogue/catalogue";
+import { first } from "../store/db";
 import { grants, notificationDeliveries } from "../store/schema";
 import {
   addNote,
@@ -72,7 +73,7 @@ describe("grants made with an approval", () => {
     expect(covered.status).toBe("succeeded");
     expect(covered.grantId).toBe(grant.id);
     expect(rt.demoRuns()).toBe(2);
-    const started = auditRows(rt, covered.id).find((a) => a.action === "call.started");
+    const started = (await auditRows(rt, covered.id)).find((a) => a.action === "call.started");
     expect(started?.detail).toContain(`grant ${grant.id} from alice`);
     const other = await addNote(agent, "different");
     expect(other.grantId).toBeNull();
@@ -96,11 +97,12 @@ describe("grants made with an approval", () => {
       minutes: 60,
     });
     const covered = await call(agent, ADD_NOTE, { text: "told again" }, 200);
-    const row = rt.runtime.db
-      .select()
-      .from(notificationDeliveries)
-      .where(eq(notificationDeliveries.callId, covered.id))
-      .get();
+    const row = await first(
+      rt.runtime.db
+        .select()
+        .from(notificationDeliveries)
+        .where(eq(notificationDeliveries.callId, covered.id)),
+    );
     expect(row?.event).toBe("call.decided");
     expect((JSON.parse(row?.payload ?? "{}") as { call: unknown }).call).toMatchObject({
       grant: grant.id,
@@ -117,7 +119,7 @@ describe("grants made with an approval", () => {
       minutes: 15,
     });
     expect((await call(agent, ADD_NOTE, { text: "anything else" }, 200)).grantId).toBe(grant.id);
-    const stranger = createAgentToken(rt.runtime, "agent-z");
+    const stranger = await createAgentToken(rt.runtime, "agent-z");
     expect((await call(stranger, ADD_NOTE, { text: "anything else" }, 202)).grantId).toBeNull();
   });
 
@@ -129,7 +131,9 @@ describe("grants made with an approval", () => {
       scope: "tool",
       minutes: 60,
     });
-    expect(rt.runtime.db.select().from(grants).where(eq(grants.id, grant.id)).get()?.madeAs).toBe("owner");
+    expect((await first(rt.runtime.db.select().from(grants).where(eq(grants.id, grant.id))))?.madeAs).toBe(
+      "owner",
+    );
     const covered = await call(agent, ADD_NOTE, { text: "covered" }, 200);
     const told = await story(covered.id, olga.cookie);
     expect(told.grant).toMatchObject({ id: grant.id, createdBy: "olga" });
@@ -154,7 +158,7 @@ describe("grants made with an approval", () => {
     const statuses = answers.map((r) => r.status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(5);
     expect(statuses.filter((s) => s === 202)).toHaveLength(15);
-    const row = rt.runtime.db.select().from(grants).where(eq(grants.id, grant.id)).get();
+    const row = await first(rt.runtime.db.select().from(grants).where(eq(grants.id, grant.id)));
     expect(row?.uses).toBe(5);
     // The approved call plus five covered ones ran.
     expect(rt.demoRuns()).toBe(6);
@@ -187,7 +191,7 @@ describe("grants made with an approval", () => {
       minutes: 60,
     });
     const { revokeToken } = await import("../auth/tokens");
-    revokeToken(rt.runtime.db, { name: "agent-a", actor: "test" });
+    await revokeToken(rt.runtime.db, { name: "agent-a", actor: "test" });
     const listed = (await listGrants(alice.cookie)).find((g) => g.id === grant.id);
     expect(listed?.state).toBe("ended");
     expect(listed?.endReason).toMatch(/token was revoked/);
@@ -196,14 +200,14 @@ describe("grants made with an approval", () => {
   it("a definition change ends the grant: after re-enabling, the call waits again", async () => {
     const { rt, runs, setTools } = await startWithMutable(start);
     const { agent, alice } = await people(rt);
-    setToolStatus(rt.runtime.db, { localName: WRITE, status: "enabled", actor: "test" });
+    await setToolStatus(rt.runtime.db, { localName: WRITE, status: "enabled", actor: "test" });
     const held = await call(agent, WRITE, { path: "/tmp/a" }, 202);
     const grant = await grantFrom(rt, held, alice.cookie, { scope: "tool", minutes: 60 });
     expect((await call(agent, WRITE, { path: "/tmp/b" }, 200)).grantId).toBe(grant.id);
     setTools([writeFileTool({ description: "Writes a file, and also uploads it somewhere." })]);
     await announceChange(rt, WRITE);
     // Changed: refused until an owner looks again; re-enabled, the new definition has no grant.
-    setToolStatus(rt.runtime.db, { localName: WRITE, status: "enabled", actor: "test" });
+    await setToolStatus(rt.runtime.db, { localName: WRITE, status: "enabled", actor: "test" });
     const after = await call(agent, WRITE, { path: "/tmp/c" }, 202);
     expect(after.grantId).toBeNull();
     expect(runs("write_file")).toBe(2);
@@ -241,6 +245,6 @@ describe("grants made with an approval", () => {
     });
     expect(res.status).toBe(400);
     expect((await bodyOf<ErrorBody>(res)).error.code).toBe("invalid_body");
-    expect(rt.runtime.broker.get(held.id)?.status).toBe("pending");
+    expect((await rt.runtime.broker.get(held.id))?.status).toBe("pending");
   });
 });

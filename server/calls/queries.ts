@@ -2,7 +2,7 @@ import "server-only";
 import { and, asc, desc, eq, getTableColumns, gte, lt, lte, or, type SQL, sql } from "drizzle-orm";
 import type { AuditEventView, CallStatus, CallView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
-import type { Db } from "../store/db";
+import { type Db, first } from "../store/db";
 import { prepared } from "../store/prepared";
 import { auditEvents, calls, tools } from "../store/schema";
 import { type CallRow, type OutcomeColumns, type Requester, toView } from "./call-row";
@@ -13,7 +13,7 @@ import { type CallRow, type OutcomeColumns, type Requester, toView } from "./cal
  */
 
 /** Inserts a whole call row: one prepared statement, every column a placeholder. */
-export function insertCall(db: Db, row: CallRow): void {
+export async function insertCall(db: Db, row: CallRow): Promise<void> {
   const insert = prepared(db, "calls.insert", () => {
     const values = Object.fromEntries(
       Object.keys(getTableColumns(calls)).map((k) => [k, sql.placeholder(k)]),
@@ -23,15 +23,16 @@ export function insertCall(db: Db, row: CallRow): void {
       .values(values as unknown as typeof calls.$inferInsert)
       .prepare();
   });
-  insert.run(row);
+  await insert.execute(row);
 }
 
 /**
  * Writes a running call's outcome; a call that is no longer `running` is left as it is (another
  * Gatehouse started on the same store marks the calls it finds running `interrupted`). Returns
- * whether the row moved.
+ * whether the row moved. Exactly once on PostgreSQL too: one conditional UPDATE (`status =
+ * 'running'`), which re-checks its WHERE on the row it locks, run in a transaction.
  */
-export function finishCall(db: Db, id: string, outcome: OutcomeColumns): boolean {
+export async function finishCall(db: Db, id: string, outcome: OutcomeColumns): Promise<boolean> {
   const finish = prepared(db, "calls.finish", () =>
     db
       .update(calls)
@@ -47,17 +48,19 @@ export function finishCall(db: Db, id: string, outcome: OutcomeColumns): boolean
         errorMessage: sql.placeholder("errorMessage"),
       } as unknown as Partial<CallRow>)
       .where(and(eq(calls.id, sql.placeholder("id")), eq(calls.status, "running")))
+      .returning({ id: calls.id })
       .prepare(),
   );
-  return finish.run({ ...outcome, id }).changes > 0;
+  const moved = await finish.execute({ ...outcome, id });
+  return moved.length > 0;
 }
 
-export function findCall(db: Db, id: string): CallRow | null {
-  return db.select().from(calls).where(eq(calls.id, id)).get() ?? null;
+export async function findCall(db: Db, id: string): Promise<CallRow | null> {
+  return (await first(db.select().from(calls).where(eq(calls.id, id)))) ?? null;
 }
 
-export function getCall(db: Db, id: string): CallRow {
-  const row = findCall(db, id);
+export async function getCall(db: Db, id: string): Promise<CallRow> {
+  const row = await findCall(db, id);
   if (!row) throw new GatehouseError("call_not_found", `no call ${id}`);
   return row;
 }
@@ -70,7 +73,7 @@ const viewSelection = {
 };
 
 /** A call as its view, with its tool's current description; `fullResult` replaces a capped one. */
-export function callView(db: Db, id: string, fullResult?: unknown): CallView {
+export async function callView(db: Db, id: string, fullResult?: unknown): Promise<CallView> {
   const query = prepared(db, "calls.view", () =>
     db
       .select(viewSelection)
@@ -79,14 +82,14 @@ export function callView(db: Db, id: string, fullResult?: unknown): CallView {
       .where(eq(calls.id, sql.placeholder("id")))
       .prepare(),
   );
-  const r = query.get({ id });
+  const [r] = await query.execute({ id });
   if (!r) throw new GatehouseError("call_not_found", `no call ${id}`);
   return toView(r.call, { description: r.toolDescription, definitionHash: r.toolHash }, fullResult);
 }
 
 /** Every audit row about one call, oldest first. */
-export function callAudit(db: Db, id: string): AuditEventView[] {
-  return db
+export async function callAudit(db: Db, id: string): Promise<AuditEventView[]> {
+  return await db
     .select({
       id: auditEvents.id,
       at: auditEvents.at,
@@ -97,8 +100,7 @@ export function callAudit(db: Db, id: string): AuditEventView[] {
     })
     .from(auditEvents)
     .where(eq(auditEvents.callId, id))
-    .orderBy(asc(auditEvents.id))
-    .all();
+    .orderBy(asc(auditEvents.id));
 }
 
 /** Filters of {@link listCalls}; every field narrows the list. */
@@ -126,11 +128,14 @@ function escapeLike(text: string): string {
 }
 
 /** Calls newest first (ties by id), narrowed by `params`; page on with `before`. */
-export function listCalls(db: Db, params: CallListParams): CallView[] {
+export async function listCalls(db: Db, params: CallListParams): Promise<CallView[]> {
   const conds: (SQL | undefined)[] = [];
   if (params.status) conds.push(eq(calls.status, params.status));
   if (params.server) conds.push(eq(calls.server, params.server));
-  if (params.tool) conds.push(sql`${calls.tool} LIKE ${`%${escapeLike(params.tool)}%`} ESCAPE '\\'`);
+  // lower() on both sides: LIKE ignores ASCII case on SQLite, not on PostgreSQL.
+  if (params.tool) {
+    conds.push(sql`lower(${calls.tool}) LIKE lower(${`%${escapeLike(params.tool)}%`}) ESCAPE '\\'`);
+  }
   if (params.requesterName) conds.push(eq(calls.requesterName, params.requesterName));
   if (params.requester) {
     conds.push(
@@ -146,13 +151,12 @@ export function listCalls(db: Db, params: CallListParams): CallView[] {
     const id = params.before.slice(cut + 1);
     conds.push(or(lt(calls.createdAt, at), and(eq(calls.createdAt, at), lt(calls.id, id))));
   }
-  return db
+  const rows = await db
     .select(viewSelection)
     .from(calls)
     .leftJoin(tools, eq(tools.localName, calls.tool))
     .where(and(...conds))
     .orderBy(desc(calls.createdAt), desc(calls.id))
-    .limit(params.limit)
-    .all()
-    .map((r) => toView(r.call, { description: r.toolDescription, definitionHash: r.toolHash }));
+    .limit(params.limit);
+  return rows.map((r) => toView(r.call, { description: r.toolDescription, definitionHash: r.toolHash }));
 }

@@ -11,7 +11,7 @@ import { logger } from "../log";
 import { RuleSet } from "../rules";
 import { rule } from "../rules/rule-fixtures";
 import { CallBroker } from "./broker";
-import { addNote, approve, auditRows, callRow, people, runtimes } from "./call-fixtures";
+import { addNote, approve, auditRows, callRow, people, runtimes, sameStore } from "./call-fixtures";
 
 const { start, extra } = runtimes();
 
@@ -49,10 +49,10 @@ describe("a pending call is judged against the current rules when approved", () 
     } finally {
       await broker.stop();
     }
-    const row = callRow(rt, held.id);
+    const row = await callRow(rt, held.id);
     expect(row).toMatchObject({ status: "refused", errorCode: "denied_by_rule", rule: "notes-closed" });
     expect(row?.errorMessage).toContain("notes are closed");
-    const refused = auditRows(rt, held.id).find((a) => a.action === "call.refused");
+    const refused = (await auditRows(rt, held.id)).find((a) => a.action === "call.refused");
     expect(refused?.detail).toContain('rule "notes-closed"');
     expect(rt.demoRuns()).toBe(0);
   });
@@ -64,13 +64,17 @@ describe("a pending call is judged against the current rules when approved", () 
     const broker = brokerWith(rt, [twoEyes]);
     try {
       await broker.approve("alice", held.id);
-      expect(callRow(rt, held.id)).toMatchObject({ status: "pending", approvalsNeeded: 2, rule: "two-eyes" });
-      const counted = auditRows(rt, held.id).find((a) => a.action === "call.approval");
+      expect(await callRow(rt, held.id)).toMatchObject({
+        status: "pending",
+        approvalsNeeded: 2,
+        rule: "two-eyes",
+      });
+      const counted = (await auditRows(rt, held.id)).find((a) => a.action === "call.approval");
       expect(counted?.detail).toContain("1 of 2 approvals");
       expect(counted?.detail).toContain('rule "two-eyes"');
       // The second reviewer's approval runs it.
       await broker.approve("bob", held.id);
-      expect(callRow(rt, held.id)?.status).not.toBe("pending");
+      expect((await callRow(rt, held.id))?.status).not.toBe("pending");
     } finally {
       await broker.stop();
     }
@@ -87,7 +91,7 @@ describe("a pending call is judged against the current rules when approved", () 
     } finally {
       await broker.stop();
     }
-    expect(callRow(rt, held.id)?.status).toBe("succeeded");
+    expect((await callRow(rt, held.id))?.status).toBe("succeeded");
     expect(rt.demoRuns()).toBe(1);
   });
 });
@@ -112,20 +116,24 @@ describe("pending calls are judged against the current rules at start", () => {
       },
       { name: "two-eyes", tools: [ADD_NOTE], decision: "review", approvals: 2 },
     ];
-    const second = await start({ dir: first.dir, config: { rules } });
-    const judged = () =>
-      callRow(second, dropping.id)?.status === "refused" && callRow(second, plain.id)?.approvalsNeeded === 2;
+    const second = await start({ ...sameStore(first), config: { rules } });
+    const judged = async () =>
+      (await callRow(second, dropping.id))?.status === "refused" &&
+      (await callRow(second, plain.id))?.approvalsNeeded === 2;
     await waitForEvent(second.runtime.bus, judged, { already: judged, what: () => "the start's judgement" });
 
-    expect(callRow(second, dropping.id)).toMatchObject({ errorCode: "denied_by_rule", rule: "no-drop" });
-    const refused = auditRows(second, dropping.id).find((a) => a.action === "call.refused");
+    expect(await callRow(second, dropping.id)).toMatchObject({
+      errorCode: "denied_by_rule",
+      rule: "no-drop",
+    });
+    const refused = (await auditRows(second, dropping.id)).find((a) => a.action === "call.refused");
     expect(refused?.detail).toContain('rule "no-drop"');
-    expect(callRow(second, plain.id)).toMatchObject({ status: "pending", rule: "two-eyes" });
-    const raised = auditRows(second, plain.id).at(-1);
+    expect(await callRow(second, plain.id)).toMatchObject({ status: "pending", rule: "two-eyes" });
+    const raised = (await auditRows(second, plain.id)).at(-1);
     expect(raised?.detail).toContain('rule "two-eyes"');
 
     expect((await approve(plain.id, alice.cookie)).status).toBe(200);
-    expect(callRow(second, plain.id)).toMatchObject({ status: "pending" });
+    expect(await callRow(second, plain.id)).toMatchObject({ status: "pending" });
     expect(second.demoRuns()).toBe(0);
   });
 });

@@ -5,7 +5,7 @@ import type { EventBus } from "../events";
 import type { Logger } from "../log";
 import type { RuleSet } from "../rules";
 import { writeAudit } from "../store/audit";
-import type { Db } from "../store/db";
+import { type Db, transaction } from "../store/db";
 import { calls } from "../store/schema";
 import type { CallNotify, CallRow } from "./call-row";
 import { denialBy, reviewWait, type StopDecision } from "./decision";
@@ -92,13 +92,13 @@ const CHANGED = "the rules changed since the call was held";
 export async function judgePending(deps: JudgeDeps): Promise<void> {
   const { db, bus } = deps;
   if (!deps.rules || deps.rules.rules.length === 0) return;
-  const pending = db.select().from(calls).where(eq(calls.status, "pending")).all();
+  const pending = await db.select().from(calls).where(eq(calls.status, "pending"));
   for (const row of pending) {
     try {
       const judgement = await judgeAgain(deps.rules, row);
       if (judgement.kind === "deny") {
         const { stop } = judgement;
-        transition(db, bus, {
+        await transition(db, bus, {
           from: "pending",
           to: "refused",
           id: row.id,
@@ -111,10 +111,12 @@ export async function judgePending(deps: JudgeDeps): Promise<void> {
           },
           actor: "gatehouse",
           audit: () => ({ detail: `${stop.code}: ${stop.message} (${stop.why}; ${CHANGED})` }),
-          alsoWrite: (c) => deps.notify?.(db, "call.decided", c),
+          alsoWrite: async (tx, c) => {
+            await deps.notify?.(tx, "call.decided", c);
+          },
         });
       } else if (judgement.kind === "raise") {
-        raiseCount(deps, row, judgement);
+        await raiseCount(deps, row, judgement);
       }
     } catch (err) {
       deps.log.error(`call ${row.id} could not be judged against the current rules`, { error: String(err) });
@@ -123,10 +125,16 @@ export async function judgePending(deps: JudgeDeps): Promise<void> {
 }
 
 /** Stores a raised count on a call still pending with the count it was read with, and its audit row. */
-function raiseCount(deps: JudgeDeps, row: CallRow, judgement: Judgement & { kind: "raise" }): void {
+async function raiseCount(
+  deps: JudgeDeps,
+  row: CallRow,
+  judgement: Judgement & { kind: "raise" },
+): Promise<void> {
   const { db, bus } = deps;
-  const raised = db.transaction((tx) => {
-    const updated = tx
+  // A conditional update (still pending, count still lower) in a transaction: on any replica, a
+  // count is raised and audited once (a concurrent raise or decision makes this one match nothing).
+  const raised = await transaction(db, async (tx) => {
+    const updated = await tx
       .update(calls)
       .set({
         approvalsNeeded: judgement.approvalsNeeded,
@@ -140,10 +148,9 @@ function raiseCount(deps: JudgeDeps, row: CallRow, judgement: Judgement & { kind
           lt(calls.approvalsNeeded, judgement.approvalsNeeded),
         ),
       )
-      .returning({ id: calls.id })
-      .all();
+      .returning({ id: calls.id });
     if (updated.length === 0) return false;
-    writeAudit(db, {
+    await writeAudit(tx, {
       actor: "gatehouse",
       action: "call.rejudged",
       subject: row.tool,

@@ -1,8 +1,8 @@
 /**
  * Never lost, never re-run (PRODUCT.md §6.6) with a real host process killed
  * with SIGKILL: test/fixtures/host-runtime.ts runs the real runtime (store, MCP manager, broker)
- * in a child process on a SQLite file in a temp dir; the test kills it at the worst moment and
- * starts another on the same file. The tool servers count their real runs in files.
+ * in a child process on a SQLite file in a temp dir (in the postgres project, on a PostgreSQL
+ * database); the test kills it at the worst moment and starts another on the same store. The tool servers count their real runs in files.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, watch, writeFileSync } from "node:fs";
@@ -12,6 +12,7 @@ import { createInterface } from "node:readline";
 import { afterEach, describe, expect, it } from "vitest";
 import type { CallView } from "@/lib/api-types";
 import { DEMO_SERVER, REPO_ROOT } from "@/test/support/runtime";
+import { freshDatabaseUrl, testDialect } from "@/test/support/store";
 import { freePort, receiver } from "../notify/notify-fixtures";
 
 const HOST_SCRIPT = path.join(REPO_ROOT, "test", "fixtures", "host-runtime.ts");
@@ -105,8 +106,20 @@ function tempDir(): string {
   return dir;
 }
 
-/** Starts a host on `dir`'s gatehouse.json and gatehouse.db; resolves once crash recovery has run. */
+/** The PostgreSQL database of each temp dir's hosts (postgres project): a restart finds the same one. */
+const databases = new Map<string, string>();
+
+/**
+ * Starts a host on `dir`'s gatehouse.json and gatehouse.db (in the postgres project, on the
+ * database kept for `dir`); resolves once crash recovery has run.
+ */
 async function startHost(dir: string): Promise<Host> {
+  let database: Record<string, string> = {};
+  if (testDialect === "postgres") {
+    const url = databases.get(dir) ?? (await freshDatabaseUrl());
+    databases.set(dir, url);
+    database = { DATABASE_URL: url, GATEHOUSE_SECRET_KEY: "a".repeat(64) };
+  }
   // Only what the host needs, not the test runner's environment.
   const hostEnv: Record<string, string> = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -115,6 +128,7 @@ async function startHost(dir: string): Promise<Host> {
     GATEHOUSE_CONFIG: path.join(dir, "gatehouse.json"),
     GATEHOUSE_DB: path.join(dir, "gatehouse.db"),
     GATEHOUSE_LOG_LEVEL: "warn",
+    ...database,
   };
   const child = spawn(process.execPath, ["--conditions=react-server", "--import", "tsx", HOST_SCRIPT], {
     cwd: REPO_ROOT,

@@ -16,8 +16,8 @@ describe("revoking an agent's token", () => {
     expect(res.status).toBe(200);
     expect(await bodyOf<{ withdrawn: number }>(res)).toMatchObject({ withdrawn: 2 });
     for (const held of [first, second]) {
-      expect(rt.runtime.broker.get(held.id)?.status).toBe("withdrawn");
-      const row = auditRows(rt, held.id).find((a) => a.action === "call.withdrawn");
+      expect((await rt.runtime.broker.get(held.id))?.status).toBe("withdrawn");
+      const row = (await auditRows(rt, held.id)).find((a) => a.action === "call.withdrawn");
       expect(row).toMatchObject({ actor: "olga", detail: "its token was revoked" });
     }
     const late = await approve(first.id, alice.cookie);
@@ -30,12 +30,12 @@ describe("revoking an agent's token", () => {
     const rt = await start();
     const { agent } = await people(rt);
     const { createAgentToken } = await import("@/test/support/runtime");
-    const other = createAgentToken(rt.runtime, "agent-b");
+    const other = await createAgentToken(rt.runtime, "agent-b");
     const owner = await createTestUser(rt.runtime, "olga", ["owner"]);
     const theirs = await addNote(other, "keep me");
     await addNote(agent, "withdraw me");
     await request("DELETE", "/api/tokens/agent-a", { cookie: owner.cookie });
-    expect(rt.runtime.broker.get(theirs.id)?.status).toBe("pending");
+    expect((await rt.runtime.broker.get(theirs.id))?.status).toBe("pending");
   });
 
   it("ends the agent's /mcp sessions at once", async () => {
@@ -64,9 +64,9 @@ describe("revoking an agent's token", () => {
       { kind: "agent", name: "agent-a" },
       { tool: "demo_add_note", arguments: { text: "late" } },
     );
-    rt.runtime.broker.revokeAgent({ name: "agent-a", actor: "olga" });
+    await rt.runtime.broker.revokeAgent({ name: "agent-a", actor: "olga" });
     await expect(answer).rejects.toMatchObject({ code: "unauthenticated" });
-    const [last] = rt.runtime.broker.list({ limit: 1 });
+    const [last] = await rt.runtime.broker.list({ limit: 1 });
     expect(last?.status).toBe("refused");
   });
 });

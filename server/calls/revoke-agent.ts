@@ -1,8 +1,8 @@
 import "server-only";
-import type { TokenView } from "@/lib/api-types";
+import type { LiveEvent, TokenView } from "@/lib/api-types";
 import { revokeToken } from "../auth/tokens";
-import type { EventBus } from "../events";
-import type { Db } from "../store/db";
+import { EventBus } from "../events";
+import { type Db, transaction } from "../store/db";
 import { nowIso, pendingMs } from "./call-row";
 import { transition } from "./transition";
 
@@ -13,15 +13,26 @@ import { transition } from "./transition";
  * sessions end at the endpoint's next sweep (a revoked token is refused at once anyway). Used by
  * the API and the CLI alike (the CLI's bus has no listener: the server's pages learn of it at
  * their next fetch).
+ *
+ * The withdrawal is `transition`'s conditional update, nested in this transaction: a call a
+ * reviewer decided meanwhile (on any replica) is not withdrawn. Its calls are published once the
+ * whole transaction committed.
  */
-export function revokeAgent(
+export async function revokeAgent(
   db: Db,
   bus: EventBus,
   params: { name: string; actor: string },
-): { token: TokenView; withdrawn: number } {
-  return db.transaction(() => {
-    const token = revokeToken(db, params);
-    const moved = transition(db, bus, {
+): Promise<{ token: TokenView; withdrawn: number }> {
+  // `transition` publishes when its own (nested) transaction resolves, before this outer one
+  // commits; so it is given a bus that holds the events until then (a retried attempt's
+  // events are dropped with it).
+  let held: LiveEvent[] = [];
+  const holding = new EventBus();
+  holding.subscribe((e) => held.push(e));
+  const out = await transaction(db, async (tx) => {
+    held = [];
+    const token = await revokeToken(tx, params);
+    const moved = await transition(tx, holding, {
       from: "pending",
       to: "withdrawn",
       requester: { kind: "agent", name: params.name },
@@ -35,4 +46,6 @@ export function revokeAgent(
     });
     return { token, withdrawn: moved.length };
   });
+  for (const e of held) bus.publish(e);
+  return out;
 }

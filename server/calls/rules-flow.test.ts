@@ -28,7 +28,7 @@ describe("rules decide calls", () => {
     expect(ran.status).toBe("succeeded");
     expect(ran.rule).toBe("todo-notes");
     expect(rt.demoRuns()).toBe(1);
-    const started = auditRows(rt, ran.id).find((a) => a.action === "call.started");
+    const started = (await auditRows(rt, ran.id)).find((a) => a.action === "call.started");
     expect(started?.detail).toBe('allowed by rule "todo-notes"');
   });
 
@@ -44,10 +44,10 @@ describe("rules decide calls", () => {
     expect(body.error.code).toBe("denied_by_rule");
     expect(body.error.message).toBe('denied by rule "no-drop": DROP never goes through Gatehouse');
     expect(rt.demoRuns()).toBe(0);
-    const [refused] = rt.runtime.broker.list({ limit: 1 });
+    const [refused] = await rt.runtime.broker.list({ limit: 1 });
     expect(refused?.status).toBe("refused");
     expect(refused?.rule).toBe("no-drop");
-    const audit = auditRows(rt, refused?.id ?? "");
+    const audit = await auditRows(rt, refused?.id ?? "");
     expect(audit.map((a) => a.action)).toEqual(["call.refused"]);
     expect(audit[0]?.detail).toContain('rule "no-drop"');
   });
@@ -87,8 +87,8 @@ describe("rules decide calls", () => {
       body: { tool: ADD_NOTE, arguments: { text: "x" } },
     });
     expect(res.status).toBe(403);
-    const [refused] = rt.runtime.broker.list({ limit: 1 });
-    expect(auditRows(rt, refused?.id ?? "")[0]?.detail).toMatch(/could not be evaluated/);
+    const [refused] = await rt.runtime.broker.list({ limit: 1 });
+    expect((await auditRows(rt, refused?.id ?? ""))[0]?.detail).toMatch(/could not be evaluated/);
   });
 
   it("a review rule holds a read-only call and says why; the agents filter limits it", async () => {
@@ -109,7 +109,7 @@ describe("rules decide calls", () => {
     // agent-a is not in the rule's agents: the read-only default runs it.
     expect((await call(agent, LIST_NOTES, {}, 200)).rule).toBeNull();
     const { createAgentToken } = await import("@/test/support/runtime");
-    const other = createAgentToken(rt.runtime, "agent-b");
+    const other = await createAgentToken(rt.runtime, "agent-b");
     const held = await call(other, LIST_NOTES, {}, 202);
     expect(held.rule).toBe("watch-b");
     expect(held.approvalReason).toBe("agent-b is new");
@@ -124,10 +124,10 @@ describe("rules decide calls", () => {
       { kind: "agent", name: "agent-a" },
       { tool: ADD_NOTE, arguments: { text: "todo: now" } },
     );
-    setToolStatus(rt.runtime.db, { localName: ADD_NOTE, status: "disabled", actor: "owner" });
+    await setToolStatus(rt.runtime.db, { localName: ADD_NOTE, status: "disabled", actor: "owner" });
     await expect(answer).rejects.toMatchObject({ code: "tool_not_enabled" });
     expect(rt.demoRuns()).toBe(0);
-    const [refused] = rt.runtime.broker.list({ limit: 1 });
+    const [refused] = await rt.runtime.broker.list({ limit: 1 });
     expect(refused).toMatchObject({ status: "refused", rule: null });
   });
 
@@ -142,7 +142,7 @@ describe("rules decide calls", () => {
       { kind: "agent", name: "agent-a" },
       { tool: LIST_NOTES, arguments: {} },
     );
-    updateTool(rt.runtime.db, { localName: LIST_NOTES, alwaysConfirm: true, actor: "owner" });
+    await updateTool(rt.runtime.db, { localName: LIST_NOTES, alwaysConfirm: true, actor: "owner" });
     const { httpStatus, call: held } = await answer;
     expect(httpStatus).toBe(202);
     expect(held.approvalReason).toBe("owner requires confirmation");
@@ -157,11 +157,10 @@ describe("rules decide calls", () => {
     );
     // What a refresh and an owner's "Accept change" leave: a new definition, pinned.
     const hash = "f".repeat(64);
-    rt.runtime.db
+    await rt.runtime.db
       .update(tools)
       .set({ definitionHash: hash, pinnedHash: hash })
-      .where(eq(tools.localName, ADD_NOTE))
-      .run();
+      .where(eq(tools.localName, ADD_NOTE));
     await expect(answer).rejects.toMatchObject({ code: "tool_changed" });
     expect(rt.demoRuns()).toBe(0);
   });
@@ -170,7 +169,7 @@ describe("rules decide calls", () => {
     const rt = await start({ config: { rules: notesRules } });
     const { agent } = await people(rt);
     const held = await addNote(agent, "plain");
-    const pending = auditRows(rt, held.id).find((a) => a.action === "call.pending");
+    const pending = (await auditRows(rt, held.id)).find((a) => a.action === "call.pending");
     expect(pending?.detail).toMatch(/passed over: rule "broken-allow"/);
   });
 
@@ -194,16 +193,16 @@ describe("rules decide calls", () => {
     const { agent } = await people(rt);
     const ran = await call(agent, ADD_NOTE, { text: "todo: decided by a rule" }, 200);
     const held = await addNote(agent, "needs two");
-    const payloads = rt.runtime.db
-      .select()
-      .from(notificationDeliveries)
-      .where(eq(notificationDeliveries.target, "ops"))
-      .all()
-      .map((d) => ({
-        callId: d.callId,
-        event: d.event,
-        call: (JSON.parse(d.payload) as { call: Record<string, unknown> }).call,
-      }));
+    const payloads = (
+      await rt.runtime.db
+        .select()
+        .from(notificationDeliveries)
+        .where(eq(notificationDeliveries.target, "ops"))
+    ).map((d) => ({
+      callId: d.callId,
+      event: d.event,
+      call: (JSON.parse(d.payload) as { call: Record<string, unknown> }).call,
+    }));
     const decided = payloads.find((p) => p.callId === ran.id);
     expect(decided?.event).toBe("call.decided");
     expect(decided?.call).toMatchObject({
@@ -242,13 +241,13 @@ describe("rules decide calls", () => {
     expect(held.status).toBe(202);
     expect(held.body.rule).toBe("hostile");
     expect(held.body.approvalsNeeded).toBe(2);
-    const pendingAudit = auditRows(rt, held.body.id).find((a) => a.action === "call.pending");
+    const pendingAudit = (await auditRows(rt, held.body.id)).find((a) => a.action === "call.pending");
     expect(pendingAudit?.detail).toMatch(/could not be evaluated/);
     expect(rt.demoRuns()).toBe(0);
     // The next call is decided normally: the bound did not break the evaluator.
     const after = await call(agent, ADD_NOTE, { text: "again" }, 202);
     expect(after.rule).toBe("hostile");
     await waitForCallStatus(rt.runtime, read.id, "succeeded", 5000);
-    expect(callRow(rt, after.id)?.approvalsNeeded).toBe(2);
+    expect((await callRow(rt, after.id))?.approvalsNeeded).toBe(2);
   });
 });

@@ -31,7 +31,7 @@ export interface ToolProgress {
 /** What running a call needs: the store, the call path's group commit, the bus and the way to the tool. */
 export interface RunDeps {
   db: Db;
-  writes: WriteBatch;
+  writes: Pick<WriteBatch, "write">;
   log: Logger;
   /** Where the call's progress is published while it runs (`call.progress`). */
   bus: EventBus;
@@ -232,10 +232,13 @@ export async function runCall(
   stored.finishedAt = new Date(answered).toISOString();
   const durationMs = answered - sent;
   let moved = false;
-  await deps.writes.write(() => {
-    moved = finishCall(deps.db, call.id, stored);
+  await deps.writes.write(async (tx) => {
+    // `running →` outcome is a conditional update (see `finishCall`): written once, whichever
+    // replica's restart or outcome reached the row first. `moved` is set by every attempt, so a
+    // retried transaction (PostgreSQL) leaves the last attempt's answer.
+    moved = await finishCall(tx, call.id, stored);
     if (!moved) return;
-    writeAudit(deps.db, {
+    await writeAudit(tx, {
       actor: call.requesterName,
       action: outcomeAction(stored.status),
       subject: call.tool,
@@ -246,7 +249,7 @@ export async function runCall(
     });
     // Only a call that waited for a reviewer was ever told of (as at a restart).
     if (stored.status === "interrupted" && call.approvalReason !== null) {
-      deps.notify?.(deps.db, "call.interrupted", getCall(deps.db, call.id));
+      await deps.notify?.(tx, "call.interrupted", await getCall(tx, call.id));
     }
   });
   return { stored, full, moved };
@@ -257,13 +260,17 @@ export async function runCall(
  * `interrupted`: its outcome is unknown, and it is never run again. Only a call that waited for a
  * reviewer is told of (`call.interrupted`); a read-only one never was. Run once at start.
  */
-export function interruptLeftRunning(deps: { db: Db; bus: EventBus; notify?: CallNotify }): void {
+export async function interruptLeftRunning(deps: {
+  db: Db;
+  bus: EventBus;
+  notify?: CallNotify;
+}): Promise<void> {
   const { db, bus } = deps;
-  transition(db, bus, {
+  await transition(db, bus, {
     from: "running",
     to: "interrupted",
-    alsoWrite: (c) => {
-      if (c.approvalReason !== null) deps.notify?.(db, "call.interrupted", c);
+    alsoWrite: async (tx, c) => {
+      if (c.approvalReason !== null) await deps.notify?.(tx, "call.interrupted", c);
     },
     set: {
       finishedAt: nowIso(),

@@ -3,7 +3,7 @@ import { and, eq, lte } from "drizzle-orm";
 import type { CallStatus } from "@/lib/api-types";
 import type { EventBus } from "../events";
 import { writeAudit } from "../store/audit";
-import type { Db } from "../store/db";
+import { type Db, transaction } from "../store/db";
 import { calls } from "../store/schema";
 import type { CallRow } from "./call-row";
 
@@ -82,9 +82,12 @@ export interface TransitionSpec<F extends MovableStatus> {
   audit: (call: MovedCall) => { detail?: string | null; durationMs?: number | null };
   /**
    * Runs for each moved call inside the same transaction, after its audit row: writes that must
-   * stand or fall with the move (the notification outbox). A throw rolls the whole move back.
+   * stand or fall with the move (the notification outbox), on the transaction's `tx`. A throw (or
+   * rejection) rolls the whole move back.
    */
-  alsoWrite?: (call: MovedCall) => void;
+  alsoWrite?: (tx: Db, call: MovedCall) => Promise<void>;
+  /** `false`: on SQLite, fail at once when another process holds the write lock (see `TransactionOptions`). */
+  wait?: boolean;
 }
 
 /**
@@ -93,36 +96,52 @@ export interface TransitionSpec<F extends MovableStatus> {
  * the status back, and the error reaches the caller). Only calls still in `from` move, so of two
  * concurrent deciders exactly one wins; the other finds nothing moved (an empty result). Once
  * committed, each moved call is published on the bus, once.
+ *
+ * Exactly once on PostgreSQL too, across replicas: the update is a conditional UPDATE inside a
+ * SERIALIZABLE {@link transaction}. Of two concurrent movers of one row, the second blocks on the
+ * row lock and, once the first commits, is rolled back (serialization failure) and run again by
+ * `transaction`, when it reads the new status and its `WHERE status = from` matches nothing (under
+ * READ COMMITTED alone the same holds: the UPDATE re-checks its WHERE on the row it locked). The
+ * bus hears only after the transaction resolved, so a retried attempt never publishes.
  */
-export function transition<F extends MovableStatus>(
+export async function transition<F extends MovableStatus>(
   db: Db,
   bus: EventBus,
   spec: TransitionSpec<F>,
-): MovedCall[] {
+): Promise<MovedCall[]> {
   const action = (CALL_TRANSITIONS[spec.from] as Record<string, string>)[spec.to];
   if (!action) throw new Error(`no transition from ${spec.from} to ${spec.to}`);
-  const moved = db.transaction((tx) => {
-    const rows = tx
-      .update(calls)
-      .set({ ...spec.set, status: spec.to })
-      .where(
-        and(
-          eq(calls.status, spec.from),
-          spec.id === undefined ? undefined : eq(calls.id, spec.id),
-          spec.dueBy === undefined ? undefined : lte(calls.expiresAt, spec.dueBy),
-          spec.approvedBy === undefined ? undefined : eq(calls.approvedBy, spec.approvedBy),
-          spec.requester === undefined ? undefined : eq(calls.requesterKind, spec.requester.kind),
-          spec.requester === undefined ? undefined : eq(calls.requesterName, spec.requester.name),
-        ),
-      )
-      .returning()
-      .all();
-    for (const row of rows) {
-      writeAudit(db, { actor: spec.actor, action, subject: row.tool, callId: row.id, ...spec.audit(row) });
-      spec.alsoWrite?.(row);
-    }
-    return rows;
-  });
+  const moved = await transaction(
+    db,
+    async (tx) => {
+      const rows = await tx
+        .update(calls)
+        .set({ ...spec.set, status: spec.to })
+        .where(
+          and(
+            eq(calls.status, spec.from),
+            spec.id === undefined ? undefined : eq(calls.id, spec.id),
+            spec.dueBy === undefined ? undefined : lte(calls.expiresAt, spec.dueBy),
+            spec.approvedBy === undefined ? undefined : eq(calls.approvedBy, spec.approvedBy),
+            spec.requester === undefined ? undefined : eq(calls.requesterKind, spec.requester.kind),
+            spec.requester === undefined ? undefined : eq(calls.requesterName, spec.requester.name),
+          ),
+        )
+        .returning();
+      for (const row of rows) {
+        await writeAudit(tx, {
+          actor: spec.actor,
+          action,
+          subject: row.tool,
+          callId: row.id,
+          ...spec.audit(row),
+        });
+        await spec.alsoWrite?.(tx, row);
+      }
+      return rows;
+    },
+    { wait: spec.wait },
+  );
   for (const row of moved) bus.publish({ type: "call", id: row.id, status: spec.to });
   return moved;
 }

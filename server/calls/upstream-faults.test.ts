@@ -38,9 +38,10 @@ async function startWithFrail(): Promise<{ rt: TestRuntime; work: () => string[]
       },
     },
   });
-  const listed = () => getToolRow(rt.runtime.db, "frail_echo") !== null;
+  const listed = async () => (await getToolRow(rt.runtime.db, "frail_echo")) !== null;
   await waitForEvent(rt.runtime.bus, listed, { already: listed, what: () => "the frail server's tools" });
-  for (const tool of ["frail_write", "frail_write_then_die", "frail_echo"]) enableTool(rt.runtime, tool);
+  for (const tool of ["frail_write", "frail_write_then_die", "frail_echo"])
+    await enableTool(rt.runtime, tool);
   const work = () => (existsSync(runsFile) ? readFileSync(runsFile, "utf8").trim().split("\n") : []);
   return { rt, work };
 }
@@ -63,15 +64,15 @@ describe("a destructive call whose server fails under it", () => {
     await waitForEvent(
       rt.runtime.bus,
       (e) => e.type === "call" && e.id === held.id && e.status !== "running" && e.status !== "pending",
-      { already: () => !["running", "pending"].includes(callRow(rt, held.id)?.status ?? "") },
+      { already: async () => !["running", "pending"].includes((await callRow(rt, held.id))?.status ?? "") },
     );
-    const row = callRow(rt, held.id);
+    const row = await callRow(rt, held.id);
     expect(row?.status).toBe("interrupted");
     expect(row?.errorCode).toBe("interrupted");
     expect(row?.errorMessage).toContain("outcome unknown");
     // The server did the work before it died: "failed" would have been false.
     expect(work()).toEqual(["write_then_die once"]);
-    const audit = auditRows(rt, held.id).map((a) => a.action);
+    const audit = (await auditRows(rt, held.id)).map((a) => a.action);
     expect(audit).toContain("call.interrupted");
     expect(audit).not.toContain("call.failed");
   });
@@ -82,14 +83,14 @@ describe("a destructive call whose server fails under it", () => {
         silent: { command: "node", args: [path.join(SERVERS, "silent.mjs")], enabled: true, timeoutMs: 1000 },
       },
     });
-    const listed = () => getToolRow(rt.runtime.db, "silent_hang") !== null;
+    const listed = async () => (await getToolRow(rt.runtime.db, "silent_hang")) !== null;
     await waitForEvent(rt.runtime.bus, listed, { already: listed, what: () => "the silent server's tool" });
-    enableTool(rt.runtime, "silent_hang");
+    await enableTool(rt.runtime, "silent_hang");
     const { agent, alice } = await people(rt);
     const held = await call(agent, "silent_hang", {});
     expect((await approve(held.id, alice.cookie)).status).toBe(200);
     await waitForCallStatus(rt.runtime, held.id, "interrupted");
-    const row = callRow(rt, held.id);
+    const row = await callRow(rt, held.id);
     expect(row?.errorMessage).toContain("did not answer within 1000 ms");
     expect(row?.errorMessage).toContain("outcome unknown");
   });
@@ -98,7 +99,7 @@ describe("a destructive call whose server fails under it", () => {
     const { rt } = await startWithFrail();
     const { agent } = await people(rt);
     // Vouched read-only, the dying tool runs at once: nothing it may have done needs a reviewer.
-    updateTool(rt.runtime.db, {
+    await updateTool(rt.runtime.db, {
       localName: "frail_write_then_die",
       actor: "owner",
       status: "enabled",
@@ -117,7 +118,7 @@ describe("a destructive call whose server fails under it", () => {
     await rt.runtime.manager.get("frail").stop();
     expect((await approve(held.id, alice.cookie)).status).toBe(200);
     await waitForCallStatus(rt.runtime, held.id, "failed");
-    expect(callRow(rt, held.id)?.errorCode).toBe("server_unavailable");
+    expect((await callRow(rt, held.id))?.errorCode).toBe("server_unavailable");
     expect(work()).toEqual([]);
   });
 });
@@ -135,12 +136,12 @@ describe("a call for a server that is reconnecting", () => {
     await waitForEvent(
       rt.runtime.bus,
       (e) => e.type === "call" && e.id === next.id && (e.status === "succeeded" || e.status === "failed"),
-      { already: () => ["succeeded", "failed"].includes(callRow(rt, next.id)?.status ?? "") },
+      { already: async () => ["succeeded", "failed"].includes((await callRow(rt, next.id))?.status ?? "") },
     );
-    expect(callRow(rt, next.id)?.errorMessage ?? null).toBeNull();
-    expect(callRow(rt, next.id)?.status).toBe("succeeded");
+    expect((await callRow(rt, next.id))?.errorMessage ?? null).toBeNull();
+    expect((await callRow(rt, next.id))?.status).toBe("succeeded");
     expect(work()).toEqual(["write_then_die first", "write second"]);
-    const outcome = auditRows(rt, next.id).find((a) => a.action === "call.succeeded");
+    const outcome = (await auditRows(rt, next.id)).find((a) => a.action === "call.succeeded");
     expect(outcome?.detail).toMatch(/waited \d+ ms for server frail to reconnect \(it was in backoff\)/);
   });
 

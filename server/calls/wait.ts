@@ -6,7 +6,7 @@ import type { EventBus } from "../events";
 /** What a wait on a call reads: the bus its moves are published on, and its view (null: none). */
 export interface WaitSource {
   bus: EventBus;
-  get(id: string): CallView | null;
+  get(id: string): Promise<CallView | null>;
 }
 
 /**
@@ -20,7 +20,7 @@ export async function untilFinal(
   seconds: number,
   signal?: AbortSignal,
 ): Promise<CallView> {
-  const first = source.get(id);
+  const first = await source.get(id);
   if (!first) throw new GatehouseError("call_not_found", `no call ${id}`);
   // An abort that came before the wait (a cancellation while the call was being stored) would
   // never fire its listener: it ends the wait at once, as a later one does.
@@ -38,8 +38,13 @@ export async function untilFinal(
     });
     signal?.addEventListener("abort", done);
     // The decision may have landed between the first read and the subscription.
-    const again = source.get(id);
-    if (again && isFinal(again.status)) done();
+    void source.get(id).then(
+      (again) => {
+        if (again && isFinal(again.status)) done();
+      },
+      // Unread now: the timer, the bus or the abort still ends the wait.
+      () => undefined,
+    );
   });
-  return source.get(id) ?? first;
+  return (await source.get(id)) ?? first;
 }

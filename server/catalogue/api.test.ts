@@ -4,7 +4,7 @@
  * unread marks, and a tool's history. Role checks for these routes live in the ROUTE_ACCESS
  * table of server/auth/auth.test.ts.
  */
-import { and, eq } from "drizzle-orm";
+import { and, asc, eq } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
 import type { CatalogueToolView, ChangesPage, ToolHistoryView } from "@/lib/api-types";
 import {
@@ -32,12 +32,16 @@ async function start() {
 }
 
 /** The tool's definitionHash, as the owner's page has it from GET /api/catalogue. */
-function hashOf(rt: TestRuntime, localName: string): string | undefined {
-  return getToolRow(rt.runtime.db, localName)?.definitionHash;
+async function hashOf(rt: TestRuntime, localName: string): Promise<string | undefined> {
+  return (await getToolRow(rt.runtime.db, localName))?.definitionHash;
 }
 
-function auditRows(rt: TestRuntime, action: string) {
-  return rt.runtime.db.select().from(auditEvents).where(eq(auditEvents.action, action)).all();
+async function auditRows(rt: TestRuntime, action: string) {
+  return await rt.runtime.db
+    .select()
+    .from(auditEvents)
+    .where(eq(auditEvents.action, action))
+    .orderBy(asc(auditEvents.id));
 }
 
 describe("PATCH /api/catalogue/:name (vouch, always confirm)", () => {
@@ -47,12 +51,12 @@ describe("PATCH /api/catalogue/:name (vouch, always confirm)", () => {
     rt.runtime.bus.subscribe((e) => events.push(e.type));
     const res = await request("PATCH", `/api/catalogue/${ADD_NOTE}`, {
       cookie: owner.cookie,
-      body: { vouch: true, expectedHash: hashOf(rt, ADD_NOTE) },
+      body: { vouch: true, expectedHash: await hashOf(rt, ADD_NOTE) },
     });
     expect(res.status).toBe(200);
     const { tool } = await bodyOf<{ tool: CatalogueToolView }>(res);
     expect(tool).toMatchObject({ destructive: false, readOnlyBy: "vouch", vouch: { by: "olga" } });
-    expect(auditRows(rt, "tool.vouch")).toMatchObject([{ actor: "olga", subject: ADD_NOTE }]);
+    expect(await auditRows(rt, "tool.vouch")).toMatchObject([{ actor: "olga", subject: ADD_NOTE }]);
     expect(events).toContain("catalogue");
 
     const withdrawn = await request("PATCH", `/api/catalogue/${ADD_NOTE}`, {
@@ -63,14 +67,14 @@ describe("PATCH /api/catalogue/:name (vouch, always confirm)", () => {
       destructive: true,
       vouch: null,
     });
-    expect(auditRows(rt, "tool.unvouch")).toMatchObject([{ actor: "olga", subject: ADD_NOTE }]);
+    expect(await auditRows(rt, "tool.unvouch")).toMatchObject([{ actor: "olga", subject: ADD_NOTE }]);
   });
 
   it("a tool that says readOnlyHint: true cannot be vouched: 409 with the reason", async () => {
     const { rt, owner } = await start();
     const res = await request("PATCH", `/api/catalogue/${LIST_NOTES}`, {
       cookie: owner.cookie,
-      body: { vouch: true, expectedHash: hashOf(rt, LIST_NOTES) },
+      body: { vouch: true, expectedHash: await hashOf(rt, LIST_NOTES) },
     });
     expect(res.status).toBe(409);
     expect(await bodyOf(res)).toEqual({
@@ -93,11 +97,10 @@ describe("PATCH /api/catalogue/:name (vouch, always confirm)", () => {
       approvalReason: "owner requires confirmation",
     });
     expect(
-      rt.runtime.db
+      await rt.runtime.db
         .select()
         .from(auditEvents)
-        .where(and(eq(auditEvents.action, "tool.always_confirm"), eq(auditEvents.subject, LIST_NOTES)))
-        .all(),
+        .where(and(eq(auditEvents.action, "tool.always_confirm"), eq(auditEvents.subject, LIST_NOTES))),
     ).toMatchObject([{ actor: "olga", detail: "on" }]);
   });
 
@@ -119,8 +122,11 @@ describe("PATCH /api/catalogue/:name (vouch, always confirm)", () => {
       expect(error.code).toBe("invalid_body");
       expect(error.message).toMatch(/^body\.expectedHash: /);
     }
-    expect(getToolRow(rt.runtime.db, ADD_NOTE)).toMatchObject({ status: "proposed", vouchedHash: null });
-    expect([...auditRows(rt, "tool.enable"), ...auditRows(rt, "tool.vouch")]).toEqual([]);
+    expect(await getToolRow(rt.runtime.db, ADD_NOTE)).toMatchObject({
+      status: "proposed",
+      vouchedHash: null,
+    });
+    expect([...(await auditRows(rt, "tool.enable")), ...(await auditRows(rt, "tool.vouch"))]).toEqual([]);
 
     const disabled = await request("PATCH", `/api/catalogue/${ADD_NOTE}`, {
       cookie: owner.cookie,
@@ -142,7 +148,10 @@ describe("POST /api/catalogue/bulk", () => {
       body: {
         names: [LIST_NOTES, ADD_NOTE],
         status: "enabled",
-        expectedHashes: { [LIST_NOTES]: hashOf(rt, LIST_NOTES), [ADD_NOTE]: hashOf(rt, ADD_NOTE) },
+        expectedHashes: {
+          [LIST_NOTES]: await hashOf(rt, LIST_NOTES),
+          [ADD_NOTE]: await hashOf(rt, ADD_NOTE),
+        },
       },
     });
     expect(res.status).toBe(200);
@@ -152,7 +161,7 @@ describe("POST /api/catalogue/bulk", () => {
       [ADD_NOTE, "enabled"],
     ]);
     expect(events).toEqual(["demo"]);
-    expect(auditRows(rt, "tool.enable").map((a) => a.actor)).toEqual(["olga", "olga"]);
+    expect((await auditRows(rt, "tool.enable")).map((a) => a.actor)).toEqual(["olga", "olga"]);
   });
 
   it("one unknown name refuses the whole request and enables nothing", async () => {
@@ -162,19 +171,19 @@ describe("POST /api/catalogue/bulk", () => {
       body: {
         names: [LIST_NOTES, "demo_nope"],
         status: "enabled",
-        expectedHashes: { [LIST_NOTES]: hashOf(rt, LIST_NOTES), demo_nope: "0".repeat(64) },
+        expectedHashes: { [LIST_NOTES]: await hashOf(rt, LIST_NOTES), demo_nope: "0".repeat(64) },
       },
     });
     expect(res.status).toBe(404);
     expect((await bodyOf<{ error: { message: string } }>(res)).error.message).toContain(
       "demo_nope (no such tool)",
     );
-    expect(auditRows(rt, "tool.enable")).toEqual([]);
+    expect(await auditRows(rt, "tool.enable")).toEqual([]);
   });
 
   it("enabling without a hash for every name is an invalid body; disabling needs none", async () => {
     const { rt, owner } = await start();
-    for (const expectedHashes of [undefined, { [LIST_NOTES]: hashOf(rt, LIST_NOTES) }]) {
+    for (const expectedHashes of [undefined, { [LIST_NOTES]: await hashOf(rt, LIST_NOTES) }]) {
       const res = await request("POST", "/api/catalogue/bulk", {
         cookie: owner.cookie,
         body: { names: [LIST_NOTES, ADD_NOTE], status: "enabled", expectedHashes },
@@ -182,7 +191,7 @@ describe("POST /api/catalogue/bulk", () => {
       expect(res.status).toBe(400);
       expect((await bodyOf<{ error: { code: string } }>(res)).error.code).toBe("invalid_body");
     }
-    expect(auditRows(rt, "tool.enable")).toEqual([]);
+    expect(await auditRows(rt, "tool.enable")).toEqual([]);
     const disabled = await request("POST", "/api/catalogue/bulk", {
       cookie: owner.cookie,
       body: { names: [LIST_NOTES, ADD_NOTE], status: "disabled" },
@@ -242,7 +251,7 @@ describe("GET /api/changes, POST /api/changes/read, GET /api/catalogue/:name/his
 
   it("a tool's history has its server's changes and the owners' actions on it", async () => {
     const { rt, owner } = await start();
-    const expectedHash = hashOf(rt, ADD_NOTE);
+    const expectedHash = await hashOf(rt, ADD_NOTE);
     await request("PATCH", `/api/catalogue/${ADD_NOTE}`, {
       cookie: owner.cookie,
       body: { status: "enabled", expectedHash },

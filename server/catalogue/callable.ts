@@ -2,7 +2,7 @@ import "server-only";
 import { and, eq } from "drizzle-orm";
 import type { ToolAvailability } from "@/lib/api-types";
 import type { ErrorCode } from "@/lib/errors";
-import type { Db } from "../store/db";
+import { type Db, first } from "../store/db";
 import { overCapTools, type tools } from "../store/schema";
 
 type ToolRow = typeof tools.$inferSelect;
@@ -32,12 +32,27 @@ export function availabilityOf(row: ToolRow): ToolAvailability {
  *
  * `name` is what the caller asked for, used when there is no row. With `db`, a name without a
  * row that its server lists over `maxTools` is `tool_over_cap` (with where to raise the cap)
- * rather than `tool_not_found`. A row `allowTools` leaves out is `tool_excluded`, whatever its
- * status: the config, not the server, keeps it from agents.
+ * rather than `tool_not_found`; the answer is then a promise (the store is asked). A row
+ * `allowTools` leaves out is `tool_excluded`, whatever its status: the config, not the server,
+ * keeps it from agents.
  */
-export function callProblem(row: ToolRow | null, name: string, db?: Db): CallProblem | null {
-  if (!row)
-    return (db && overCapProblem(db, name)) ?? { code: "tool_not_found", message: `no tool named "${name}"` };
+export function callProblem(row: ToolRow | null, name: string): CallProblem | null;
+export function callProblem(row: ToolRow | null, name: string, db: Db): Promise<CallProblem | null>;
+export function callProblem(
+  row: ToolRow | null,
+  name: string,
+  db?: Db,
+): CallProblem | null | Promise<CallProblem | null> {
+  if (!row) {
+    const notFound: CallProblem = { code: "tool_not_found", message: `no tool named "${name}"` };
+    return db ? overCapProblem(db, name).then((over) => over ?? notFound) : notFound;
+  }
+  const problem = rowProblem(row);
+  return db ? Promise.resolve(problem) : problem;
+}
+
+/** {@link callProblem} of a row that exists. */
+function rowProblem(row: ToolRow): CallProblem | null {
   if (!row.present && row.excluded) {
     return {
       code: "tool_excluded",
@@ -67,16 +82,17 @@ export function callProblem(row: ToolRow | null, name: string, db?: Db): CallPro
  * `tool_over_cap` when `name` (`<server>_<tool>`) is a tool its server lists beyond its `maxTools`:
  * it has no catalogue row, so agents are told where the cap is set, not that no such tool exists.
  */
-export function overCapProblem(db: Db, name: string): CallProblem | null {
+export async function overCapProblem(db: Db, name: string): Promise<CallProblem | null> {
   // Server names never hold "_" (see SERVER_NAME_PATTERN): the first one ends the server's name.
   const cut = name.indexOf("_");
   if (cut <= 0) return null;
   const server = name.slice(0, cut);
-  const over = db
-    .select({ maxTools: overCapTools.maxTools, entryAt: overCapTools.entryAt })
-    .from(overCapTools)
-    .where(and(eq(overCapTools.server, server), eq(overCapTools.remoteName, name.slice(cut + 1))))
-    .get();
+  const over = await first(
+    db
+      .select({ maxTools: overCapTools.maxTools, entryAt: overCapTools.entryAt })
+      .from(overCapTools)
+      .where(and(eq(overCapTools.server, server), eq(overCapTools.remoteName, name.slice(cut + 1)))),
+  );
   if (!over) return null;
   return {
     code: "tool_over_cap",

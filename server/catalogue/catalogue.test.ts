@@ -1,6 +1,6 @@
 /**
  * The catalogue (PRODUCT.md §5): stable trimming as a pure function checked on many seeded
- * random cases, and discovery → rows against an in-memory SQLite store with migrations.
+ * random cases, and discovery → rows against a migrated test store (SQLite in memory, or PostgreSQL).
  */
 import type { Tool } from "@modelcontextprotocol/client";
 import { and, eq } from "drizzle-orm";
@@ -126,113 +126,112 @@ describe("trimTools (stable trimming)", () => {
 // ---------------------------------------------------------------------------------------------
 // syncServerTools
 
-function rows(d: Db, server: string) {
-  return listCatalogue(d).filter((r) => r.server === server);
+async function rows(d: Db, server: string) {
+  return (await listCatalogue(d)).filter((r) => r.server === server);
 }
 
-function enable(d: Db, localName: string) {
-  return setToolStatus(d, { localName, status: "enabled", actor: "owner" });
+async function enable(d: Db, localName: string) {
+  return await setToolStatus(d, { localName, status: "enabled", actor: "owner" });
 }
 
 describe("syncServerTools (discovery → rows)", () => {
-  it("new tools become proposed: discovery never enables anything", () => {
-    const d = memoryDb();
+  it("new tools become proposed: discovery never enables anything", async () => {
+    const d = await memoryDb();
     const srv = serverConfig("srv");
-    const summary = syncServerTools(d, srv, [tool("b"), tool("a")], OPTS);
+    const summary = await syncServerTools(d, srv, [tool("b"), tool("a")], OPTS);
     expect(summary.added.sort()).toEqual(["srv_a", "srv_b"]);
-    expect(rows(d, "srv").map((r) => [r.localName, r.status, r.availability])).toEqual([
+    expect((await rows(d, "srv")).map((r) => [r.localName, r.status, r.availability])).toEqual([
       ["srv_a", "proposed", "ok"],
       ["srv_b", "proposed", "ok"],
     ]);
-    expect(listEnabledTools(d)).toEqual([]);
-    const audit = d.select().from(auditEvents).where(eq(auditEvents.action, "catalogue.refresh")).all();
+    expect(await listEnabledTools(d)).toEqual([]);
+    const audit = await d.select().from(auditEvents).where(eq(auditEvents.action, "catalogue.refresh"));
     expect(audit).toHaveLength(1);
   });
 
-  it("a later refresh keeps the owner's decisions: enabled stays enabled, disabled stays disabled, proposed stays proposed", () => {
-    const d = memoryDb();
+  it("a later refresh keeps the owner's decisions: enabled stays enabled, disabled stays disabled, proposed stays proposed", async () => {
+    const d = await memoryDb();
     const srv = serverConfig("srv");
     const listing = [tool("a"), tool("b"), tool("c")];
-    syncServerTools(d, srv, listing, OPTS);
-    enable(d, "srv_a");
-    setToolStatus(d, { localName: "srv_b", status: "disabled", actor: "owner" });
-    const summary = syncServerTools(d, srv, listing, OPTS);
+    await syncServerTools(d, srv, listing, OPTS);
+    await enable(d, "srv_a");
+    await setToolStatus(d, { localName: "srv_b", status: "disabled", actor: "owner" });
+    const summary = await syncServerTools(d, srv, listing, OPTS);
     expect(summary).toMatchObject({ added: [], changed: [], gone: [], returned: [] });
-    expect(rows(d, "srv").map((r) => r.status)).toEqual(["enabled", "disabled", "proposed"]);
-    expect(listEnabledTools(d).map((t) => t.name)).toEqual(["srv_a"]);
+    expect((await rows(d, "srv")).map((r) => r.status)).toEqual(["enabled", "disabled", "proposed"]);
+    expect((await listEnabledTools(d)).map((t) => t.name)).toEqual(["srv_a"]);
   });
 
-  it("tools beyond maxTools are recorded as over the cap and not proposed; existing rows keep their place", () => {
-    const d = memoryDb();
+  it("tools beyond maxTools are recorded as over the cap and not proposed; existing rows keep their place", async () => {
+    const d = await memoryDb();
     const srv = serverConfig("srv", { maxTools: 2 });
-    const first = syncServerTools(d, srv, [tool("d"), tool("c"), tool("b")], OPTS);
+    const first = await syncServerTools(d, srv, [tool("d"), tool("c"), tool("b")], OPTS);
     expect(first.added.sort()).toEqual(["srv_b", "srv_c"]);
     expect(first.overCap).toEqual(["d"]);
-    const grown = syncServerTools(d, srv, [tool("aaa"), tool("b"), tool("c"), tool("d")], OPTS);
+    const grown = await syncServerTools(d, srv, [tool("aaa"), tool("b"), tool("c"), tool("d")], OPTS);
     expect(grown.added).toEqual([]);
     expect(grown.overCap.sort()).toEqual(["aaa", "d"]);
-    expect(rows(d, "srv").map((r) => r.remoteName)).toEqual(["b", "c"]);
-    const overCap = d.select().from(overCapTools).where(eq(overCapTools.server, "srv")).all();
+    expect((await rows(d, "srv")).map((r) => r.remoteName)).toEqual(["b", "c"]);
+    const overCap = await d.select().from(overCapTools).where(eq(overCapTools.server, "srv"));
     expect(overCap.map((r) => r.remoteName).sort()).toEqual(["aaa", "d"]);
   });
 
-  it("allowTools limits which tools are considered at all", () => {
-    const d = memoryDb();
+  it("allowTools limits which tools are considered at all", async () => {
+    const d = await memoryDb();
     const srv = serverConfig("srv", { allowTools: ["b"] });
-    const summary = syncServerTools(d, srv, [tool("a"), tool("b")], OPTS);
+    const summary = await syncServerTools(d, srv, [tool("a"), tool("b")], OPTS);
     expect(summary.added).toEqual(["srv_b"]);
     expect(summary.overCap).toEqual([]);
-    expect(rows(d, "srv").map((r) => r.remoteName)).toEqual(["b"]);
+    expect((await rows(d, "srv")).map((r) => r.remoteName)).toEqual(["b"]);
   });
 
-  it("a tool that is no longer listed is kept as gone, and returns to its old status when listed again", () => {
-    const d = memoryDb();
+  it("a tool that is no longer listed is kept as gone, and returns to its old status when listed again", async () => {
+    const d = await memoryDb();
     const srv = serverConfig("srv");
-    syncServerTools(d, srv, [tool("a"), tool("b")], OPTS);
-    enable(d, "srv_a");
+    await syncServerTools(d, srv, [tool("a"), tool("b")], OPTS);
+    await enable(d, "srv_a");
 
-    const gone = syncServerTools(d, srv, [tool("b")], OPTS);
+    const gone = await syncServerTools(d, srv, [tool("b")], OPTS);
     expect(gone.gone).toEqual(["srv_a"]);
-    const row = rows(d, "srv").find((r) => r.localName === "srv_a");
+    const row = (await rows(d, "srv")).find((r) => r.localName === "srv_a");
     expect(row).toMatchObject({ status: "enabled", availability: "gone" });
-    expect(listEnabledTools(d)).toEqual([]);
-    expect(() => setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "owner" })).toThrow(
+    expect(await listEnabledTools(d)).toEqual([]);
+    await expect(setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "owner" })).rejects.toThrow(
       GatehouseError,
     );
 
-    const back = syncServerTools(d, srv, [tool("a"), tool("b")], OPTS);
+    const back = await syncServerTools(d, srv, [tool("a"), tool("b")], OPTS);
     expect(back.returned).toEqual(["srv_a"]);
     expect(back.changed).toEqual([]);
-    expect(rows(d, "srv").find((r) => r.localName === "srv_a")).toMatchObject({
+    expect((await rows(d, "srv")).find((r) => r.localName === "srv_a")).toMatchObject({
       status: "enabled",
       availability: "ok",
     });
-    expect(listEnabledTools(d).map((t) => t.name)).toEqual(["srv_a"]);
+    expect((await listEnabledTools(d)).map((t) => t.name)).toEqual(["srv_a"]);
   });
 
-  it("a gone tool holds no slot: a newcomer the server lists takes it", () => {
-    const d = memoryDb();
+  it("a gone tool holds no slot: a newcomer the server lists takes it", async () => {
+    const d = await memoryDb();
     const srv = serverConfig("srv", { maxTools: 1 });
-    syncServerTools(d, srv, [tool("m")], OPTS);
-    const summary = syncServerTools(d, srv, [tool("a")], OPTS);
+    await syncServerTools(d, srv, [tool("m")], OPTS);
+    const summary = await syncServerTools(d, srv, [tool("a")], OPTS);
     expect(summary.gone).toEqual(["srv_m"]);
     expect(summary.overCap).toEqual([]);
-    expect(rows(d, "srv").map((r) => r.remoteName)).toEqual(["a", "m"]);
+    expect((await rows(d, "srv")).map((r) => r.remoteName)).toEqual(["a", "m"]);
   });
 
-  it("enabling pins the tool to its current definition", () => {
-    const d = memoryDb();
+  it("enabling pins the tool to its current definition", async () => {
+    const d = await memoryDb();
     const srv = serverConfig("srv");
-    syncServerTools(d, srv, [tool("a")], OPTS);
-    expect(getToolRow(d, "srv_a")?.pinnedHash).toBeNull();
-    enable(d, "srv_a");
-    const row = getToolRow(d, "srv_a");
+    await syncServerTools(d, srv, [tool("a")], OPTS);
+    expect((await getToolRow(d, "srv_a"))?.pinnedHash).toBeNull();
+    await enable(d, "srv_a");
+    const row = await getToolRow(d, "srv_a");
     expect(row?.pinnedHash).toBe(row?.definitionHash);
-    const audit = d
+    const audit = await d
       .select()
       .from(auditEvents)
-      .where(and(eq(auditEvents.action, "tool.enable"), eq(auditEvents.subject, "srv_a")))
-      .all();
+      .where(and(eq(auditEvents.action, "tool.enable"), eq(auditEvents.subject, "srv_a")));
     expect(audit).toHaveLength(1);
   });
 
@@ -244,47 +243,52 @@ describe("syncServerTools (discovery → rows)", () => {
   ];
 
   for (const [what, change] of CHANGES) {
-    it(`a changed ${what} of an enabled tool makes it "changed" and takes it out of listEnabledTools`, () => {
-      const d = memoryDb();
+    it(`a changed ${what} of an enabled tool makes it "changed" and takes it out of listEnabledTools`, async () => {
+      const d = await memoryDb();
       const srv = serverConfig("srv");
-      syncServerTools(d, srv, [tool("a"), tool("b")], OPTS);
-      enable(d, "srv_a");
-      enable(d, "srv_b");
-      const summary = syncServerTools(d, srv, [tool("a", change), tool("b")], OPTS);
+      await syncServerTools(d, srv, [tool("a"), tool("b")], OPTS);
+      await enable(d, "srv_a");
+      await enable(d, "srv_b");
+      const summary = await syncServerTools(d, srv, [tool("a", change), tool("b")], OPTS);
       expect(summary.changed).toEqual(["srv_a"]);
-      expect(rows(d, "srv").find((r) => r.localName === "srv_a")).toMatchObject({
+      expect((await rows(d, "srv")).find((r) => r.localName === "srv_a")).toMatchObject({
         status: "enabled",
         availability: "changed",
       });
-      expect(listEnabledTools(d).map((t) => t.name)).toEqual(["srv_b"]);
+      expect((await listEnabledTools(d)).map((t) => t.name)).toEqual(["srv_b"]);
       // Re-enabling pins the new definition.
-      enable(d, "srv_a");
-      expect(listEnabledTools(d).map((t) => t.name)).toEqual(["srv_a", "srv_b"]);
+      await enable(d, "srv_a");
+      expect((await listEnabledTools(d)).map((t) => t.name)).toEqual(["srv_a", "srv_b"]);
     });
   }
 
-  it("a change back to the pinned definition makes the tool callable again", () => {
-    const d = memoryDb();
+  it("a change back to the pinned definition makes the tool callable again", async () => {
+    const d = await memoryDb();
     const srv = serverConfig("srv");
-    syncServerTools(d, srv, [tool("a")], OPTS);
-    enable(d, "srv_a");
-    syncServerTools(d, srv, [tool("a", { description: "different" })], OPTS);
-    expect(listEnabledTools(d)).toEqual([]);
-    syncServerTools(d, srv, [tool("a")], OPTS);
-    expect(listEnabledTools(d).map((t) => t.name)).toEqual(["srv_a"]);
+    await syncServerTools(d, srv, [tool("a")], OPTS);
+    await enable(d, "srv_a");
+    await syncServerTools(d, srv, [tool("a", { description: "different" })], OPTS);
+    expect(await listEnabledTools(d)).toEqual([]);
+    await syncServerTools(d, srv, [tool("a")], OPTS);
+    expect((await listEnabledTools(d)).map((t) => t.name)).toEqual(["srv_a"]);
   });
 
-  it("descriptions are capped and stripped of control and bidi characters", () => {
-    const d = memoryDb();
+  it("descriptions are capped and stripped of control and bidi characters", async () => {
+    const d = await memoryDb();
     const srv = serverConfig("srv");
     const hostile =
       "Reads\u0007 files\u001b[31m\u009b \u202Eevil\u202C \u2066iso\u2069 zero\u200Bwidth\uFEFF\ttab\nline " +
       "x".repeat(500);
-    syncServerTools(d, srv, [tool("a", { description: hostile }), tool("b", { description: "short" })], {
-      descriptionMaxChars: 64,
-    });
-    enable(d, "srv_a");
-    const stored = getToolRow(d, "srv_a")?.description ?? "";
+    await syncServerTools(
+      d,
+      srv,
+      [tool("a", { description: hostile }), tool("b", { description: "short" })],
+      {
+        descriptionMaxChars: 64,
+      },
+    );
+    await enable(d, "srv_a");
+    const stored = (await getToolRow(d, "srv_a"))?.description ?? "";
     expect(stored.length).toBeLessThanOrEqual(64);
     expect(stored.endsWith("…")).toBe(true);
     const unsafe = [...stored].filter((ch) => {
@@ -300,46 +304,48 @@ describe("syncServerTools (discovery → rows)", () => {
     });
     expect(unsafe).toEqual([]);
     expect(stored.startsWith("Reads files[31m evil iso zerowidth\ttab\nline ")).toBe(true);
-    expect(listEnabledTools(d)[0]?.description).toBe(stored);
-    expect(getToolRow(d, "srv_b")?.description).toBe("short");
+    expect((await listEnabledTools(d))[0]?.description).toBe(stored);
+    expect((await getToolRow(d, "srv_b"))?.description).toBe("short");
   });
 
-  it("a local name longer than 64 characters is unusable and cannot be enabled", () => {
-    const d = memoryDb();
+  it("a local name longer than 64 characters is unusable and cannot be enabled", async () => {
+    const d = await memoryDb();
     const srv = serverConfig("srv");
     const fits = "f".repeat(64 - "srv_".length);
     const tooLong = "l".repeat(65 - "srv_".length);
-    syncServerTools(d, srv, [tool(fits), tool(tooLong)], OPTS);
-    expect(getToolRow(d, `srv_${fits}`)?.unusableReason).toBeNull();
-    const long = rows(d, "srv").find((r) => r.remoteName === tooLong);
+    await syncServerTools(d, srv, [tool(fits), tool(tooLong)], OPTS);
+    expect((await getToolRow(d, `srv_${fits}`))?.unusableReason).toBeNull();
+    const long = (await rows(d, "srv")).find((r) => r.remoteName === tooLong);
     expect(long).toMatchObject({ availability: "unusable" });
     expect(long?.unusableReason).toContain("65");
-    expect(() => enable(d, `srv_${tooLong}`)).toThrow(expect.objectContaining({ code: "tool_unusable" }));
-    enable(d, `srv_${fits}`);
-    expect(listEnabledTools(d).map((t) => t.name)).toEqual([`srv_${fits}`]);
+    await expect(enable(d, `srv_${tooLong}`)).rejects.toThrow(
+      expect.objectContaining({ code: "tool_unusable" }),
+    );
+    await enable(d, `srv_${fits}`);
+    expect((await listEnabledTools(d)).map((t) => t.name)).toEqual([`srv_${fits}`]);
   });
 
-  it("a tool name with characters outside A-Z a-z 0-9 _ - is unusable and cannot be enabled", () => {
-    const d = memoryDb();
+  it("a tool name with characters outside A-Z a-z 0-9 _ - is unusable and cannot be enabled", async () => {
+    const d = await memoryDb();
     const srv = serverConfig("srv");
     const bad = ["has space", "dot.name", "slash/x", "ünï", "new\nline", ""];
-    syncServerTools(d, srv, [...bad.map((n) => tool(n)), tool("ok-name_1")], OPTS);
+    await syncServerTools(d, srv, [...bad.map((n) => tool(n)), tool("ok-name_1")], OPTS);
     for (const name of bad.filter((n) => n !== "")) {
-      const row = getToolRow(d, `srv_${name}`);
+      const row = await getToolRow(d, `srv_${name}`);
       expect(row?.unusableReason, name).toMatch(/characters/);
-      expect(() => enable(d, `srv_${name}`), name).toThrow(
+      await expect(enable(d, `srv_${name}`), name).rejects.toThrow(
         expect.objectContaining({ code: "tool_unusable" }),
       );
     }
-    expect(getToolRow(d, "srv_ok-name_1")?.unusableReason).toBeNull();
-    expect(rows(d, "srv").filter((r) => r.status === "enabled")).toEqual([]);
+    expect((await getToolRow(d, "srv_ok-name_1"))?.unusableReason).toBeNull();
+    expect((await rows(d, "srv")).filter((r) => r.status === "enabled")).toEqual([]);
   });
 
-  it("a tool with an empty name is unusable and cannot be enabled", () => {
-    const d = memoryDb();
-    syncServerTools(d, serverConfig("srv"), [tool("")], OPTS);
-    expect(getToolRow(d, "srv_")?.unusableReason).toBe("the tool has an empty name");
-    expect(() => enable(d, "srv_")).toThrow(expect.objectContaining({ code: "tool_unusable" }));
+  it("a tool with an empty name is unusable and cannot be enabled", async () => {
+    const d = await memoryDb();
+    await syncServerTools(d, serverConfig("srv"), [tool("")], OPTS);
+    expect((await getToolRow(d, "srv_"))?.unusableReason).toBe("the tool has an empty name");
+    await expect(enable(d, "srv_")).rejects.toThrow(expect.objectContaining({ code: "tool_unusable" }));
   });
 
   const ANNOTATIONS: [string, Record<string, unknown> | undefined, boolean][] = [
@@ -351,30 +357,30 @@ describe("syncServerTools (discovery → rows)", () => {
     ["idempotentHint: true alone", { idempotentHint: true }, true],
   ];
 
-  it("a tool is destructive unless its annotations say readOnlyHint: true", () => {
-    const d = memoryDb();
+  it("a tool is destructive unless its annotations say readOnlyHint: true", async () => {
+    const d = await memoryDb();
     const srv = serverConfig("srv", { maxTools: 20 });
     const listing = ANNOTATIONS.map(([, annotations], i) =>
       tool(`t${i}`, annotations ? ({ annotations } as Partial<Tool>) : {}),
     );
-    syncServerTools(d, srv, listing, OPTS);
-    ANNOTATIONS.forEach(([label, , destructive], i) => {
-      expect(rows(d, "srv").find((r) => r.remoteName === `t${i}`)?.destructive, label).toBe(destructive);
-      expect(getToolRow(d, `srv_t${i}`)?.readOnly, label).toBe(!destructive);
-    });
+    await syncServerTools(d, srv, listing, OPTS);
+    for (const [i, [label, , destructive]] of ANNOTATIONS.entries()) {
+      expect((await rows(d, "srv")).find((r) => r.remoteName === `t${i}`)?.destructive, label).toBe(
+        destructive,
+      );
+      expect((await getToolRow(d, `srv_t${i}`))?.readOnly, label).toBe(!destructive);
+    }
   });
 
-  it("tools of different servers never collide", () => {
-    const d = memoryDb();
-    syncServerTools(d, serverConfig("one"), [tool("x")], OPTS);
-    syncServerTools(d, serverConfig("two"), [tool("x")], OPTS);
-    syncServerTools(d, serverConfig("one"), [], OPTS);
+  it("tools of different servers never collide", async () => {
+    const d = await memoryDb();
+    await syncServerTools(d, serverConfig("one"), [tool("x")], OPTS);
+    await syncServerTools(d, serverConfig("two"), [tool("x")], OPTS);
+    await syncServerTools(d, serverConfig("one"), [], OPTS);
     expect(
-      d
-        .select({ n: tools.localName, p: tools.present })
-        .from(tools)
-        .all()
-        .sort((a, b) => byCodeUnit(a.n, b.n)),
+      (await d.select({ n: tools.localName, p: tools.present }).from(tools)).sort((a, b) =>
+        byCodeUnit(a.n, b.n),
+      ),
     ).toEqual([
       { n: "one_x", p: false },
       { n: "two_x", p: true },

@@ -9,7 +9,7 @@ import type {
   ToolHistoryView,
 } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
-import type { Db } from "../store/db";
+import { type Db, first, transaction } from "../store/db";
 import { auditEvents, catalogueChanges, changeReads, tools } from "../store/schema";
 
 /**
@@ -54,40 +54,40 @@ export function toChangeView(row: ChangeRow, lastSeenId: number): ChangeView {
 }
 
 /** The newest change id this user has read (0: none). */
-export function lastSeenIdOf(db: Db, userId: number): number {
-  return (
-    db.select({ id: changeReads.lastSeenId }).from(changeReads).where(eq(changeReads.userId, userId)).get()
-      ?.id ?? 0
+export async function lastSeenIdOf(db: Db, userId: number): Promise<number> {
+  const read = await first(
+    db.select({ id: changeReads.lastSeenId }).from(changeReads).where(eq(changeReads.userId, userId)),
   );
+  return read?.id ?? 0;
 }
 
-function unreadAfter(db: Db, lastSeenId: number): number {
-  return (
-    db.select({ n: count() }).from(catalogueChanges).where(gt(catalogueChanges.id, lastSeenId)).get()?.n ?? 0
+async function unreadAfter(db: Db, lastSeenId: number): Promise<number> {
+  const unread = await first(
+    db.select({ n: count() }).from(catalogueChanges).where(gt(catalogueChanges.id, lastSeenId)),
   );
+  return unread?.n ?? 0;
 }
 
 /**
  * One page of the feed for `userId`, newest first: `limit` changes older than `before` (an id),
  * each marked unread when newer than what the user marked read, and the user's unread count.
  */
-export function listChanges(
+export async function listChanges(
   db: Db,
   params: { userId: number; limit: number; before?: number | undefined },
-): ChangesPage {
-  const lastSeenId = lastSeenIdOf(db, params.userId);
-  const rows = db
+): Promise<ChangesPage> {
+  const lastSeenId = await lastSeenIdOf(db, params.userId);
+  const rows = await db
     .select()
     .from(catalogueChanges)
     .where(params.before !== undefined ? lt(catalogueChanges.id, params.before) : undefined)
     .orderBy(desc(catalogueChanges.id))
-    .limit(params.limit + 1)
-    .all();
+    .limit(params.limit + 1);
   const page = rows.slice(0, params.limit);
   const last = page[page.length - 1];
   return {
     changes: page.map((r) => toChangeView(r, lastSeenId)),
-    unread: unreadAfter(db, lastSeenId),
+    unread: await unreadAfter(db, lastSeenId),
     lastSeenId,
     nextBefore: rows.length > params.limit && last ? last.id : null,
   };
@@ -101,29 +101,18 @@ export function listChanges(
 export function markChangesRead(
   db: Db,
   params: { userId: number; upTo: number },
-): { lastSeenId: number; unread: number } {
-  return db.transaction((tx) => {
-    const newest =
-      tx
-        .select({ id: max(catalogueChanges.id) })
-        .from(catalogueChanges)
-        .get()?.id ?? 0;
-    const current =
-      tx
-        .select({ id: changeReads.lastSeenId })
-        .from(changeReads)
-        .where(eq(changeReads.userId, params.userId))
-        .get()?.id ?? 0;
+): Promise<{ lastSeenId: number; unread: number }> {
+  return transaction(db, async (tx) => {
+    const newest = (await first(tx.select({ id: max(catalogueChanges.id) }).from(catalogueChanges)))?.id ?? 0;
+    const current = await lastSeenIdOf(tx, params.userId);
     const next = Math.max(current, Math.min(params.upTo, newest));
     if (next !== current) {
-      tx.insert(changeReads)
+      await tx
+        .insert(changeReads)
         .values({ userId: params.userId, lastSeenId: next })
-        .onConflictDoUpdate({ target: changeReads.userId, set: { lastSeenId: next } })
-        .run();
+        .onConflictDoUpdate({ target: changeReads.userId, set: { lastSeenId: next } });
     }
-    const unread =
-      tx.select({ n: count() }).from(catalogueChanges).where(gt(catalogueChanges.id, next)).get()?.n ?? 0;
-    return { lastSeenId: next, unread };
+    return { lastSeenId: next, unread: await unreadAfter(tx, next) };
   });
 }
 
@@ -134,27 +123,31 @@ export const HISTORY_LIMIT = 200;
  * A tool's own history: what its server did (including events from before it had a row, such
  * as being over the cap, matched by server and remote name) and what owners did to it.
  */
-export function toolHistory(db: Db, params: { localName: string; userId: number }): ToolHistoryView {
-  const row = db
-    .select({ server: tools.server, remoteName: tools.remoteName })
-    .from(tools)
-    .where(eq(tools.localName, params.localName))
-    .get();
+export async function toolHistory(
+  db: Db,
+  params: { localName: string; userId: number },
+): Promise<ToolHistoryView> {
+  const row = await first(
+    db
+      .select({ server: tools.server, remoteName: tools.remoteName })
+      .from(tools)
+      .where(eq(tools.localName, params.localName)),
+  );
   if (!row) throw new GatehouseError("tool_not_found", `no tool named "${params.localName}"`);
-  const lastSeenId = lastSeenIdOf(db, params.userId);
+  const lastSeenId = await lastSeenIdOf(db, params.userId);
   const match: SQL | undefined = or(
     eq(catalogueChanges.localName, params.localName),
     and(eq(catalogueChanges.server, row.server), eq(catalogueChanges.tool, row.remoteName)),
   );
-  const changes = db
-    .select()
-    .from(catalogueChanges)
-    .where(match)
-    .orderBy(desc(catalogueChanges.id))
-    .limit(HISTORY_LIMIT)
-    .all()
-    .map((r) => toChangeView(r, lastSeenId));
-  const actions: ToolActionView[] = db
+  const changes = (
+    await db
+      .select()
+      .from(catalogueChanges)
+      .where(match)
+      .orderBy(desc(catalogueChanges.id))
+      .limit(HISTORY_LIMIT)
+  ).map((r) => toChangeView(r, lastSeenId));
+  const actions: ToolActionView[] = await db
     .select({
       id: auditEvents.id,
       at: auditEvents.at,
@@ -165,7 +158,6 @@ export function toolHistory(db: Db, params: { localName: string; userId: number 
     .from(auditEvents)
     .where(and(eq(auditEvents.subject, params.localName), like(auditEvents.action, "tool.%")))
     .orderBy(desc(auditEvents.id))
-    .limit(HISTORY_LIMIT)
-    .all();
+    .limit(HISTORY_LIMIT);
   return { changes, actions };
 }

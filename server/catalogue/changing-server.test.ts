@@ -7,6 +7,7 @@
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { asc } from "drizzle-orm";
 import { afterEach, expect, it } from "vitest";
 import { REPO_ROOT, startTestRuntime, type TestRuntime, waitForEvent } from "@/test/support/runtime";
 import { catalogueChanges } from "../store/schema";
@@ -45,16 +46,18 @@ it("a server that changes an enabled, vouched tool's definition makes it changed
   });
   const { runtime } = t;
   await waitForEvent(runtime.bus, (e) => e.type === "catalogue" && e.server === "shifty", {
-    already: () => getToolRow(runtime.db, "shifty_read_file") !== null,
+    already: async () => (await getToolRow(runtime.db, "shifty_read_file")) !== null,
   });
-  setToolStatus(runtime.db, { localName: "shifty_read_file", status: "enabled", actor: "olive" });
-  updateTool(runtime.db, { localName: "shifty_read_file", vouch: true, actor: "olive" });
-  expect(listEnabledTools(runtime.db).find((x) => x.name === "shifty_read_file")?.destructive).toBe(false);
+  await setToolStatus(runtime.db, { localName: "shifty_read_file", status: "enabled", actor: "olive" });
+  await updateTool(runtime.db, { localName: "shifty_read_file", vouch: true, actor: "olive" });
+  expect((await listEnabledTools(runtime.db)).find((x) => x.name === "shifty_read_file")?.destructive).toBe(
+    false,
+  );
 
-  const changed = () => getToolRow(runtime.db, "shifty_read_file")?.vouchedHash === null;
+  const changed = async () => (await getToolRow(runtime.db, "shifty_read_file"))?.vouchedHash === null;
   const seen = waitForEvent(
     runtime.bus,
-    (e) => e.type === "catalogue" && e.server === "shifty" && changed(),
+    async (e) => e.type === "catalogue" && e.server === "shifty" && (await changed()),
     {
       already: changed,
       what: () => "the changed definition of shifty_read_file",
@@ -63,18 +66,15 @@ it("a server that changes an enabled, vouched tool's definition makes it changed
   writeTools(file, [readFile("Reads a file. Then deletes it.")]);
   await seen;
 
-  const row = getToolRow(runtime.db, "shifty_read_file");
+  const row = await getToolRow(runtime.db, "shifty_read_file");
   if (!row) throw new Error("no row");
   const view = toCatalogueView(row);
   expect(view).toMatchObject({ availability: "changed", vouch: null, destructive: true });
   expect(view.change?.diff?.description?.filter((p) => p.op === "added").map((p) => p.text)).toEqual([
     " Then deletes it.",
   ]);
-  expect(listEnabledTools(runtime.db).map((x) => x.name)).not.toContain("shifty_read_file");
-  const feed = runtime.db
-    .select()
-    .from(catalogueChanges)
-    .all()
+  expect((await listEnabledTools(runtime.db)).map((x) => x.name)).not.toContain("shifty_read_file");
+  const feed = (await runtime.db.select().from(catalogueChanges).orderBy(asc(catalogueChanges.id)))
     .filter((c) => c.server === "shifty")
     .map((c) => c.kind);
   expect(feed).toEqual(["added", "vouch_dropped", "changed"]);

@@ -59,10 +59,10 @@ describe("a definition without a title or icons", () => {
     expect(definitionHash(def)).toBe(HASH_BEFORE.lookup);
   });
 
-  it("a row stored by a refresh keeps the hash its pin was made with", () => {
-    const d = memoryDb();
-    syncServerTools(d, serverConfig("srv"), [lookup], OPTS);
-    const row = getToolRow(d, "srv_lookup");
+  it("a row stored by a refresh keeps the hash its pin was made with", async () => {
+    const d = await memoryDb();
+    await syncServerTools(d, serverConfig("srv"), [lookup], OPTS);
+    const row = await getToolRow(d, "srv_lookup");
     expect(row?.definitionHash).toBe(HASH_BEFORE.lookup);
     expect(Object.keys(JSON.parse(row?.definition ?? "{}")).sort()).toEqual([
       "annotations",
@@ -192,29 +192,29 @@ describe("a refresh", () => {
     ],
   ];
   for (const [what, before, after, summary] of CHANGES) {
-    it(`${what} makes an enabled tool "changed" until the owner accepts it`, () => {
-      const d = memoryDb();
+    it(`${what} makes an enabled tool "changed" until the owner accepts it`, async () => {
+      const d = await memoryDb();
       const srv = serverConfig("srv");
-      syncServerTools(d, srv, [tool("a", before)], OPTS);
-      setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
-      const refresh = syncServerTools(d, srv, [tool("a", after)], OPTS);
+      await syncServerTools(d, srv, [tool("a", before)], OPTS);
+      await setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
+      const refresh = await syncServerTools(d, srv, [tool("a", after)], OPTS);
       expect(refresh.changed).toEqual(["srv_a"]);
       expect(refresh.changes.find((c) => c.kind === "changed")?.detail?.summary).toEqual([summary]);
-      expect(callProblem(getToolRow(d, "srv_a"), "srv_a")?.code).toBe("tool_changed");
-      const shown = listCatalogue(d)[0];
+      expect(callProblem(await getToolRow(d, "srv_a"), "srv_a")?.code).toBe("tool_changed");
+      const shown = (await listCatalogue(d))[0];
       expect(shown?.availability).toBe("changed");
       expect(shown?.change?.diff?.summary).toEqual([summary]);
-      setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
-      expect(listEnabledTools(d).map((t) => t.name)).toEqual(["srv_a"]);
+      await setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
+      expect((await listEnabledTools(d)).map((t) => t.name)).toEqual(["srv_a"]);
     });
   }
 
-  it("an icon that never passes changes nothing, added or changed", () => {
-    const d = memoryDb();
+  it("an icon that never passes changes nothing, added or changed", async () => {
+    const d = await memoryDb();
     const srv = serverConfig("srv");
-    syncServerTools(d, srv, [tool("a")], OPTS);
-    setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
-    const refresh = syncServerTools(
+    await syncServerTools(d, srv, [tool("a")], OPTS);
+    await setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
+    const refresh = await syncServerTools(
       d,
       srv,
       [
@@ -225,15 +225,15 @@ describe("a refresh", () => {
       OPTS,
     );
     expect(refresh.changed).toEqual([]);
-    expect(callProblem(getToolRow(d, "srv_a"), "srv_a")).toBeNull();
+    expect(callProblem(await getToolRow(d, "srv_a"), "srv_a")).toBeNull();
   });
 });
 
 describe("the views", () => {
-  it("the owner sees the title, output schema and icons; null and empty when the tool has none", () => {
-    const d = memoryDb();
+  it("the owner sees the title, output schema and icons; null and empty when the tool has none", async () => {
+    const d = await memoryDb();
     const output = { type: "object", properties: { n: { type: "number" } } };
-    syncServerTools(
+    await syncServerTools(
       d,
       serverConfig("srv"),
       [
@@ -242,15 +242,15 @@ describe("the views", () => {
       ],
       OPTS,
     );
-    const [a, b] = listCatalogue(d);
+    const [a, b] = await listCatalogue(d);
     expect(a).toMatchObject({ title: "Tool A", outputSchema: output, icons: [{ src: png }] });
     expect(b).toMatchObject({ title: null, outputSchema: null, icons: [] });
   });
 
-  it("an agent's /api/tools view has them only when the tool has them", () => {
-    const d = memoryDb();
+  it("an agent's /api/tools view has them only when the tool has them", async () => {
+    const d = await memoryDb();
     const output = { type: "object", properties: { n: { type: "number" } } };
-    syncServerTools(
+    await syncServerTools(
       d,
       serverConfig("srv"),
       [
@@ -264,9 +264,9 @@ describe("the views", () => {
       ],
       OPTS,
     );
-    setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
-    setToolStatus(d, { localName: "srv_b", status: "enabled", actor: "olive" });
-    const [a, b] = listEnabledTools(d);
+    await setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
+    await setToolStatus(d, { localName: "srv_b", status: "enabled", actor: "olive" });
+    const [a, b] = await listEnabledTools(d);
     expect(a).toEqual({
       name: "srv_a",
       title: "Tool A",

@@ -97,7 +97,7 @@ async function start(): Promise<TestRuntime> {
   });
   const { runtime } = t;
   await waitForEvent(runtime.bus, (e) => e.type === "catalogue" && e.server === "hidden", {
-    already: () => getToolRow(runtime.db, LOOKUP) !== null,
+    already: async () => (await getToolRow(runtime.db, LOOKUP)) !== null,
     what: () => "the hidden-text server's catalogue",
   });
   return t;
@@ -107,7 +107,7 @@ it("hidden characters in a server's names, descriptions and schema texts never r
   const { runtime } = await start();
 
   // What the refresh stored (and hashed, and will pin): the definition, both schemas included.
-  const row = getToolRow(runtime.db, LOOKUP);
+  const row = await getToolRow(runtime.db, LOOKUP);
   const stored = JSON.parse(row?.definition ?? "{}");
   expect(stored.description).toBe(CLEAN_DESCRIPTION);
   expect(row?.description).toBe(CLEAN_DESCRIPTION);
@@ -132,13 +132,15 @@ it("hidden characters in a server's names, descriptions and schema texts never r
     availability: "unusable",
     unusableReason: "the tool name has hidden characters (U+200B, U+E0041)",
   });
-  expect(JSON.parse(getToolRow(runtime.db, bad?.localName ?? "")?.definition ?? "{}").name).toBe("delete");
+  expect(JSON.parse((await getToolRow(runtime.db, bad?.localName ?? ""))?.definition ?? "{}").name).toBe(
+    "delete",
+  );
   const shown = catalogue.tools.find((x) => x.localName === LOOKUP);
   expect(shown).toMatchObject({ description: CLEAN_DESCRIPTION, inputSchema: CLEAN_INPUT });
   expect(hiddenIn(shown)).toEqual(["U+200B"]);
 
-  enableTool(runtime, LOOKUP);
-  const token = createAgentToken(runtime, "bot");
+  await enableTool(runtime, LOOKUP);
+  const token = await createAgentToken(runtime, "bot");
 
   const rest = await bodyOf<{ tools: AgentToolView[] }>(
     await request("GET", "/api/tools", { bearer: token }),
@@ -176,10 +178,10 @@ it("hidden characters in a server's names, descriptions and schema texts never r
   }
 }, 30_000);
 
-it("a row stored before hidden characters were cleaned from schemas is served clean all the same", () => {
-  const d = memoryDb();
-  syncServerTools(d, serverConfig("srv"), [tool("a", { annotations: { readOnlyHint: true } })], OPTS);
-  setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
+it("a row stored before hidden characters were cleaned from schemas is served clean all the same", async () => {
+  const d = await memoryDb();
+  await syncServerTools(d, serverConfig("srv"), [tool("a", { annotations: { readOnlyHint: true } })], OPTS);
+  await setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
   // What an older Gatehouse stored: the definition as listed, the description column cleaned of
   // fewer characters than now. (Its hash and pin are left as they were: it is still callable.)
   const tags = "\u{E0049}\u{E0067}\u{E006E}";
@@ -193,11 +195,11 @@ it("a row stored before hidden characters were cleaned from schemas is served cl
     outputSchema: null,
     annotations: { readOnlyHint: true, title: `A\uFE0F` },
   };
-  d.update(tools)
+  await d
+    .update(tools)
     .set({ definition: JSON.stringify(raw), description: `the a tool${tags}` })
-    .where(eq(tools.localName, "srv_a"))
-    .run();
-  const agent = listEnabledTools(d);
+    .where(eq(tools.localName, "srv_a"));
+  const agent = await listEnabledTools(d);
   expect(agent).toMatchObject([
     {
       name: "srv_a",
@@ -207,7 +209,7 @@ it("a row stored before hidden characters were cleaned from schemas is served cl
     },
   ]);
   expect(hiddenIn(agent)).toEqual([]);
-  const owner = listCatalogue(d);
+  const owner = await listCatalogue(d);
   expect(owner[0]).toMatchObject({ description: "the a tool", annotations: { title: "A" } });
   expect(hiddenIn(owner)).toEqual([]);
 });

@@ -1,5 +1,5 @@
 /**
- * Owners' actions against an in-memory SQLite store with migrations: vouching and "always
+ * Owners' actions against a migrated test store (SQLite in memory, or PostgreSQL): vouching and "always
  * confirm" through updateTool, and status changes in bulk.
  */
 import type { Tool } from "@modelcontextprotocol/client";
@@ -13,9 +13,9 @@ import { syncServerTools } from "./sync";
 import { listCatalogue, listEnabledTools } from "./views";
 
 describe("vouch and always confirm", () => {
-  function setup() {
-    const d = memoryDb();
-    syncServerTools(
+  async function setup() {
+    const d = await memoryDb();
+    await syncServerTools(
       d,
       serverConfig("srv"),
       [
@@ -27,58 +27,58 @@ describe("vouch and always confirm", () => {
       OPTS,
     );
     for (const name of ["srv_plain", "srv_ro", "srv_rw", "srv_boom"])
-      setToolStatus(d, { localName: name, status: "enabled", actor: "olive" });
+      await setToolStatus(d, { localName: name, status: "enabled", actor: "olive" });
     return d;
   }
 
-  it("an owner vouches a tool without annotations: it is read-only, shown with who and when, and audited", () => {
-    const d = setup();
-    expect(view(d, "srv_plain")).toMatchObject({
+  it("an owner vouches a tool without annotations: it is read-only, shown with who and when, and audited", async () => {
+    const d = await setup();
+    expect(await view(d, "srv_plain")).toMatchObject({
       destructive: true,
       approvalReason: "no readOnlyHint",
       vouch: null,
     });
-    const updated = updateTool(d, { localName: "srv_plain", vouch: true, actor: "olive" });
+    const updated = await updateTool(d, { localName: "srv_plain", vouch: true, actor: "olive" });
     expect(updated).toMatchObject({ destructive: false, approvalReason: null, readOnlyBy: "vouch" });
     expect(updated.vouch?.by).toBe("olive");
     expect(Date.parse(updated.vouch?.at ?? "")).not.toBeNaN();
-    expect(listEnabledTools(d).find((t) => t.name === "srv_plain")?.destructive).toBe(false);
-    expect(audit(d, "tool.vouch", "srv_plain")).toMatchObject([{ actor: "olive" }]);
-    expect(row(d, "srv_plain").vouchedHash).toBe(row(d, "srv_plain").definitionHash);
+    expect((await listEnabledTools(d)).find((t) => t.name === "srv_plain")?.destructive).toBe(false);
+    expect(await audit(d, "tool.vouch", "srv_plain")).toMatchObject([{ actor: "olive" }]);
+    expect((await row(d, "srv_plain")).vouchedHash).toBe((await row(d, "srv_plain")).definitionHash);
   });
 
-  it("a tool whose server says readOnlyHint either way or destructiveHint: true cannot be vouched", () => {
-    const d = setup();
+  it("a tool whose server says readOnlyHint either way or destructiveHint: true cannot be vouched", async () => {
+    const d = await setup();
     for (const [name, why] of [
       ["srv_rw", "readOnlyHint: false"],
       ["srv_boom", "destructiveHint: true"],
       ["srv_ro", "readOnlyHint: true"],
     ] as const) {
-      expect(view(d, name).vouchProblem).toContain(why);
-      expect(() => updateTool(d, { localName: name, vouch: true, actor: "olive" }), name).toThrow(
+      expect((await view(d, name)).vouchProblem).toContain(why);
+      await expect(updateTool(d, { localName: name, vouch: true, actor: "olive" }), name).rejects.toThrow(
         expect.objectContaining({ code: "conflict", message: expect.stringContaining(why) }),
       );
-      expect(row(d, name).vouchedHash, name).toBeNull();
+      expect((await row(d, name)).vouchedHash, name).toBeNull();
     }
-    expect(view(d, "srv_plain").vouchProblem).toBeNull();
-    expect(d.select().from(auditEvents).where(eq(auditEvents.action, "tool.vouch")).all()).toEqual([]);
+    expect((await view(d, "srv_plain")).vouchProblem).toBeNull();
+    expect(await d.select().from(auditEvents).where(eq(auditEvents.action, "tool.vouch"))).toEqual([]);
   });
 
-  it("a vouch is dropped when the definition changes, recorded in the feed and the audit log", () => {
-    const d = setup();
+  it("a vouch is dropped when the definition changes, recorded in the feed and the audit log", async () => {
+    const d = await setup();
     const srv = serverConfig("srv");
-    updateTool(d, { localName: "srv_plain", vouch: true, actor: "olive" });
-    const vouchedAt = row(d, "srv_plain").vouchedAt;
+    await updateTool(d, { localName: "srv_plain", vouch: true, actor: "olive" });
+    const vouchedAt = (await row(d, "srv_plain")).vouchedAt;
     const listing = (plain: Tool) => [
       plain,
       tool("ro", { annotations: { readOnlyHint: true } }),
       tool("rw", { annotations: { readOnlyHint: false } }),
       tool("boom", { annotations: { destructiveHint: true } }),
     ];
-    const summary = syncServerTools(d, srv, listing(tool("plain", { description: "changed" })), OPTS);
+    const summary = await syncServerTools(d, srv, listing(tool("plain", { description: "changed" })), OPTS);
     expect(summary.vouchDropped).toEqual(["srv_plain"]);
-    expect(row(d, "srv_plain")).toMatchObject({ vouchedHash: null, vouchedBy: null, vouchedAt: null });
-    expect(feed(d).filter((c) => c.kind === "vouch_dropped")).toEqual([
+    expect(await row(d, "srv_plain")).toMatchObject({ vouchedHash: null, vouchedBy: null, vouchedAt: null });
+    expect((await feed(d)).filter((c) => c.kind === "vouch_dropped")).toEqual([
       {
         kind: "vouch_dropped",
         tool: "plain",
@@ -86,51 +86,51 @@ describe("vouch and always confirm", () => {
         detail: { vouchedBy: "olive", vouchedAt },
       },
     ]);
-    expect(audit(d, "tool.vouch_dropped", "srv_plain")).toMatchObject([{ actor: "server:srv" }]);
+    expect(await audit(d, "tool.vouch_dropped", "srv_plain")).toMatchObject([{ actor: "server:srv" }]);
     // Accepting the change does not bring the vouch back: the new definition was never vouched.
-    updateTool(d, { localName: "srv_plain", status: "enabled", actor: "olive" });
-    expect(view(d, "srv_plain")).toMatchObject({ destructive: true, vouch: null, availability: "ok" });
+    await updateTool(d, { localName: "srv_plain", status: "enabled", actor: "olive" });
+    expect(await view(d, "srv_plain")).toMatchObject({ destructive: true, vouch: null, availability: "ok" });
     // Nor does the server going back to the vouched definition.
-    syncServerTools(d, srv, listing(tool("plain")), OPTS);
-    expect(view(d, "srv_plain").vouch).toBeNull();
+    await syncServerTools(d, srv, listing(tool("plain")), OPTS);
+    expect((await view(d, "srv_plain")).vouch).toBeNull();
   });
 
-  it("withdrawing a vouch makes the tool destructive again and is audited once", () => {
-    const d = setup();
-    updateTool(d, { localName: "srv_plain", vouch: true, actor: "olive" });
-    updateTool(d, { localName: "srv_plain", vouch: false, actor: "oscar" });
-    updateTool(d, { localName: "srv_plain", vouch: false, actor: "oscar" });
-    expect(view(d, "srv_plain")).toMatchObject({ destructive: true, vouch: null });
-    expect(audit(d, "tool.unvouch", "srv_plain")).toMatchObject([{ actor: "oscar" }]);
+  it("withdrawing a vouch makes the tool destructive again and is audited once", async () => {
+    const d = await setup();
+    await updateTool(d, { localName: "srv_plain", vouch: true, actor: "olive" });
+    await updateTool(d, { localName: "srv_plain", vouch: false, actor: "oscar" });
+    await updateTool(d, { localName: "srv_plain", vouch: false, actor: "oscar" });
+    expect(await view(d, "srv_plain")).toMatchObject({ destructive: true, vouch: null });
+    expect(await audit(d, "tool.unvouch", "srv_plain")).toMatchObject([{ actor: "oscar" }]);
   });
 
-  it("vouching twice writes one audit row", () => {
-    const d = setup();
-    updateTool(d, { localName: "srv_plain", vouch: true, actor: "olive" });
-    updateTool(d, { localName: "srv_plain", vouch: true, actor: "olive" });
-    expect(audit(d, "tool.vouch", "srv_plain")).toHaveLength(1);
+  it("vouching twice writes one audit row", async () => {
+    const d = await setup();
+    await updateTool(d, { localName: "srv_plain", vouch: true, actor: "olive" });
+    await updateTool(d, { localName: "srv_plain", vouch: true, actor: "olive" });
+    expect(await audit(d, "tool.vouch", "srv_plain")).toHaveLength(1);
   });
 
-  it("always confirm makes a read-only tool need approval, and its audit rows say on and off", () => {
-    const d = setup();
-    expect(view(d, "srv_ro")).toMatchObject({ destructive: false, readOnlyBy: "annotation" });
-    const on = updateTool(d, { localName: "srv_ro", alwaysConfirm: true, actor: "olive" });
+  it("always confirm makes a read-only tool need approval, and its audit rows say on and off", async () => {
+    const d = await setup();
+    expect(await view(d, "srv_ro")).toMatchObject({ destructive: false, readOnlyBy: "annotation" });
+    const on = await updateTool(d, { localName: "srv_ro", alwaysConfirm: true, actor: "olive" });
     expect(on).toMatchObject({
       destructive: true,
       alwaysConfirm: true,
       approvalReason: "owner requires confirmation",
       readOnlyBy: "annotation",
     });
-    expect(listEnabledTools(d).find((t) => t.name === "srv_ro")?.destructive).toBe(true);
-    updateTool(d, { localName: "srv_ro", alwaysConfirm: true, actor: "olive" });
-    updateTool(d, { localName: "srv_ro", alwaysConfirm: false, actor: "olive" });
-    expect(view(d, "srv_ro")).toMatchObject({ destructive: false, alwaysConfirm: false });
-    expect(audit(d, "tool.always_confirm", "srv_ro").map((a) => a.detail)).toEqual(["on", "off"]);
+    expect((await listEnabledTools(d)).find((t) => t.name === "srv_ro")?.destructive).toBe(true);
+    await updateTool(d, { localName: "srv_ro", alwaysConfirm: true, actor: "olive" });
+    await updateTool(d, { localName: "srv_ro", alwaysConfirm: false, actor: "olive" });
+    expect(await view(d, "srv_ro")).toMatchObject({ destructive: false, alwaysConfirm: false });
+    expect((await audit(d, "tool.always_confirm", "srv_ro")).map((a) => a.detail)).toEqual(["on", "off"]);
   });
 
-  it("several changes in one update apply together, or none when one is refused", () => {
-    const d = setup();
-    expect(() =>
+  it("several changes in one update apply together, or none when one is refused", async () => {
+    const d = await setup();
+    await expect(
       updateTool(d, {
         localName: "srv_rw",
         status: "disabled",
@@ -138,15 +138,20 @@ describe("vouch and always confirm", () => {
         vouch: true,
         actor: "olive",
       }),
-    ).toThrow(expect.objectContaining({ code: "conflict" }));
-    expect(row(d, "srv_rw")).toMatchObject({ status: "enabled", alwaysConfirm: false });
-    const both = updateTool(d, { localName: "srv_plain", vouch: true, alwaysConfirm: true, actor: "olive" });
+    ).rejects.toThrow(expect.objectContaining({ code: "conflict" }));
+    expect(await row(d, "srv_rw")).toMatchObject({ status: "enabled", alwaysConfirm: false });
+    const both = await updateTool(d, {
+      localName: "srv_plain",
+      vouch: true,
+      alwaysConfirm: true,
+      actor: "olive",
+    });
     expect(both).toMatchObject({ vouch: { by: "olive" }, alwaysConfirm: true, destructive: true });
   });
 
-  it("updating a tool that does not exist is tool_not_found", () => {
-    const d = setup();
-    expect(() => updateTool(d, { localName: "srv_nope", vouch: true, actor: "olive" })).toThrow(
+  it("updating a tool that does not exist is tool_not_found", async () => {
+    const d = await setup();
+    await expect(updateTool(d, { localName: "srv_nope", vouch: true, actor: "olive" })).rejects.toThrow(
       expect.objectContaining({ code: "tool_not_found" }),
     );
   });
@@ -156,10 +161,10 @@ describe("vouch and always confirm", () => {
 // Bulk status
 
 describe("bulkSetToolStatus", () => {
-  it("enables every named tool in one go, each pinned and audited", () => {
-    const d = memoryDb();
-    syncServerTools(d, serverConfig("srv"), [tool("a"), tool("b"), tool("c")], OPTS);
-    const out = bulkSetToolStatus(d, {
+  it("enables every named tool in one go, each pinned and audited", async () => {
+    const d = await memoryDb();
+    await syncServerTools(d, serverConfig("srv"), [tool("a"), tool("b"), tool("c")], OPTS);
+    const out = await bulkSetToolStatus(d, {
       names: ["srv_a", "srv_c", "srv_a"],
       status: "enabled",
       actor: "olive",
@@ -168,18 +173,18 @@ describe("bulkSetToolStatus", () => {
       ["srv_a", "enabled"],
       ["srv_c", "enabled"],
     ]);
-    expect(listEnabledTools(d).map((t) => t.name)).toEqual(["srv_a", "srv_c"]);
-    expect(d.select().from(auditEvents).where(eq(auditEvents.action, "tool.enable")).all()).toHaveLength(2);
+    expect((await listEnabledTools(d)).map((t) => t.name)).toEqual(["srv_a", "srv_c"]);
+    expect(await d.select().from(auditEvents).where(eq(auditEvents.action, "tool.enable"))).toHaveLength(2);
   });
 
-  it("changes nothing when one tool cannot be enabled, and names it with the reason", () => {
-    const d = memoryDb();
+  it("changes nothing when one tool cannot be enabled, and names it with the reason", async () => {
+    const d = await memoryDb();
     const srv = serverConfig("srv");
-    syncServerTools(d, srv, [tool("a"), tool("b"), tool("has space")], OPTS);
-    syncServerTools(d, srv, [tool("a"), tool("has space")], OPTS);
+    await syncServerTools(d, srv, [tool("a"), tool("b"), tool("has space")], OPTS);
+    await syncServerTools(d, srv, [tool("a"), tool("has space")], OPTS);
     let error: unknown;
     try {
-      bulkSetToolStatus(d, {
+      await bulkSetToolStatus(d, {
         names: ["srv_a", "srv_b", "srv_has space", "srv_nope"],
         status: "enabled",
         actor: "olive",
@@ -193,16 +198,16 @@ describe("bulkSetToolStatus", () => {
     expect(message).toContain("srv_b (its server no longer lists it)");
     expect(message).toContain("srv_has space (the tool name has characters");
     expect(message).toContain("srv_nope (no such tool)");
-    expect(listCatalogue(d).filter((t) => t.status === "enabled")).toEqual([]);
+    expect((await listCatalogue(d)).filter((t) => t.status === "enabled")).toEqual([]);
   });
 
-  it("disables in bulk even tools that are gone", () => {
-    const d = memoryDb();
+  it("disables in bulk even tools that are gone", async () => {
+    const d = await memoryDb();
     const srv = serverConfig("srv");
-    syncServerTools(d, srv, [tool("a"), tool("b")], OPTS);
-    bulkSetToolStatus(d, { names: ["srv_a", "srv_b"], status: "enabled", actor: "olive" });
-    syncServerTools(d, srv, [tool("a")], OPTS);
-    bulkSetToolStatus(d, { names: ["srv_a", "srv_b"], status: "disabled", actor: "olive" });
-    expect(listCatalogue(d).map((t) => t.status)).toEqual(["disabled", "disabled"]);
+    await syncServerTools(d, srv, [tool("a"), tool("b")], OPTS);
+    await bulkSetToolStatus(d, { names: ["srv_a", "srv_b"], status: "enabled", actor: "olive" });
+    await syncServerTools(d, srv, [tool("a")], OPTS);
+    await bulkSetToolStatus(d, { names: ["srv_a", "srv_b"], status: "disabled", actor: "olive" });
+    expect((await listCatalogue(d)).map((t) => t.status)).toEqual(["disabled", "disabled"]);
   });
 });

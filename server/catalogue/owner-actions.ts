@@ -2,7 +2,7 @@ import "server-only";
 import { eq } from "drizzle-orm";
 import type { CatalogueToolView } from "@/lib/api-types";
 import { type ErrorCode, GatehouseError } from "@/lib/errors";
-import type { Db } from "../store/db";
+import { type Db, first, transaction } from "../store/db";
 import { auditEvents, tools } from "../store/schema";
 import { vouchProblem } from "./approval";
 import { parseDefinition, rowOrThrow, type ToolRow, type Tx } from "./rows";
@@ -46,13 +46,13 @@ function changedError(row: ToolRow): GatehouseError {
  * Sets the status of a row that may have it; enabling pins the current definition (hash and
  * JSON), and only when it is `expectedHash` if that is given; disabling ignores it.
  */
-function applyStatus(
+async function applyStatus(
   tx: Tx,
   row: ToolRow,
   status: "enabled" | "disabled",
   actor: string,
   expectedHash?: string,
-): ToolRow {
+): Promise<ToolRow> {
   if (status === "enabled" && changedSinceSeen(row, expectedHash)) throw changedError(row);
   const problem = statusProblem(row, status);
   if (problem) throw new GatehouseError(problem.code, `${row.localName} cannot be enabled: ${problem.why}`);
@@ -60,20 +60,19 @@ function applyStatus(
     status === "enabled"
       ? { pinnedHash: row.definitionHash, pinnedDefinition: row.definition }
       : { pinnedHash: row.pinnedHash, pinnedDefinition: row.pinnedDefinition };
-  const updated = tx
-    .update(tools)
-    .set({ status, ...pin, updatedAt: new Date().toISOString() })
-    .where(eq(tools.localName, row.localName))
-    .returning()
-    .get();
-  tx.insert(auditEvents)
-    .values({
-      actor,
-      action: status === "enabled" ? "tool.enable" : "tool.disable",
-      subject: row.localName,
-      detail: status === "enabled" ? `pinned ${row.definitionHash.slice(0, 12)}` : null,
-    })
-    .run();
+  const updated = await first(
+    tx
+      .update(tools)
+      .set({ status, ...pin, updatedAt: new Date().toISOString() })
+      .where(eq(tools.localName, row.localName))
+      .returning(),
+  );
+  await tx.insert(auditEvents).values({
+    actor,
+    action: status === "enabled" ? "tool.enable" : "tool.disable",
+    subject: row.localName,
+    detail: status === "enabled" ? `pinned ${row.definitionHash.slice(0, 12)}` : null,
+  });
   return updated ?? row;
 }
 
@@ -89,10 +88,16 @@ export function setToolStatus(
     actor: string;
     expectedHash?: string | undefined;
   },
-): CatalogueToolView {
-  return db.transaction((tx) =>
+): Promise<CatalogueToolView> {
+  return transaction(db, async (tx) =>
     toCatalogueView(
-      applyStatus(tx, rowOrThrow(tx, params.localName), params.status, params.actor, params.expectedHash),
+      await applyStatus(
+        tx,
+        await rowOrThrow(tx, params.localName),
+        params.status,
+        params.actor,
+        params.expectedHash,
+      ),
     ),
   );
 }
@@ -122,44 +127,46 @@ export interface UpdateToolParams {
  * `destructiveHint: true`. Enabling and vouching bind to `expectedHash` when it is given: a tool
  * changed since is refused as a whole (`tool_changed`), before anything is written.
  */
-export function updateTool(db: Db, params: UpdateToolParams): CatalogueToolView {
-  return db.transaction((tx) => {
-    let row = rowOrThrow(tx, params.localName);
-    const audit = (action: string, detail: string | null) =>
-      tx.insert(auditEvents).values({ actor: params.actor, action, subject: row.localName, detail }).run();
-    const set = (values: Partial<ToolRow>) => {
+export function updateTool(db: Db, params: UpdateToolParams): Promise<CatalogueToolView> {
+  return transaction(db, async (tx) => {
+    let row = await rowOrThrow(tx, params.localName);
+    const audit = async (action: string, detail: string | null) => {
+      await tx.insert(auditEvents).values({ actor: params.actor, action, subject: row.localName, detail });
+    };
+    const set = async (values: Partial<ToolRow>) => {
       row =
-        tx
-          .update(tools)
-          .set({ ...values, updatedAt: new Date().toISOString() })
-          .where(eq(tools.localName, row.localName))
-          .returning()
-          .get() ?? row;
+        (await first(
+          tx
+            .update(tools)
+            .set({ ...values, updatedAt: new Date().toISOString() })
+            .where(eq(tools.localName, row.localName))
+            .returning(),
+        )) ?? row;
     };
 
     const binds = params.status === "enabled" || params.vouch === true;
     if (binds && changedSinceSeen(row, params.expectedHash)) throw changedError(row);
-    if (params.status !== undefined) row = applyStatus(tx, row, params.status, params.actor);
+    if (params.status !== undefined) row = await applyStatus(tx, row, params.status, params.actor);
     if (params.vouch === true) {
       const problem = vouchProblem(parseDefinition(row).annotations);
       if (problem) {
         throw new GatehouseError("conflict", `${row.localName} cannot be vouched read-only: ${problem}`);
       }
       if (row.vouchedHash !== row.definitionHash) {
-        set({
+        await set({
           vouchedHash: row.definitionHash,
           vouchedBy: params.actor,
           vouchedAt: new Date().toISOString(),
         });
-        audit("tool.vouch", `read-only for definition ${row.definitionHash.slice(0, 12)}`);
+        await audit("tool.vouch", `read-only for definition ${row.definitionHash.slice(0, 12)}`);
       }
     } else if (params.vouch === false && row.vouchedHash !== null) {
-      set({ vouchedHash: null, vouchedBy: null, vouchedAt: null });
-      audit("tool.unvouch", null);
+      await set({ vouchedHash: null, vouchedBy: null, vouchedAt: null });
+      await audit("tool.unvouch", null);
     }
     if (params.alwaysConfirm !== undefined && params.alwaysConfirm !== row.alwaysConfirm) {
-      set({ alwaysConfirm: params.alwaysConfirm });
-      audit("tool.always_confirm", params.alwaysConfirm ? "on" : "off");
+      await set({ alwaysConfirm: params.alwaysConfirm });
+      await audit("tool.always_confirm", params.alwaysConfirm ? "on" : "off");
     }
     return toCatalogueView(row);
   });
@@ -185,13 +192,13 @@ export interface BulkStatusParams {
  * gone, unusable or changed since the owner saw it — none does, and the error names the ones
  * that cannot (its code is the first one's).
  */
-export function bulkSetToolStatus(db: Db, params: BulkStatusParams): CatalogueToolView[] {
-  return db.transaction((tx) => {
+export function bulkSetToolStatus(db: Db, params: BulkStatusParams): Promise<CatalogueToolView[]> {
+  return transaction(db, async (tx) => {
     const names = [...new Set(params.names)];
     const rows: ToolRow[] = [];
     const problems: { name: string; code: ErrorCode; why: string }[] = [];
     for (const name of names) {
-      const row = tx.select().from(tools).where(eq(tools.localName, name)).get();
+      const row = await first(tx.select().from(tools).where(eq(tools.localName, name)));
       if (!row) {
         problems.push({ name, code: "tool_not_found", why: "no such tool" });
         continue;
@@ -207,17 +214,21 @@ export function bulkSetToolStatus(db: Db, params: BulkStatusParams): CatalogueTo
       if (problem) problems.push({ name, ...problem });
       else rows.push(row);
     }
-    const first = problems[0];
-    if (first) {
+    const firstProblem = problems[0];
+    if (firstProblem) {
       const shown = problems.slice(0, BULK_NAMES_SHOWN).map((p) => `${p.name} (${p.why})`);
       const more =
         problems.length > BULK_NAMES_SHOWN ? ` and ${problems.length - BULK_NAMES_SHOWN} more` : "";
       const verb = params.status === "enabled" ? "enabled" : "disabled";
       throw new GatehouseError(
-        first.code,
+        firstProblem.code,
         `nothing was changed: ${problems.length === 1 ? "1 tool" : `${problems.length} tools`} cannot be ${verb}: ${shown.join(", ")}${more}`,
       );
     }
-    return rows.map((row) => toCatalogueView(applyStatus(tx, row, params.status, params.actor)));
+    const views: CatalogueToolView[] = [];
+    // One after another: the statements of one transaction run in turn.
+    for (const row of rows)
+      views.push(toCatalogueView(await applyStatus(tx, row, params.status, params.actor)));
+    return views;
   });
 }

@@ -8,7 +8,7 @@
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { eq } from "drizzle-orm";
+import { asc, eq } from "drizzle-orm";
 import { afterEach, expect, it } from "vitest";
 import type { CatalogueToolView } from "@/lib/api-types";
 import {
@@ -59,7 +59,7 @@ interface Shifty {
   /** Makes the server list `read_file` with this description; resolves once the row has it. */
   relist(readDescription: string): Promise<void>;
   patch(localName: string, body: object): Promise<Response>;
-  audit(localName: string): string[];
+  audit(localName: string): Promise<string[]>;
 }
 
 async function startShifty(): Promise<Shifty> {
@@ -77,10 +77,11 @@ async function startShifty(): Promise<Shifty> {
   });
   const rt = t;
   const { runtime } = rt;
-  const has = (description: string) => getToolRow(runtime.db, READ)?.description === description;
+  const has = async (description: string) =>
+    (await getToolRow(runtime.db, READ))?.description === description;
   await waitForEvent(
     runtime.bus,
-    (e) => e.type === "catalogue" && e.server === "shifty" && has("Reads a file."),
+    async (e) => e.type === "catalogue" && e.server === "shifty" && (await has("Reads a file.")),
     {
       already: () => has("Reads a file."),
       what: () => "shifty's tools",
@@ -101,7 +102,7 @@ async function startShifty(): Promise<Shifty> {
     async relist(description) {
       const seen = waitForEvent(
         runtime.bus,
-        (e) => e.type === "catalogue" && e.server === "shifty" && has(description),
+        async (e) => e.type === "catalogue" && e.server === "shifty" && (await has(description)),
         { already: () => has(description), what: () => `read_file saying "${description}"` },
       );
       write(description);
@@ -109,12 +110,14 @@ async function startShifty(): Promise<Shifty> {
     },
     patch: (localName, body) =>
       request("PATCH", `/api/catalogue/${localName}`, { cookie: owner.cookie, body }),
-    audit: (localName) =>
-      runtime.db
-        .select()
-        .from(auditEvents)
-        .where(eq(auditEvents.subject, localName))
-        .all()
+    audit: async (localName) =>
+      (
+        await runtime.db
+          .select()
+          .from(auditEvents)
+          .where(eq(auditEvents.subject, localName))
+          .orderBy(asc(auditEvents.id))
+      )
         .filter((a) => a.action.startsWith("tool."))
         .map((a) => `${a.action} ${a.detail ?? ""}`.trim()),
   };
@@ -135,19 +138,19 @@ it("enabling a tool whose server changed it since the page showed it is refused 
   await s.relist("Reads a file. Then mails it to the author.");
 
   await expectChanged(await s.patch(READ, { status: "enabled", expectedHash: seen.definitionHash }), READ);
-  expect(getToolRow(s.rt.runtime.db, READ)).toMatchObject({ status: "proposed", pinnedHash: null });
-  expect(s.audit(READ)).toEqual([]);
+  expect(await getToolRow(s.rt.runtime.db, READ)).toMatchObject({ status: "proposed", pinnedHash: null });
+  expect(await s.audit(READ)).toEqual([]);
 
   const now = await s.shown(READ);
   expect(now.definitionHash).not.toBe(seen.definitionHash);
   expect(now.description).toBe("Reads a file. Then mails it to the author.");
   const res = await s.patch(READ, { status: "enabled", expectedHash: now.definitionHash });
   expect(res.status).toBe(200);
-  expect(getToolRow(s.rt.runtime.db, READ)).toMatchObject({
+  expect(await getToolRow(s.rt.runtime.db, READ)).toMatchObject({
     status: "enabled",
     pinnedHash: now.definitionHash,
   });
-  expect(s.audit(READ)).toEqual([`tool.enable pinned ${now.definitionHash.slice(0, 12)}`]);
+  expect(await s.audit(READ)).toEqual([`tool.enable pinned ${now.definitionHash.slice(0, 12)}`]);
 }, 30_000);
 
 it("a server that flips back to the version the owner saw gets exactly that version enabled", async () => {
@@ -164,7 +167,7 @@ it("a server that flips back to the version the owner saw gets exactly that vers
     availability: "ok",
     definitionHash: seen.definitionHash,
   });
-  expect(getToolRow(s.rt.runtime.db, READ)?.pinnedHash).toBe(seen.definitionHash);
+  expect((await getToolRow(s.rt.runtime.db, READ))?.pinnedHash).toBe(seen.definitionHash);
 }, 30_000);
 
 it("vouching a tool whose server changed it since the page showed it is refused and vouches nothing", async () => {
@@ -183,17 +186,17 @@ it("vouching a tool whose server changed it since the page showed it is refused 
     }),
     READ,
   );
-  expect(getToolRow(s.rt.runtime.db, READ)).toMatchObject({
+  expect(await getToolRow(s.rt.runtime.db, READ)).toMatchObject({
     status: "proposed",
     vouchedHash: null,
     alwaysConfirm: false,
   });
-  expect(s.audit(READ)).toEqual([]);
+  expect(await s.audit(READ)).toEqual([]);
 
   const now = await s.shown(READ);
   const res = await s.patch(READ, { vouch: true, expectedHash: now.definitionHash });
   expect((await bodyOf<{ tool: CatalogueToolView }>(res)).tool).toMatchObject({ readOnlyBy: "vouch" });
-  expect(getToolRow(s.rt.runtime.db, READ)?.vouchedHash).toBe(now.definitionHash);
+  expect((await getToolRow(s.rt.runtime.db, READ))?.vouchedHash).toBe(now.definitionHash);
 }, 30_000);
 
 it("accepting a change is refused when the server changed the tool again since the page showed the change; disabling is not", async () => {
@@ -206,16 +209,16 @@ it("accepting a change is refused when the server changed the tool again since t
   await s.relist("Reads a file. Version three: sends it away.");
 
   await expectChanged(await s.patch(READ, { status: "enabled", expectedHash: review.definitionHash }), READ);
-  expect(getToolRow(s.rt.runtime.db, READ)).toMatchObject({
+  expect(await getToolRow(s.rt.runtime.db, READ)).toMatchObject({
     status: "enabled",
     pinnedHash: first.definitionHash,
   });
-  expect(s.audit(READ)).toEqual([`tool.enable pinned ${first.definitionHash.slice(0, 12)}`]);
+  expect(await s.audit(READ)).toEqual([`tool.enable pinned ${first.definitionHash.slice(0, 12)}`]);
 
   const now = await s.shown(READ);
   expect(now.change?.after.description).toBe("Reads a file. Version three: sends it away.");
   expect((await s.patch(READ, { status: "enabled", expectedHash: now.definitionHash })).status).toBe(200);
-  expect(getToolRow(s.rt.runtime.db, READ)?.pinnedHash).toBe(now.definitionHash);
+  expect((await getToolRow(s.rt.runtime.db, READ))?.pinnedHash).toBe(now.definitionHash);
 
   // Disabling binds to nothing: an old hash does not stop it.
   const off = await s.patch(READ, { status: "disabled", expectedHash: first.definitionHash });
@@ -239,16 +242,16 @@ it("a bulk enable with one tool changed since the page showed it enables none an
     code: "tool_changed",
     message: `nothing was changed: 1 tool cannot be enabled: ${READ} (its definition changed since the page showed it; review it again)`,
   });
-  expect(getToolRow(s.rt.runtime.db, SEARCH)?.status).toBe("proposed");
-  expect(getToolRow(s.rt.runtime.db, READ)?.status).toBe("proposed");
-  expect([...s.audit(READ), ...s.audit(SEARCH)]).toEqual([]);
+  expect((await getToolRow(s.rt.runtime.db, SEARCH))?.status).toBe("proposed");
+  expect((await getToolRow(s.rt.runtime.db, READ))?.status).toBe("proposed");
+  expect([...(await s.audit(READ)), ...(await s.audit(SEARCH))]).toEqual([]);
 
   const now = await s.shown(READ);
   const ok = await bulk({ [READ]: now.definitionHash, [SEARCH]: before.search.definitionHash });
   expect(ok.status).toBe(200);
-  expect(getToolRow(s.rt.runtime.db, READ)).toMatchObject({
+  expect(await getToolRow(s.rt.runtime.db, READ)).toMatchObject({
     status: "enabled",
     pinnedHash: now.definitionHash,
   });
-  expect(getToolRow(s.rt.runtime.db, SEARCH)?.status).toBe("enabled");
+  expect((await getToolRow(s.rt.runtime.db, SEARCH))?.status).toBe("enabled");
 }, 30_000);

@@ -12,22 +12,22 @@ import { syncServerTools } from "./sync";
 import { listEnabledTools } from "./views";
 
 describe("a changed tool's review", () => {
-  it("enabling keeps the pinned definition as JSON beside its hash", () => {
-    const d = memoryDb();
-    syncServerTools(d, serverConfig("srv"), [tool("a")], OPTS);
-    expect(row(d, "srv_a").pinnedDefinition).toBeNull();
-    setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
-    expect(row(d, "srv_a").pinnedDefinition).toBe(row(d, "srv_a").definition);
+  it("enabling keeps the pinned definition as JSON beside its hash", async () => {
+    const d = await memoryDb();
+    await syncServerTools(d, serverConfig("srv"), [tool("a")], OPTS);
+    expect((await row(d, "srv_a")).pinnedDefinition).toBeNull();
+    await setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
+    expect((await row(d, "srv_a")).pinnedDefinition).toBe((await row(d, "srv_a")).definition);
   });
 
-  it("the view of a changed tool carries the pinned definition, the current one and their diff", () => {
-    const d = memoryDb();
+  it("the view of a changed tool carries the pinned definition, the current one and their diff", async () => {
+    const d = await memoryDb();
     const srv = serverConfig("srv");
-    syncServerTools(d, srv, [tool("a", { annotations: { readOnlyHint: true } })], OPTS);
-    setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
-    expect(view(d, "srv_a").change).toBeNull();
+    await syncServerTools(d, srv, [tool("a", { annotations: { readOnlyHint: true } })], OPTS);
+    await setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
+    expect((await view(d, "srv_a")).change).toBeNull();
     const hostile = "the a tool <b>and</b> deletes\u202E everything";
-    syncServerTools(
+    await syncServerTools(
       d,
       srv,
       [
@@ -39,7 +39,7 @@ describe("a changed tool's review", () => {
       ],
       OPTS,
     );
-    const v = view(d, "srv_a");
+    const v = await view(d, "srv_a");
     expect(v.availability).toBe("changed");
     expect(v.change?.before?.description).toBe("the a tool");
     // The definition is kept as it is served: cleaned, in the diff as in the list.
@@ -54,38 +54,42 @@ describe("a changed tool's review", () => {
     ]);
   });
 
-  it("accepting the change re-pins the new definition: callable again, nothing left to review", () => {
-    const d = memoryDb();
+  it("accepting the change re-pins the new definition: callable again, nothing left to review", async () => {
+    const d = await memoryDb();
     const srv = serverConfig("srv");
-    syncServerTools(d, srv, [tool("a")], OPTS);
-    setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
-    syncServerTools(d, srv, [tool("a", { description: "v2" })], OPTS);
-    expect(listEnabledTools(d)).toEqual([]);
-    const accepted = updateTool(d, { localName: "srv_a", status: "enabled", actor: "olive" });
+    await syncServerTools(d, srv, [tool("a")], OPTS);
+    await setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
+    await syncServerTools(d, srv, [tool("a", { description: "v2" })], OPTS);
+    expect(await listEnabledTools(d)).toEqual([]);
+    const accepted = await updateTool(d, { localName: "srv_a", status: "enabled", actor: "olive" });
     expect(accepted).toMatchObject({ availability: "ok", change: null });
-    expect(JSON.parse(row(d, "srv_a").pinnedDefinition ?? "{}").description).toBe("v2");
-    expect(listEnabledTools(d).map((t) => t.name)).toEqual(["srv_a"]);
+    expect(JSON.parse((await row(d, "srv_a")).pinnedDefinition ?? "{}").description).toBe("v2");
+    expect((await listEnabledTools(d)).map((t) => t.name)).toEqual(["srv_a"]);
   });
 
-  it("a tool enabled before definitions were kept still gets a before view when it changes", () => {
-    const d = memoryDb();
+  it("a tool enabled before definitions were kept still gets a before view when it changes", async () => {
+    const d = await memoryDb();
     const srv = serverConfig("srv");
-    syncServerTools(d, srv, [tool("a")], OPTS);
-    setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
-    d.update(tools).set({ pinnedDefinition: null }).where(eq(tools.localName, "srv_a")).run();
-    syncServerTools(d, srv, [tool("a", { description: "v2" })], OPTS);
-    const change = view(d, "srv_a").change;
+    await syncServerTools(d, srv, [tool("a")], OPTS);
+    await setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
+    await d.update(tools).set({ pinnedDefinition: null }).where(eq(tools.localName, "srv_a"));
+    await syncServerTools(d, srv, [tool("a", { description: "v2" })], OPTS);
+    const change = (await view(d, "srv_a")).change;
     expect(change?.before?.description).toBe("the a tool");
     expect(change?.diff?.summary).toEqual(["description"]);
   });
 
-  it("a changed tool whose pinned definition is unknown shows the current one without a diff", () => {
-    const d = memoryDb();
+  it("a changed tool whose pinned definition is unknown shows the current one without a diff", async () => {
+    const d = await memoryDb();
     const srv = serverConfig("srv");
-    syncServerTools(d, srv, [tool("a")], OPTS);
-    setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
-    syncServerTools(d, srv, [tool("a", { description: "v2" })], OPTS);
-    d.update(tools).set({ pinnedDefinition: null }).where(eq(tools.localName, "srv_a")).run();
-    expect(view(d, "srv_a").change).toMatchObject({ before: null, diff: null, after: { description: "v2" } });
+    await syncServerTools(d, srv, [tool("a")], OPTS);
+    await setToolStatus(d, { localName: "srv_a", status: "enabled", actor: "olive" });
+    await syncServerTools(d, srv, [tool("a", { description: "v2" })], OPTS);
+    await d.update(tools).set({ pinnedDefinition: null }).where(eq(tools.localName, "srv_a"));
+    expect((await view(d, "srv_a")).change).toMatchObject({
+      before: null,
+      diff: null,
+      after: { description: "v2" },
+    });
   });
 });

@@ -1,9 +1,9 @@
 import "server-only";
 import type { Tool } from "@modelcontextprotocol/client";
-import { and, asc, eq, gt, gte, inArray, like, max, notLike, sql } from "drizzle-orm";
+import { and, asc, eq, gt, gte, inArray, like, max, notLike } from "drizzle-orm";
 import type { ChangeKind } from "@/lib/api-types";
 import { type ServerConfig, shownConfigPath } from "../config";
-import type { Db } from "../store/db";
+import { type Db, transaction } from "../store/db";
 import { auditEvents, calls, catalogueChanges, grants, overCapTools, tools } from "../store/schema";
 import { parseDetail, type RecordedChange } from "./changes";
 import type { Tx } from "./rows";
@@ -27,8 +27,10 @@ import {
  * latest row of the same family replaces that row by a new one (a new id, so unread for every
  * owner, whatever they had read), unless an owner acted on the tool since (see planRefresh).
  *
- * `alsoWrite`, when given, runs inside that transaction with the feed rows just written (none when
- * nothing changed): writes that must stand or fall with the refresh (the notification outbox).
+ * `alsoWrite`, when given, runs inside that transaction, given its `tx` and the feed rows just
+ * written (none when nothing changed), and is awaited: writes that must stand or fall with the
+ * refresh (the notification outbox), made on that `tx` only. On PostgreSQL the transaction may run
+ * more than once (see `transaction`), `alsoWrite` with it.
  */
 export function syncServerTools(
   db: Db,
@@ -36,64 +38,67 @@ export function syncServerTools(
   listed: Tool[],
   opts: {
     descriptionMaxChars: number;
-    alsoWrite?: (changes: readonly RecordedChange[]) => void;
+    alsoWrite?: (tx: Tx, changes: readonly RecordedChange[]) => Promise<void>;
     /** Default {@link COALESCE_WINDOW_MS}; 0: every change gets its own row. */
     coalesceWithinMs?: number;
     /** The refresh's time; default now. */
     now?: Date;
   },
-): SyncSummary {
+): Promise<SyncSummary> {
   const at = opts.now ?? new Date();
   const now = at.toISOString();
   const windowMs = opts.coalesceWithinMs ?? COALESCE_WINDOW_MS;
-  return db.transaction((tx) => {
+  return transaction(db, async (tx) => {
     const plan = planRefresh({
       server,
       listed,
-      rows: tx.select().from(tools).where(eq(tools.server, server.name)).all(),
-      overCapBefore: overCapBefore(tx, server.name),
+      rows: await tx.select().from(tools).where(eq(tools.server, server.name)),
+      overCapBefore: await overCapBefore(tx, server.name),
       // Only allowTools excludes anything, so without it the feed need not be asked.
-      excludedBefore: server.allowTools ? excludedBefore(tx, server.name) : new Set(),
+      excludedBefore: server.allowTools ? await excludedBefore(tx, server.name) : new Set(),
       descriptionMaxChars: opts.descriptionMaxChars,
       recent:
         windowMs > 0
-          ? recentChanges(tx, server.name, new Date(at.getTime() - windowMs).toISOString())
+          ? await recentChanges(tx, server.name, new Date(at.getTime() - windowMs).toISOString())
           : undefined,
     });
-    const changes = applyRefresh(tx, plan, now, capOf(server));
-    opts.alsoWrite?.(changes);
+    const changes = await applyRefresh(tx, plan, now, capOf(server));
+    await opts.alsoWrite?.(tx, changes);
     return { ...plan.summary, changes };
   });
 }
 
-function overCapBefore(tx: Tx, server: string): Set<string> {
-  return new Set(
-    tx
-      .select({ name: overCapTools.remoteName })
-      .from(overCapTools)
-      .where(eq(overCapTools.server, server))
-      .all()
-      .map((r) => r.name),
-  );
+async function overCapBefore(tx: Tx, server: string): Promise<Set<string>> {
+  const rows = await tx
+    .select({ name: overCapTools.remoteName })
+    .from(overCapTools)
+    .where(eq(overCapTools.server, server));
+  return new Set(rows.map((r) => r.name));
 }
 
 /** Remote names whose latest entry in `server`'s change feed is `excluded`. */
-function excludedBefore(tx: Tx, server: string): Set<string> {
-  // SQLite returns the bare columns of the row that holds max(id).
-  const latest = tx.all<{ tool: string; kind: string }>(
-    sql`SELECT ${catalogueChanges.tool} AS tool, ${catalogueChanges.kind} AS kind, max(${catalogueChanges.id})
-        FROM ${catalogueChanges} WHERE ${catalogueChanges.server} = ${server}
-        GROUP BY ${catalogueChanges.tool}`,
-  );
-  return new Set(latest.filter((r) => r.kind === "excluded").map((r) => r.tool));
+async function excludedBefore(tx: Tx, server: string): Promise<Set<string>> {
+  // Each tool's newest row (the highest id), then only those that are `excluded`.
+  const latest = tx
+    .select({ id: max(catalogueChanges.id).as("latest_id") })
+    .from(catalogueChanges)
+    .where(eq(catalogueChanges.server, server))
+    .groupBy(catalogueChanges.tool)
+    .as("latest");
+  const rows = await tx
+    .select({ tool: catalogueChanges.tool })
+    .from(catalogueChanges)
+    .innerJoin(latest, eq(catalogueChanges.id, latest.id))
+    .where(eq(catalogueChanges.kind, "excluded"));
+  return new Set(rows.map((r) => r.tool));
 }
 
 /**
  * The latest row of each tool and family (see {@link coalesceKey}) written since `since`, but
  * for tools an owner acted on (any `tool.*` audit row not written by a server) after their row.
  */
-function recentChanges(tx: Tx, server: string, since: string): Map<string, RecentChange> {
-  const rows = tx
+async function recentChanges(tx: Tx, server: string, since: string): Promise<Map<string, RecentChange>> {
+  const rows = await tx
     .select({
       id: catalogueChanges.id,
       at: catalogueChanges.at,
@@ -110,27 +115,23 @@ function recentChanges(tx: Tx, server: string, since: string): Map<string, Recen
         inArray(catalogueChanges.kind, [...COALESCED_KINDS]),
       ),
     )
-    .orderBy(asc(catalogueChanges.id))
-    .all();
+    .orderBy(asc(catalogueChanges.id));
   const latest = new Map<string, (typeof rows)[number]>();
   for (const r of rows) latest.set(coalesceKey(r.kind as ChangeKind, r.tool), r);
   const recent = new Map<string, RecentChange>();
   if (latest.size === 0) return recent;
-  const acted = new Map(
-    tx
-      .select({ subject: auditEvents.subject, at: max(auditEvents.at) })
-      .from(auditEvents)
-      .where(
-        and(
-          gt(auditEvents.at, since),
-          like(auditEvents.action, "tool.%"),
-          notLike(auditEvents.actor, "server:%"),
-        ),
-      )
-      .groupBy(auditEvents.subject)
-      .all()
-      .map((a) => [a.subject, a.at]),
-  );
+  const acts = await tx
+    .select({ subject: auditEvents.subject, at: max(auditEvents.at) })
+    .from(auditEvents)
+    .where(
+      and(
+        gt(auditEvents.at, since),
+        like(auditEvents.action, "tool.%"),
+        notLike(auditEvents.actor, "server:%"),
+      ),
+    )
+    .groupBy(auditEvents.subject);
+  const acted = new Map(acts.map((a) => [a.subject, a.at]));
   for (const [key, r] of latest) {
     // Times are ISO strings to the millisecond: an owner's act in the very millisecond of the
     // row counts as before it.
@@ -149,61 +150,59 @@ function capOf(server: ServerConfig): { maxTools: number; entryAt: string | null
 }
 
 /** Writes `plan` inside `tx`; returns its feed rows as written, in id order. */
-function applyRefresh(
+async function applyRefresh(
   tx: Tx,
   plan: RefreshPlan,
   now: string,
   cap: { maxTools: number; entryAt: string | null },
-): RecordedChange[] {
+): Promise<RecordedChange[]> {
   const server = plan.summary.server;
   for (const { localName, set, rehashedFrom } of plan.update) {
-    tx.update(tools)
+    await tx
+      .update(tools)
       .set({ ...set, updatedAt: now })
-      .where(eq(tools.localName, localName))
-      .run();
+      .where(eq(tools.localName, localName));
     if (rehashedFrom !== undefined && set.definitionHash !== rehashedFrom) {
       // The same content under its new hash: what was bound to the old one stays bound.
-      tx.update(grants)
+      await tx
+        .update(grants)
         .set({ definitionHash: set.definitionHash })
-        .where(and(eq(grants.tool, localName), eq(grants.definitionHash, rehashedFrom)))
-        .run();
-      tx.update(calls)
+        .where(and(eq(grants.tool, localName), eq(grants.definitionHash, rehashedFrom)));
+      await tx
+        .update(calls)
         .set({ definitionHash: set.definitionHash })
         .where(
           and(eq(calls.tool, localName), eq(calls.status, "pending"), eq(calls.definitionHash, rehashedFrom)),
-        )
-        .run();
+        );
     }
   }
-  for (const row of plan.insert) tx.insert(tools).values(row).run();
+  for (const row of plan.insert) await tx.insert(tools).values(row);
   for (const localName of plan.summary.gone) {
-    tx.update(tools).set({ present: false, updatedAt: now }).where(eq(tools.localName, localName)).run();
+    await tx.update(tools).set({ present: false, updatedAt: now }).where(eq(tools.localName, localName));
   }
   for (const { localName, excluded } of plan.exclusion) {
-    tx.update(tools).set({ excluded }).where(eq(tools.localName, localName)).run();
+    await tx.update(tools).set({ excluded }).where(eq(tools.localName, localName));
   }
 
-  tx.delete(overCapTools).where(eq(overCapTools.server, server)).run();
-  for (const name of plan.summary.overCap)
-    tx.insert(overCapTools)
-      .values({ server, remoteName: name, ...cap })
-      .run();
+  await tx.delete(overCapTools).where(eq(overCapTools.server, server));
+  for (const name of plan.summary.overCap) {
+    await tx.insert(overCapTools).values({ server, remoteName: name, ...cap });
+  }
 
   const changes: RecordedChange[] = [];
   for (const { replaces, ...change } of plan.feed) {
     // The replaced row goes and the new one gets a new id: unread for every owner, read or not before.
-    if (replaces !== undefined) tx.delete(catalogueChanges).where(eq(catalogueChanges.id, replaces)).run();
-    const { id } = tx
+    if (replaces !== undefined) await tx.delete(catalogueChanges).where(eq(catalogueChanges.id, replaces));
+    const [written] = await tx
       .insert(catalogueChanges)
       .values({ at: now, server, ...change, detail: change.detail ? JSON.stringify(change.detail) : null })
-      .returning({ id: catalogueChanges.id })
-      .get();
-    changes.push({ id, at: now, server, ...change });
+      .returning({ id: catalogueChanges.id });
+    if (!written) throw new Error("the change feed row was not written");
+    changes.push({ id: written.id, at: now, server, ...change });
   }
 
-  for (const audit of plan.audit)
-    tx.insert(auditEvents)
-      .values({ actor: `server:${server}`, ...audit })
-      .run();
+  for (const audit of plan.audit) {
+    await tx.insert(auditEvents).values({ actor: `server:${server}`, ...audit });
+  }
   return changes;
 }

@@ -62,8 +62,9 @@ export function toCatalogueView(row: ToolRow): CatalogueToolView {
   };
 }
 
-export function listCatalogue(db: Db): CatalogueToolView[] {
-  return db.select().from(tools).orderBy(asc(tools.server), asc(tools.remoteName)).all().map(toCatalogueView);
+export async function listCatalogue(db: Db): Promise<CatalogueToolView[]> {
+  const rows = await db.select().from(tools).orderBy(asc(tools.server), asc(tools.remoteName));
+  return rows.map(toCatalogueView);
 }
 
 /**
@@ -71,13 +72,9 @@ export function listCatalogue(db: Db): CatalogueToolView[] {
  * present, usable and unchanged since enabled). A title, an output schema and icons are there
  * only when the tool has them.
  */
-export function listEnabledTools(db: Db): AgentToolView[] {
-  return db
-    .select()
-    .from(tools)
-    .where(eq(tools.status, "enabled"))
-    .orderBy(asc(tools.localName))
-    .all()
+export async function listEnabledTools(db: Db): Promise<AgentToolView[]> {
+  const rows = await db.select().from(tools).where(eq(tools.status, "enabled")).orderBy(asc(tools.localName));
+  return rows
     .filter((r) => callProblem(r, r.localName) === null)
     .map((r) => {
       const def = cleanDefinition(parseDefinition(r));

@@ -13,10 +13,15 @@ let dir: string;
 let env: Record<string, string>;
 beforeEach(() => {
   dir = mkdtempSync(path.join(os.tmpdir(), "gatehouse-cli-dark-"));
-  // A store folder of its own: the check also looks at the secret key beside it.
-  env = { GATEHOUSE_DB: path.join(dir, "gatehouse.db") };
+  // A store folder of its own: the check also looks at the secret key beside it (and names the store).
+  env = { GATEHOUSE_DB: path.join(dir, "gatehouse.db"), DATABASE_URL: "" };
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The line that names the store the check found (SQLite, beside the config here). */
+function storeLine(): string {
+  return `store: SQLite file ${path.join(dir, "gatehouse.db")}\n`;
+}
 
 const pasted = [
   "{",
@@ -45,7 +50,7 @@ describe("config check on dark servers", () => {
       'warning: mcpServers: 2 servers are dark (no "enabled": true): files (line 3), tasks (line 8, "enabled": false); ' +
         'Gatehouse does not dial them until their entries have "enabled": true (an entry without "enabled" can also be switched on from its card on Servers)',
     ]);
-    expect(res.stdout).toBe(`${file}: OK (3 servers, 1 warning(s))\n`);
+    expect(res.stdout).toBe(`${file}: OK (3 servers, 1 warning(s))\n${storeLine()}`);
   }, 30_000);
 
   it("reads GATEHOUSE_CONFIG without a FILE, and says nothing of servers that are all switched on", async () => {
@@ -54,7 +59,7 @@ describe("config check on dark servers", () => {
     const res = await runCli(["config", "check"], { ...env, GATEHOUSE_CONFIG: file });
     expect(res.stderr).toBe("");
     expect(res.code).toBe(0);
-    expect(res.stdout).toBe(`${file}: OK (1 server, 0 warning(s))\n`);
+    expect(res.stdout).toBe(`${file}: OK (1 server, 0 warning(s))\n${storeLine()}`);
   }, 30_000);
 
   it("lists the dark warning after the other warnings, all in the count", async () => {
@@ -70,6 +75,6 @@ describe("config check on dark servers", () => {
     expect(lines[1]).toBe(
       'warning: mcpServers: 1 server is dark (no "enabled": true): files (line 1); Gatehouse does not dial it until its entry has "enabled": true (an entry without "enabled" can also be switched on from its card on Servers)',
     );
-    expect(res.stdout).toBe(`${file}: OK (1 server, 2 warning(s))\n`);
+    expect(res.stdout).toBe(`${file}: OK (1 server, 2 warning(s))\n${storeLine()}`);
   }, 30_000);
 });

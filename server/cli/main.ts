@@ -1,6 +1,7 @@
 /**
  * `npm run gatehouse -- <command>`: config check, user add/set/remove, token create/revoke, rules
- * test. Uses the same environment variables as the server (GATEHOUSE_CONFIG, GATEHOUSE_DB).
+ * test. Uses the same environment variables as the server (GATEHOUSE_CONFIG; the store:
+ * DATABASE_URL for PostgreSQL, else GATEHOUSE_DB).
  */
 import { CreateTokenBody, CreateUserBody, roles, UpdateUserBody, userEmail } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
@@ -12,12 +13,14 @@ import { transition } from "../calls/transition";
 import { configPathFromEnv, formatIssues, loadConfigFile } from "../config";
 import { EventBus } from "../events";
 import { checkSecretKey, SecretKeyError } from "../secrets";
-import { dbPathFromEnv, openDb } from "../store/db";
+import { closeDb, type Db, dbPathFromEnv, openStore } from "../store/db";
+import { describeLocation, type StoreLocation, storeLocation } from "../store/location";
 import { rulesTest } from "./rules-test";
 
 const USAGE = `usage: npm run gatehouse -- <command>
   config check [FILE]                     validate a config file (default: GATEHOUSE_CONFIG or gatehouse.json)
-                                          and the secret key (GATEHOUSE_SECRET_KEY or GATEHOUSE_DB's key file)
+                                          and the secret key (GATEHOUSE_SECRET_KEY or GATEHOUSE_DB's key file;
+                                          GATEHOUSE_SECRET_KEY with DATABASE_URL), and name the store
   user add NAME --role owner|reviewer [--email ADDRESS]
                                           add a user; the password is read from stdin
   user set NAME [--role ROLES] [--email ADDRESS] [--password]
@@ -31,7 +34,7 @@ const USAGE = `usage: npm run gatehouse -- <command>
   token revoke NAME                       revoke an agent token
   rules test TOOL 'ARGS-JSON' [--agent NAME]
                                           print which rule would decide such a call now, and why
-                                          (the catalogue and grants in GATEHOUSE_DB); calls nothing`;
+                                          (the catalogue and grants in the store); calls nothing`;
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -48,27 +51,22 @@ function optionValue(args: string[], flag: string): string | undefined {
   return value === undefined || value.startsWith("--") ? undefined : value;
 }
 
+/**
+ * Opens the store the server uses (DATABASE_URL, else GATEHOUSE_DB), migrated, runs `fn` on it
+ * and closes it.
+ */
+async function withStore<T>(fn: (db: Db) => Promise<T>): Promise<T> {
+  const db = await openStore(storeLocation());
+  try {
+    return await fn(db);
+  } finally {
+    await closeDb(db);
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const [group, verb, ...rest] = argv;
-  if (group === "config" && verb === "check") {
-    const path = rest[0] ?? configPathFromEnv();
-    const result = loadConfigFile(path);
-    const text = formatIssues(result);
-    if (text) process.stderr.write(`${text}\n`);
-    // The start runs this check first: a key the server would refuse stops `npm start` here too.
-    const keyProblem = secretKeyProblem();
-    if (keyProblem) process.stderr.write(`${keyProblem}\n`);
-    if (!result.config || result.errors.length > 0) {
-      process.stderr.write(`${path}: ${result.errors.length} error(s)\n`);
-      return 1;
-    }
-    if (keyProblem) return 1;
-    const n = result.config.servers.length;
-    process.stdout.write(
-      `${path}: OK (${n} server${n === 1 ? "" : "s"}, ${result.warnings.length} warning(s))\n`,
-    );
-    return 0;
-  }
+  if (group === "config" && verb === "check") return configCheck(rest[0] ?? configPathFromEnv());
   if (group === "user" && verb === "add") {
     const name = rest[0];
     const roleArg = optionValue(rest, "--role");
@@ -86,8 +84,7 @@ async function main(argv: string[]): Promise<number> {
     const password = await readStdin();
     const parsed = CreateUserBody.safeParse({ name, password, roles: wanted, email });
     if (!parsed.success) throw new GatehouseError("bad_request", firstIssue(parsed.error));
-    const db = openDb(dbPathFromEnv());
-    const user = await createUser(db, { ...parsed.data, actor: "cli" });
+    const user = await withStore((db) => createUser(db, { ...parsed.data, actor: "cli" }));
     const address = user.email ? ` <${user.email}>` : "";
     process.stdout.write(`added user ${user.name} (${user.roles.join(", ")})${address}\n`);
     return 0;
@@ -101,12 +98,13 @@ async function main(argv: string[]): Promise<number> {
     if (verb === "create" && !parsedName.success) {
       throw new GatehouseError("bad_request", `name: ${parsedName.error.issues[0]?.message ?? "invalid"}`);
     }
-    const db = openDb(dbPathFromEnv());
     if (verb === "create") {
-      const { secret } = createToken(db, { name, actor: "cli" });
+      const { secret } = await withStore((db) => createToken(db, { name, actor: "cli" }));
       process.stdout.write(`created agent token ${name}; it is shown once, keep it now:\n${secret}\n`);
     } else {
-      const { withdrawn } = revokeAgent(db, new EventBus(), { name, actor: "cli" });
+      const { withdrawn } = await withStore(async (db) =>
+        revokeAgent(db, new EventBus(), { name, actor: "cli" }),
+      );
       const calls =
         withdrawn === 0 ? "" : `; ${withdrawn} pending call${withdrawn === 1 ? "" : "s"} withdrawn`;
       process.stdout.write(`revoked agent token ${name}${calls}\n`);
@@ -124,12 +122,51 @@ async function main(argv: string[]): Promise<number> {
 }
 
 /**
- * Why the server would refuse GATEHOUSE_SECRET_KEY or the key file beside GATEHOUSE_DB, or null.
- * Creates nothing: a missing key file is made by the server's first start.
+ * `config check [FILE]`: the config's issues, the secret key's problem and the store the server
+ * would use (its password never shown), as `npm start`'s first step. 0 when the server would
+ * start with them, else 1.
  */
-function secretKeyProblem(): string | null {
+function configCheck(path: string): number {
+  const result = loadConfigFile(path);
+  const text = formatIssues(result);
+  if (text) process.stderr.write(`${text}\n`);
+  // Which store, as the server would read it: a DATABASE_URL it would refuse stops here too.
+  let location: StoreLocation | null = null;
   try {
-    checkSecretKey({ env: process.env, dbFile: dbPathFromEnv() });
+    location = storeLocation();
+  } catch (err) {
+    if (!(err instanceof GatehouseError)) throw err;
+    process.stderr.write(`store: ${err.message}\n`);
+  }
+  // The start runs this check first: a key the server would refuse stops `npm start` here too.
+  const keyProblem = secretKeyProblem(location);
+  if (keyProblem) process.stderr.write(`${keyProblem}\n`);
+  // Named whatever the verdict (after it), never with the URL's password.
+  const storeLine = location ? `store: ${describeLocation(location)}\n` : "";
+  if (!result.config || result.errors.length > 0) {
+    process.stderr.write(`${path}: ${result.errors.length} error(s)\n`);
+    process.stdout.write(storeLine);
+    return 1;
+  }
+  if (keyProblem || !location) {
+    process.stdout.write(storeLine);
+    return 1;
+  }
+  const n = result.config.servers.length;
+  process.stdout.write(
+    `${path}: OK (${n} server${n === 1 ? "" : "s"}, ${result.warnings.length} warning(s))\n${storeLine}`,
+  );
+  return 0;
+}
+
+/**
+ * Why the server would refuse GATEHOUSE_SECRET_KEY or the key file beside GATEHOUSE_DB (or the
+ * lack of GATEHOUSE_SECRET_KEY on PostgreSQL), or null. Creates nothing: a missing key file is
+ * made by the server's first start. `location` null (DATABASE_URL refused): as the environment says.
+ */
+function secretKeyProblem(location: StoreLocation | null): string | null {
+  try {
+    checkSecretKey({ env: process.env, dbFile: dbPathFromEnv(), dialect: location?.dialect });
     return null;
   } catch (err) {
     if (err instanceof SecretKeyError) return `secret key: ${err.message}`;
@@ -168,9 +205,10 @@ async function userSet(rest: string[]): Promise<number> {
   const password = resetPassword ? await readStdin() : undefined;
   const parsed = UpdateUserBody.safeParse({ roles: wanted, email, password });
   if (!parsed.success) throw new GatehouseError("bad_request", firstIssue(parsed.error));
-  const db = openDb(dbPathFromEnv());
   // No throttle: the server's is in its own memory (a lockout there ends with its window).
-  const { user, sessionsEnded } = await updatePerson(db, null, { name, ...parsed.data, actor: "cli" });
+  const { user, sessionsEnded } = await withStore((db) =>
+    updatePerson(db, null, { name, ...parsed.data, actor: "cli" }),
+  );
   const address = user.email ? ` <${user.email}>` : "";
   const reset = resetPassword ? `; password reset, ${sessionsText(sessionsEnded)} ended` : "";
   process.stdout.write(`updated user ${user.name} (${user.roles.join(", ")})${address}${reset}\n`);
@@ -178,18 +216,20 @@ async function userSet(rest: string[]): Promise<number> {
 }
 
 /** `user remove NAME`: the API's DELETE, by the CLI. */
-function userRemove(rest: string[]): number {
+async function userRemove(rest: string[]): Promise<number> {
   const name = rest[0];
   if (!name || name.startsWith("--"))
     throw new GatehouseError("bad_request", `user remove needs NAME\n${USAGE}`);
-  const db = openDb(dbPathFromEnv());
   // The CLI's bus has no listener: the server's pages learn of it at their next fetch.
   const bus = new EventBus();
-  const removed = removeUser(db, {
-    name,
-    actor: "cli",
-    withdrawPending: (requester, why) => transition(db, bus, pendingWithdrawal(requester, why, "cli")).length,
-  });
+  const removed = await withStore((db) =>
+    removeUser(db, {
+      name,
+      actor: "cli",
+      withdrawPending: async (tx, requester, why) =>
+        (await transition(tx, bus, pendingWithdrawal(requester, why, "cli"))).length,
+    }),
+  );
   const { sessionsEnded: s, grantsEnded: g, callsWithdrawn: c } = removed;
   process.stdout.write(
     `removed user ${removed.user.name}; ${sessionsText(s)} ended, ${g} grant${g === 1 ? "" : "s"} ended, ` +

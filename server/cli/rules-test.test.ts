@@ -50,17 +50,20 @@ function rulesTestWith(extra: Record<string, string>, ...args: string[]) {
 beforeAll(async () => {
   // A server ran once on this store and discovered the demo tools; the CLI reads what it left.
   rt = await startTestRuntime({ config: { rules } });
-  enableTool(rt.runtime, ADD_NOTE);
-  enableTool(rt.runtime, LIST_NOTES);
+  await enableTool(rt.runtime, ADD_NOTE);
+  await enableTool(rt.runtime, LIST_NOTES);
   await rt.stop({ keepDir: true });
   const configFile = path.join(rt.dir, "gatehouse.json");
   writeFileSync(
     configFile,
     JSON.stringify({ mcpServers: { demo: { command: "node", args: ["demo/server.mjs"] } }, rules }),
   );
-  env = { GATEHOUSE_DB: rt.dbFile, GATEHOUSE_CONFIG: configFile };
+  // The file the server left (DATABASE_URL emptied: this is about the SQLite store).
+  env = { GATEHOUSE_DB: rt.dbFile, GATEHOUSE_CONFIG: configFile, DATABASE_URL: "" };
 }, 30_000);
-afterAll(() => rmSync(rt.dir, { recursive: true, force: true }));
+afterAll(() => {
+  if (rt) rmSync(rt.dir, { recursive: true, force: true });
+});
 
 describe("npm run gatehouse -- rules test", () => {
   it("names the allow rule that would run a call, calling nothing and writing nothing", async () => {

@@ -3,7 +3,8 @@ import { GatehouseError } from "@/lib/errors";
 import { type CallDecision, decideCall } from "../calls/decision";
 import { formatIssues, loadConfigFile } from "../config";
 import { RuleSet } from "../rules";
-import { dbPathFromEnv, openDbReadOnly } from "../store/db";
+import { closeDb, type Db, openDbReadOnly, openStore, sqliteOf } from "../store/db";
+import { storeLocation } from "../store/location";
 
 /** What `rules test` prints: the decision in one line, then why, then the allow rules passed over. */
 export function describeDecision(d: CallDecision): string {
@@ -52,15 +53,7 @@ export async function rulesTest(
     process.stderr.write(`${formatIssues(loaded)}\n${configPath}: ${loaded.errors.length} error(s)\n`);
     return 1;
   }
-  // Read only: a dry run neither creates, migrates nor writes the store a server owns.
-  const db = openDbReadOnly(dbPathFromEnv());
-  if (!db.$client.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'grants'").get()) {
-    db.$client.close();
-    throw new GatehouseError(
-      "conflict",
-      `the store at ${dbPathFromEnv()} is from an older Gatehouse: start Gatehouse once to update it, then try again`,
-    );
-  }
+  const db = await openForReading();
   const rules = new RuleSet(loaded.config.rules);
   const { servers } = loaded.config;
   // The same argument bound a running server applies, so the dry run does not allow what it would refuse.
@@ -76,7 +69,27 @@ export async function rulesTest(
     for (const s of skipped) process.stdout.write(`passed over: rule "${s.rule}": ${s.why}\n`);
     return 0;
   } finally {
-    db.$client.close();
+    await closeDb(db);
     await rules.close();
   }
+}
+
+/**
+ * The store the server uses, to read. SQLite: opened read-only, so a dry run neither creates,
+ * migrates nor writes the file a server owns (`conflict` when it predates grants). PostgreSQL:
+ * opened as the server opens it (migrations, if any, under their lock); the dry run only reads.
+ */
+async function openForReading(): Promise<Db> {
+  const location = storeLocation();
+  if (location.dialect === "postgres") return openStore(location);
+  const db = openDbReadOnly(location.file);
+  const sqlite = sqliteOf(db);
+  if (!sqlite?.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'grants'").get()) {
+    await closeDb(db);
+    throw new GatehouseError(
+      "conflict",
+      `the store at ${location.file} is from an older Gatehouse: start Gatehouse once to update it, then try again`,
+    );
+  }
+  return db;
 }

@@ -1,29 +1,31 @@
 /**
  * `npm run gatehouse -- user set` and `user remove` as an operator runs them: a child process on
- * a real store file, with the same rules and the same words as the API (the last owner stays).
+ * a real store (a file; a PostgreSQL database in the postgres project), with the same rules and
+ * the same words as the API (the last owner stays).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { runCli } from "@/test/support/cli";
+import { cliStore, runCli } from "@/test/support/cli";
 import { createSession, sessionUser } from "../auth/sessions";
 import { createUser, verifyCredentials } from "../auth/users";
-import { type Db, openDb } from "../store/db";
+import { closeDb, type Db, first } from "../store/db";
 import { auditEvents, users } from "../store/schema";
 
 let dir: string;
 let env: Record<string, string>;
 let db: Db;
 
-beforeEach(() => {
+beforeEach(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), "gatehouse-cli-people-"));
-  env = { GATEHOUSE_DB: path.join(dir, "db.sqlite"), GATEHOUSE_CONFIG: path.join(dir, "gatehouse.json") };
-  db = openDb(env.GATEHOUSE_DB ?? "");
+  const store = await cliStore(dir);
+  db = store.db;
+  env = { ...store.env, GATEHOUSE_CONFIG: path.join(dir, "gatehouse.json") };
 });
-afterEach(() => {
-  db.$client.close();
+afterEach(async () => {
+  await closeDb(db);
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -33,13 +35,15 @@ const NEW = "the-new-password-2";
 /** Creates a person with the password {@link OLD} and `sessions` sessions; resolves with their cookie values. */
 async function person(name: string, roles: ("owner" | "reviewer")[], sessions = 1): Promise<string[]> {
   const user = await createUser(db, { name, password: OLD, roles, actor: "test" });
-  return Array.from({ length: sessions }, () => createSession(db, user.id).id);
+  const ids: string[] = [];
+  for (let i = 0; i < sessions; i++) ids.push((await createSession(db, user.id)).id);
+  return ids;
 }
 
 describe("gatehouse user set", () => {
   it("sets roles, address and a password read from stdin at once; the reset ends every session", async () => {
     await person("olga", ["owner"]);
-    const [first = "", second = ""] = await person("rita", ["reviewer"], 2);
+    const [firstSession = "", secondSession = ""] = await person("rita", ["reviewer"], 2);
 
     const res = await runCli(
       ["user", "set", "rita", "--role", "reviewer,owner", "--email", "Rita@Example.COM", "--password"],
@@ -51,11 +55,11 @@ describe("gatehouse user set", () => {
     expect(res.stdout).toBe(
       "updated user rita (owner, reviewer) <Rita@example.com>; password reset, 2 sessions ended\n",
     );
-    expect(sessionUser(db, first)).toBeNull();
-    expect(sessionUser(db, second)).toBeNull();
+    expect(await sessionUser(db, firstSession)).toBeNull();
+    expect(await sessionUser(db, secondSession)).toBeNull();
     expect(await verifyCredentials(db, "rita", OLD)).toBeNull();
     expect((await verifyCredentials(db, "rita", NEW))?.roles).toEqual(["owner", "reviewer"]);
-    const audit = db.select().from(auditEvents).where(eq(auditEvents.subject, "rita")).all();
+    const audit = await db.select().from(auditEvents).where(eq(auditEvents.subject, "rita"));
     expect(audit.map((a) => [a.actor, a.action, a.detail])).toEqual(
       expect.arrayContaining([
         ["cli", "user.email", "Rita@example.com"],
@@ -89,7 +93,7 @@ describe("gatehouse user set", () => {
     const bare = await runCli(["user", "set", "olga"], env);
     expect(bare.code).toBe(1);
     expect(bare.stderr).toContain("user set needs --role, --email or --password");
-    expect(sessionUser(db, olga)?.roles).toEqual(["owner"]);
+    expect((await sessionUser(db, olga))?.roles).toEqual(["owner"]);
     expect(await verifyCredentials(db, "olga", OLD)).not.toBeNull();
   }, 60_000);
 });
@@ -105,10 +109,14 @@ describe("gatehouse user remove", () => {
     expect(res.stdout).toBe(
       "removed user rita; 1 session ended, 0 grants ended, 0 pending calls withdrawn\n",
     );
-    expect(sessionUser(db, rita)).toBeNull();
-    expect(db.select().from(users).where(eq(users.name, "rita")).get()).toBeUndefined();
+    expect(await sessionUser(db, rita)).toBeNull();
+    expect(await first(db.select().from(users).where(eq(users.name, "rita")))).toBeUndefined();
     // Her history stays under her name.
-    const rows = db.select().from(auditEvents).where(eq(auditEvents.subject, "rita")).all();
+    const rows = await db
+      .select()
+      .from(auditEvents)
+      .where(eq(auditEvents.subject, "rita"))
+      .orderBy(auditEvents.id);
     expect(rows.map((a) => [a.actor, a.action])).toEqual([
       ["test", "user.create"],
       ["cli", "user.remove"],
@@ -117,7 +125,7 @@ describe("gatehouse user remove", () => {
     const last = await runCli(["user", "remove", "olga"], env);
     expect(last.code).toBe(1);
     expect(last.stderr).toBe("error: olga is the last owner: give someone else the owner role first\n");
-    expect(sessionUser(db, olga)?.name).toBe("olga");
+    expect((await sessionUser(db, olga))?.name).toBe("olga");
     const unknown = await runCli(["user", "remove", "rita"], env);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toBe('error: no user named "rita"\n');

@@ -5,7 +5,7 @@ import { GRANT_MAX_MINUTES, GRANT_MAX_USES, type GrantScope } from "@/lib/api-ty
 import { grantScopeText } from "@/lib/decision-text";
 import { GatehouseError } from "@/lib/errors";
 import { writeAudit } from "../store/audit";
-import type { Db } from "../store/db";
+import { type Db, first, transaction } from "../store/db";
 import { prepared } from "../store/prepared";
 import { grants, users } from "../store/schema";
 import { newGrantId } from "./ids";
@@ -54,24 +54,25 @@ export function describeGrant(
 
 /**
  * Inserts a grant and its `grant.created` audit row (actor: the reviewer, subject: the tool, the
- * approved call's id) in one transaction — inside the caller's when called within one (the
- * approval's: better-sqlite3 nests it as a savepoint on the same connection). Starts at `now`
- * (default: the current time) and lasts `minutes`.
+ * approved call's id) in one transaction — inside the caller's when given one (the approval's
+ * `tx`: a savepoint within it). Starts at `now` (default: the current time) and lasts `minutes`.
  *
  * Throws `bad_request` for minutes or uses out of bounds, and `grant_not_allowed` when
  * `createdBy` is not a user who may approve (a reviewer, or an owner). The grant remembers which
  * of the two roles it was made under (`madeAs`, reviewer first) and stands only while its maker
  * keeps that role (PRODUCT.md §11: it ends "when its reviewer loses the role").
  */
-export function createGrant(db: Db, g: NewGrant, now = new Date()): GrantRow {
+export async function createGrant(db: Db, g: NewGrant, now = new Date()): Promise<GrantRow> {
   if (!Number.isInteger(g.minutes) || g.minutes < 1 || g.minutes > GRANT_MAX_MINUTES) {
     throw new GatehouseError("bad_request", `grant.minutes: between 1 and ${GRANT_MAX_MINUTES}`);
   }
   if (g.uses !== undefined && (!Number.isInteger(g.uses) || g.uses < 1 || g.uses > GRANT_MAX_USES)) {
     throw new GatehouseError("bad_request", `grant.uses: between 1 and ${GRANT_MAX_USES}`);
   }
-  return db.transaction((tx) => {
-    const maker = tx.select({ roles: users.roles }).from(users).where(eq(users.name, g.createdBy)).get();
+  return await transaction(db, async (tx) => {
+    const maker = await first(
+      tx.select({ roles: users.roles }).from(users).where(eq(users.name, g.createdBy)),
+    );
     const held = (maker?.roles ?? "").split(",");
     const madeAs = held.includes("reviewer") ? "reviewer" : held.includes("owner") ? "owner" : null;
     if (!madeAs) {
@@ -80,7 +81,7 @@ export function createGrant(db: Db, g: NewGrant, now = new Date()): GrantRow {
         `only a reviewer or an owner can grant: ${g.createdBy} holds neither role`,
       );
     }
-    const row = tx
+    const [row] = await tx
       .insert(grants)
       .values({
         id: newGrantId(),
@@ -97,9 +98,9 @@ export function createGrant(db: Db, g: NewGrant, now = new Date()): GrantRow {
         expiresAt: new Date(now.getTime() + g.minutes * 60_000).toISOString(),
         usesAllowed: g.uses ?? null,
       })
-      .returning()
-      .get();
-    writeAudit(db, {
+      .returning();
+    if (!row) throw new Error("the grant's insert returned no row");
+    await writeAudit(tx, {
       actor: g.createdBy,
       action: "grant.created",
       subject: g.tool,
@@ -155,7 +156,7 @@ function preference(t: typeof grants | typeof candidate) {
  * before the call is stored); prefers an `arguments` grant, then the one expiring last. Null:
  * none covers it.
  */
-export function findCoveringGrant(db: Db, q: CoverQuery, now = new Date()): GrantRow | null {
+export async function findCoveringGrant(db: Db, q: CoverQuery, now = new Date()): Promise<GrantRow | null> {
   const query = prepared(db, "grants.findCovering", () =>
     db
       .select()
@@ -165,18 +166,30 @@ export function findCoveringGrant(db: Db, q: CoverQuery, now = new Date()): Gran
       .limit(1)
       .prepare(),
   );
-  return query.get(params(q, now)) ?? null;
+  return (await query.execute(params(q, now)))[0] ?? null;
 }
 
 /**
  * Takes one use of the live grant that covers such a call, in ONE conditional statement: the
  * covering grant is chosen and its `uses` raised (and `lastUsedAt` set) by the same UPDATE,
- * which checks again that it is live. A statement is atomic in SQLite, so N covered calls
- * against k uses left succeed exactly k times, whatever connections they come from.
- * Synchronous; call it inside the transaction that stores the call row, so a call that is not
- * stored spends no use. Returns the grant after the use, or null when none covers the call.
+ * which checks again that it is live; `.returning()` says whether it took the use (a row: the
+ * grant after the use) or not (none: no live grant covered the call when the row was written).
+ * Call it inside the transaction that stores the call row, so a call that is not stored spends
+ * no use. Returns the grant after the use, or null when none covers the call.
+ *
+ * Exactly once, so N covered calls against k uses left succeed exactly k times, whatever
+ * connections they come from:
+ * - SQLite: a statement is atomic and one writer runs at a time.
+ * - PostgreSQL: the UPDATE locks the chosen row before it writes, and under READ COMMITTED
+ *   re-checks its WHERE (`id = chosen AND live`, so `uses < usesAllowed`) against the row's
+ *   newest committed version once a concurrent writer of that row has committed: a use taken
+ *   meanwhile is seen, the last use goes to one statement only, and the others return no row
+ *   (the choice itself is not made again: such a call waits for review even when another grant
+ *   would have covered it). Inside `transaction()` (the call's birth is written in one) the
+ *   transaction is SERIALIZABLE: a concurrent use of the same row rolls it back with a
+ *   serialization failure, and it is run again from the start, choosing afresh.
  */
-export function takeGrant(db: Db, q: CoverQuery, now = new Date()): GrantRow | null {
+export async function takeGrant(db: Db, q: CoverQuery, now = new Date()): Promise<GrantRow | null> {
   const statement = prepared(db, "grants.take", () => {
     const chosen = db
       .select({ id: candidate.id })
@@ -191,5 +204,6 @@ export function takeGrant(db: Db, q: CoverQuery, now = new Date()): GrantRow | n
       .returning()
       .prepare();
   });
-  return statement.get(params(q, now)) ?? null;
+  const [used] = await statement.execute(params(q, now));
+  return used ?? null;
 }

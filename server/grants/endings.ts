@@ -3,7 +3,7 @@ import { and, eq, inArray, isNull, ne, type SQL } from "drizzle-orm";
 import type { ChangeView, GrantView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import { writeAudit } from "../store/audit";
-import type { Db } from "../store/db";
+import { type Db, transaction } from "../store/db";
 import { grants, tools } from "../store/schema";
 import type { GrantRow } from "./cover";
 import { limitsHold } from "./live";
@@ -22,20 +22,19 @@ function named(row: Pick<GrantRow, "id" | "requesterKind" | "requesterName">): s
  * written down then, so the grant cannot come back if that condition reverses. `grant_not_found`
  * for an unknown id.
  */
-export function revokeGrant(db: Db, id: string, actor: string, now = new Date()): GrantView {
-  return db.transaction((tx) => {
-    const before = readGrantView(db, id, now);
+export async function revokeGrant(db: Db, id: string, actor: string, now = new Date()): Promise<GrantView> {
+  return await transaction(db, async (tx) => {
+    const before = await readGrantView(tx, id, now);
     if (!before) throw new GatehouseError("grant_not_found", `no grant "${id}"`);
     if (before.state === "ended") {
-      const settled = tx
+      const [settled] = await tx
         .update(grants)
         .set({ endedAt: before.endedAt ?? now.toISOString(), endReason: before.endReason })
         .where(and(eq(grants.id, id), isNull(grants.endedAt)))
-        .returning()
-        .get();
+        .returning();
       // Written down now, so it is in the log who made it final.
       if (settled) {
-        writeAudit(db, {
+        await writeAudit(tx, {
           actor,
           action: "grant.ended",
           subject: settled.tool,
@@ -45,14 +44,13 @@ export function revokeGrant(db: Db, id: string, actor: string, now = new Date())
       }
       return before;
     }
-    const row = tx
+    const [row] = await tx
       .update(grants)
       .set({ endedAt: now.toISOString(), endReason: `revoked by ${actor}` })
       .where(and(eq(grants.id, id), limitsHold(grants, now.toISOString())))
-      .returning()
-      .get();
+      .returning();
     if (row) {
-      writeAudit(db, {
+      await writeAudit(tx, {
         actor,
         action: "grant.revoked",
         subject: row.tool,
@@ -60,7 +58,7 @@ export function revokeGrant(db: Db, id: string, actor: string, now = new Date())
         detail: `${named(row)}: revoked by ${actor}`,
       });
     }
-    return readGrantView(db, id, now) ?? before;
+    return (await readGrantView(tx, id, now)) ?? before;
   });
 }
 
@@ -92,27 +90,26 @@ function scopeWhere(where: GrantEndingScope): SQL | undefined {
 /**
  * Ends, eagerly, the grants in `where` whose own limits still hold (not ended, expired or used
  * up: those keep the reason they already have), recording `reason` and one `grant.ended` audit
- * row each (by `actor`), in one transaction — the caller's, when called inside one, so the
+ * row each (by `actor`), in one transaction — the caller's, when given its `tx`, so the
  * ending stands or falls with its cause (a token's revocation, a role taken away, a refresh).
  * Returns how many it ended.
  */
-export function endGrants(
+export async function endGrants(
   db: Db,
   where: GrantEndingScope,
   reason: string,
   actor: string,
   now = new Date(),
-): number {
+): Promise<number> {
   const at = now.toISOString();
-  return db.transaction((tx) => {
-    const ended = tx
+  return await transaction(db, async (tx) => {
+    const ended = await tx
       .update(grants)
       .set({ endedAt: at, endReason: reason })
       .where(and(scopeWhere(where), limitsHold(grants, at)))
-      .returning()
-      .all();
+      .returning();
     for (const row of ended) {
-      writeAudit(db, {
+      await writeAudit(tx, {
         actor,
         action: "grant.ended",
         subject: row.tool,
@@ -128,39 +125,36 @@ export function endGrants(
 export type GrantEndingChange = Pick<ChangeView, "kind" | "localName" | "server" | "at">;
 
 /**
- * Ends the grants a catalogue refresh made void, inside the refresh's transaction (its
- * `alsoWrite`, which sees the tool rows already updated): a `changed` tool's grants pinned to
+ * Ends the grants a catalogue refresh made void, on the refresh's transaction (the `tx` given
+ * to its `alsoWrite`, which sees the tool rows already updated): a `changed` tool's grants pinned to
  * any definition but its new one ("the tool's definition changed" — the feed row carries only
  * short hashes, so the new one is read from the tools table), and all grants of a tool that is
  * `gone` or, having had a row, `excluded` ("the tool is gone"). The actor is `server:<name>`,
  * as for the refresh's own audit rows; the ending time is the refresh's. Returns how many ended.
  */
-export function endGrantsForChanges(db: Db, changes: readonly GrantEndingChange[]): number {
+export async function endGrantsForChanges(db: Db, changes: readonly GrantEndingChange[]): Promise<number> {
   const relevant = changes.filter(
     (c): c is GrantEndingChange & { localName: string } =>
       c.localName !== null && (c.kind === "changed" || c.kind === "gone" || c.kind === "excluded"),
   );
   if (relevant.length === 0) return 0;
-  const hashes = new Map(
-    db
-      .select({ name: tools.localName, hash: tools.definitionHash })
-      .from(tools)
-      .where(
-        inArray(
-          tools.localName,
-          relevant.map((c) => c.localName),
-        ),
-      )
-      .all()
-      .map((r) => [r.name, r.hash]),
-  );
+  const found = await db
+    .select({ name: tools.localName, hash: tools.definitionHash })
+    .from(tools)
+    .where(
+      inArray(
+        tools.localName,
+        relevant.map((c) => c.localName),
+      ),
+    );
+  const hashes = new Map(found.map((r) => [r.name, r.hash]));
   let count = 0;
   for (const c of relevant) {
     const actor = `server:${c.server}`;
     const at = new Date(c.at);
     const hash = hashes.get(c.localName);
     if (c.kind === "changed" && hash !== undefined) {
-      count += endGrants(
+      count += await endGrants(
         db,
         { tool: c.localName, definitionHashNot: hash },
         "the tool's definition changed",
@@ -168,7 +162,7 @@ export function endGrantsForChanges(db: Db, changes: readonly GrantEndingChange[
         at,
       );
     } else {
-      count += endGrants(db, { tool: c.localName }, "the tool is gone", actor, at);
+      count += await endGrants(db, { tool: c.localName }, "the tool is gone", actor, at);
     }
   }
   return count;

@@ -1,8 +1,8 @@
 /**
- * What the grants tests share: a real in-memory store with migrations, the people of a grant
- * (reviewer alice, owner olga, agent token "build-bot") and the tool it is for as rows, the
- * approved call as a call row, and grants made with the real `createGrant`. The tests end grants
- * with the real `revokeToken` and `setUserRoles`.
+ * What the grants tests share: a real, migrated store (SQLite in memory, or a fresh PostgreSQL
+ * database in that project), the people of a grant (reviewer alice, owner olga, agent token
+ * "build-bot") and the tool it is for as rows, the approved call as a call row, and grants made
+ * with the real `createGrant`. The tests end grants with the real `revokeToken` and `setUserRoles`.
  */
 import { createHash } from "node:crypto";
 import { asc, eq } from "drizzle-orm";
@@ -35,70 +35,64 @@ export function at(minutes: number): Date {
  * A person with `roles`, as a row: these tests never sign in, and the fixture stays in this room
  * (server/auth imports server/grants, so server/grants must not import it back).
  */
-export function addUser(db: Db, name: string, roles: Role[]): void {
-  db.insert(users)
-    .values({ name, passwordHash: "not-a-hash", roles: roles.join(",") })
-    .run();
+export async function addUser(db: Db, name: string, roles: Role[]): Promise<void> {
+  await db.insert(users).values({ name, passwordHash: "not-a-hash", roles: roles.join(",") });
 }
 
 /** An agent token of that name, as a row (its secret is never used here). */
-export function addToken(db: Db, name: string): void {
-  db.insert(agentTokens)
-    .values({ name, tokenHash: createHash("sha256").update(name).digest("hex"), createdBy: "test" })
-    .run();
+export async function addToken(db: Db, name: string): Promise<void> {
+  await db
+    .insert(agentTokens)
+    .values({ name, tokenHash: createHash("sha256").update(name).digest("hex"), createdBy: "test" });
 }
 
 /** A catalogue row for `localName` with definition hash `hash`. */
-export function addTool(db: Db, localName: string, hash = HASH): void {
-  db.insert(tools)
-    .values({
-      localName,
-      server: "notes",
-      remoteName: localName.slice("notes_".length),
-      status: "enabled",
-      present: true,
-      definition: JSON.stringify({ name: localName }),
-      definitionHash: hash,
-      pinnedHash: hash,
-      description: "",
-      readOnly: false,
-    })
-    .run();
+export async function addTool(db: Db, localName: string, hash = HASH): Promise<void> {
+  await db.insert(tools).values({
+    localName,
+    server: "notes",
+    remoteName: localName.slice("notes_".length),
+    status: "enabled",
+    present: true,
+    definition: JSON.stringify({ name: localName }),
+    definitionHash: hash,
+    pinnedHash: hash,
+    description: "",
+    readOnly: false,
+  });
 }
 
 /** A store with alice (reviewer), olga (owner), the token "build-bot" and both tools. */
-export function grantWorld(): Db {
-  const db = memoryDb();
-  addUser(db, "alice", ["reviewer"]);
-  addUser(db, "olga", ["owner"]);
-  addToken(db, AGENT);
-  addTool(db, TOOL);
-  addTool(db, OTHER_TOOL);
+export async function grantWorld(): Promise<Db> {
+  const db = await memoryDb();
+  await addUser(db, "alice", ["reviewer"]);
+  await addUser(db, "olga", ["owner"]);
+  await addToken(db, AGENT);
+  await addTool(db, TOOL);
+  await addTool(db, OTHER_TOOL);
   return db;
 }
 
 let callCount = 0;
 
 /** The approved call a grant is made with, stored as the broker would have (running). */
-function approvedCall(db: Db, g: NewGrant, args: Record<string, unknown>): string {
+async function approvedCall(db: Db, g: NewGrant, args: Record<string, unknown>): Promise<string> {
   callCount += 1;
   const id = `call-${callCount}`;
-  db.insert(calls)
-    .values({
-      id,
-      tool: g.tool,
-      server: "notes",
-      remoteName: g.tool,
-      arguments: JSON.stringify(args),
-      argumentsDigest: g.argumentsDigest,
-      definitionHash: g.definitionHash,
-      destructive: true,
-      requesterKind: g.requesterKind,
-      requesterName: g.requesterName,
-      status: "running",
-      createdAt: T0.toISOString(),
-    })
-    .run();
+  await db.insert(calls).values({
+    id,
+    tool: g.tool,
+    server: "notes",
+    remoteName: g.tool,
+    arguments: JSON.stringify(args),
+    argumentsDigest: g.argumentsDigest,
+    definitionHash: g.definitionHash,
+    destructive: true,
+    requesterKind: g.requesterKind,
+    requesterName: g.requesterName,
+    status: "running",
+    createdAt: T0.toISOString(),
+  });
   return id;
 }
 
@@ -106,11 +100,11 @@ function approvedCall(db: Db, g: NewGrant, args: Record<string, unknown>): strin
  * A grant by alice for "build-bot" on {@link TOOL} with {@link ARGS} (scope `arguments`, 60
  * minutes, from {@link T0}) unless `over` says otherwise; its approved call is stored first.
  */
-export function grant(
+export async function grant(
   db: Db,
   over: Partial<Omit<NewGrant, "callId">> & { args?: Record<string, unknown> } = {},
   now = T0,
-): GrantRow {
+): Promise<GrantRow> {
   const { args = ARGS, ...rest } = over;
   const g: NewGrant = {
     requesterKind: "agent",
@@ -124,7 +118,7 @@ export function grant(
     minutes: 60,
     ...rest,
   };
-  return createGrant(db, { ...g, callId: approvedCall(db, g, args) }, now);
+  return await createGrant(db, { ...g, callId: await approvedCall(db, g, args) }, now);
 }
 
 /** The cover query of a call by "build-bot" of {@link TOOL} with {@link ARGS}, unless `over` says otherwise. */
@@ -140,8 +134,8 @@ export function call(over: Partial<CoverQuery> = {}): CoverQuery {
 }
 
 /** The audit rows with `action`, oldest first. */
-export function auditOf(db: Db, action: string) {
-  return db
+export async function auditOf(db: Db, action: string) {
+  return await db
     .select({
       actor: auditEvents.actor,
       subject: auditEvents.subject,
@@ -150,6 +144,5 @@ export function auditOf(db: Db, action: string) {
     })
     .from(auditEvents)
     .where(eq(auditEvents.action, action))
-    .orderBy(asc(auditEvents.id))
-    .all();
+    .orderBy(asc(auditEvents.id));
 }

@@ -5,22 +5,23 @@
  */
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { first } from "../store/db";
 import { grants, tools } from "../store/schema";
 import { ARGS, at, call, grant, grantWorld, OTHER_TOOL, T0, TOOL } from "./grant-fixtures";
 import { grantView, listGrants, readGrantView, revokeGrant, takeGrant } from "./index";
 
 describe("listGrants", () => {
   it("lists live grants newest first, then ended ones most recently ended first, at most endedLimit", async () => {
-    const db = grantWorld();
-    const expiredEarly = grant(db, { scope: "tool", minutes: 15 }, T0); // ends at 15
-    const revokedLate = grant(db, { scope: "tool" }, at(1));
-    const expiredLater = grant(db, { scope: "tool", minutes: 15 }, at(10)); // ends at 25
-    const liveOld = grant(db, { scope: "tool", minutes: 480 }, at(2));
-    const liveNew = grant(db, { scope: "arguments", minutes: 480 }, at(3));
-    revokeGrant(db, revokedLate.id, "olga", at(30));
+    const db = await grantWorld();
+    const expiredEarly = await grant(db, { scope: "tool", minutes: 15 }, T0); // ends at 15
+    const revokedLate = await grant(db, { scope: "tool" }, at(1));
+    const expiredLater = await grant(db, { scope: "tool", minutes: 15 }, at(10)); // ends at 25
+    const liveOld = await grant(db, { scope: "tool", minutes: 480 }, at(2));
+    const liveNew = await grant(db, { scope: "arguments", minutes: 480 }, at(3));
+    await revokeGrant(db, revokedLate.id, "olga", at(30));
     const ids = (list: { id: string }[]) => list.map((v) => v.id);
 
-    const all = listGrants(db, { now: at(40) });
+    const all = await listGrants(db, { now: at(40) });
     expect(ids(all)).toEqual([liveNew.id, liveOld.id, revokedLate.id, expiredLater.id, expiredEarly.id]);
     expect(all.map((v) => v.state)).toEqual(["live", "live", "ended", "ended", "ended"]);
     expect(all.map((v) => v.endedAt)).toEqual([
@@ -30,23 +31,23 @@ describe("listGrants", () => {
       at(25).toISOString(),
       at(15).toISOString(),
     ]);
-    expect(ids(listGrants(db, { now: at(40), endedLimit: 1 }))).toEqual([
+    expect(ids(await listGrants(db, { now: at(40), endedLimit: 1 }))).toEqual([
       liveNew.id,
       liveOld.id,
       revokedLate.id,
     ]);
-    expect(ids(listGrants(db, { now: at(40), endedLimit: 0 }))).toEqual([liveNew.id, liveOld.id]);
+    expect(ids(await listGrants(db, { now: at(40), endedLimit: 0 }))).toEqual([liveNew.id, liveOld.id]);
   });
 
   it("says why each ended: expired, used up, revoked, the definition changed", async () => {
-    const db = grantWorld();
-    const expired = grant(db, { scope: "tool", minutes: 15 });
-    const usedUp = grant(db, { scope: "tool", tool: OTHER_TOOL, uses: 2 });
-    takeGrant(db, call({ tool: OTHER_TOOL }), at(3));
-    takeGrant(db, call({ tool: OTHER_TOOL }), at(4));
-    const byView = (now: Date) => new Map(listGrants(db, { now }).map((v) => [v.id, v]));
+    const db = await grantWorld();
+    const expired = await grant(db, { scope: "tool", minutes: 15 });
+    const usedUp = await grant(db, { scope: "tool", tool: OTHER_TOOL, uses: 2 });
+    await takeGrant(db, call({ tool: OTHER_TOOL }), at(3));
+    await takeGrant(db, call({ tool: OTHER_TOOL }), at(4));
+    const byView = async (now: Date) => new Map((await listGrants(db, { now })).map((v) => [v.id, v]));
 
-    let views = byView(at(20));
+    let views = await byView(at(20));
     expect(views.get(expired.id)).toMatchObject({ endReason: "expired", endedAt: at(15).toISOString() });
     expect(views.get(usedUp.id)).toMatchObject({
       state: "ended",
@@ -57,26 +58,28 @@ describe("listGrants", () => {
     });
 
     // A definition change the refresh did not end eagerly (or a tool row that is gone) still shows.
-    const changed = grant(db, { scope: "tool" }, at(20));
-    db.update(tools)
+    const changed = await grant(db, { scope: "tool" }, at(20));
+    await db
+      .update(tools)
       .set({ definitionHash: "c".repeat(64), updatedAt: at(21).toISOString() })
-      .where(eq(tools.localName, TOOL))
-      .run();
-    views = byView(at(22));
+      .where(eq(tools.localName, TOOL));
+    views = await byView(at(22));
     expect(views.get(changed.id)).toMatchObject({
       state: "ended",
       endReason: "the tool's definition changed",
       endedAt: at(21).toISOString(),
     });
-    db.delete(tools).where(eq(tools.localName, TOOL)).run();
-    expect(byView(at(22)).get(changed.id)).toMatchObject({ endReason: "the tool's definition changed" });
+    await db.delete(tools).where(eq(tools.localName, TOOL));
+    expect((await byView(at(22))).get(changed.id)).toMatchObject({
+      endReason: "the tool's definition changed",
+    });
   });
 
   it("shows the exact arguments of an `arguments` grant and none for a `tool` grant", async () => {
-    const db = grantWorld();
-    const exact = grant(db, { scope: "arguments" });
-    const any = grant(db, { scope: "tool" });
-    const views = new Map(listGrants(db, { now: at(1) }).map((v) => [v.id, v]));
+    const db = await grantWorld();
+    const exact = await grant(db, { scope: "arguments" });
+    const any = await grant(db, { scope: "tool" });
+    const views = new Map((await listGrants(db, { now: at(1) })).map((v) => [v.id, v]));
     expect(views.get(exact.id)).toMatchObject({
       scope: "arguments",
       arguments: ARGS,
@@ -94,20 +97,20 @@ describe("listGrants", () => {
       endedAt: null,
     });
     expect(views.get(any.id)?.arguments).toBeNull();
-    expect(readGrantView(db, exact.id, at(1))).toEqual(views.get(exact.id));
-    expect(readGrantView(db, "g_nope", at(1))).toBeNull();
+    expect(await readGrantView(db, exact.id, at(1))).toEqual(views.get(exact.id));
+    expect(await readGrantView(db, "g_nope", at(1))).toBeNull();
   });
 });
 
 describe("grantView", () => {
   it("without standing, judges by the row alone", async () => {
-    const db = grantWorld();
-    const g = grant(db, { scope: "tool", uses: 1 });
+    const db = await grantWorld();
+    const g = await grant(db, { scope: "tool", uses: 1 });
     expect(grantView(g, at(1))).toMatchObject({ state: "live", arguments: null });
     expect(grantView(g, at(60))).toMatchObject({ state: "ended", endReason: "expired" });
-    const used = takeGrant(db, call(), at(2));
+    const used = await takeGrant(db, call(), at(2));
     expect(used && grantView(used, at(3))).toMatchObject({ state: "ended", endReason: "used up (1 of 1)" });
-    const row = db.select().from(grants).where(eq(grants.id, g.id)).get();
+    const row = await first(db.select().from(grants).where(eq(grants.id, g.id)));
     expect(row && grantView(row, at(3)).endedAt).toBe(at(2).toISOString());
   });
 });

@@ -23,17 +23,25 @@ export function limitsHold(t: GrantColumns, now: Now): SQL {
   return sql`(${t.endedAt} IS NULL AND ${t.expiresAt} > ${now} AND (${t.usesAllowed} IS NULL OR ${t.uses} < ${t.usesAllowed}))`;
 }
 
-/** `roles` (comma-separated text) holds `role` (a role name, or a column holding one). */
+/**
+ * `roles` (comma-separated text) holds `role` (a role name, or a column holding one). Role names
+ * are lower-case words without `%` or `_`, so LIKE matches them exactly on both stores (it is
+ * case-sensitive on PostgreSQL, not on SQLite).
+ */
 export function holdsRole(roles: AnySQLiteColumn | SQL, role: string | AnySQLiteColumn): SQL {
   return sql`((',' || ${roles} || ',') LIKE ('%,' || ${role} || ',%'))`;
 }
 
-/** Whose calls it covers still stands: an unrevoked token of that name, or a user of that name. */
+/**
+ * Whose calls it covers still stands: an unrevoked token of that name, or a user of that name.
+ * A truth value on both stores: every branch is one (`FALSE`, not `0`: PostgreSQL refuses a
+ * CASE mixing boolean and integer; SQLite reads `FALSE` as 0).
+ */
 export function requesterStands(t: GrantColumns): SQL {
   return sql`(CASE ${t.requesterKind}
     WHEN 'agent' THEN EXISTS (SELECT 1 FROM ${agentTokens} WHERE ${agentTokens.name} = ${t.requesterName} AND ${agentTokens.revokedAt} IS NULL)
     WHEN 'user' THEN EXISTS (SELECT 1 FROM ${users} WHERE ${users.name} = ${t.requesterName})
-    ELSE 0 END)`;
+    ELSE FALSE END)`;
 }
 
 /** The person who made it still holds the role they granted under (`madeAs`). */

@@ -16,6 +16,7 @@ import {
 } from "@/test/support/runtime";
 import { expectError, runtimePerTest } from "../auth/auth-fixtures";
 import { getToolRow } from "../catalogue/catalogue";
+import { first } from "../store/db";
 import { users } from "../store/schema";
 import { auditOf } from "./grant-fixtures";
 import { createGrant, findCoveringGrant, type GrantRow } from "./index";
@@ -23,9 +24,9 @@ import { createGrant, findCoveringGrant, type GrantRow } from "./index";
 const start = runtimePerTest();
 
 /** A `tool` grant by `by` for the agent "robot" on the demo's add_note, for an hour from now. */
-function demoGrant(rt: TestRuntime, by: string): GrantRow {
-  const hash = getToolRow(rt.runtime.db, ADD_NOTE)?.definitionHash ?? "";
-  return createGrant(rt.runtime.db, {
+async function demoGrant(rt: TestRuntime, by: string): Promise<GrantRow> {
+  const hash = (await getToolRow(rt.runtime.db, ADD_NOTE))?.definitionHash ?? "";
+  return await createGrant(rt.runtime.db, {
     requesterKind: "agent",
     requesterName: "robot",
     tool: ADD_NOTE,
@@ -38,22 +39,22 @@ function demoGrant(rt: TestRuntime, by: string): GrantRow {
   });
 }
 
-function covered(rt: TestRuntime): boolean {
-  const hash = getToolRow(rt.runtime.db, ADD_NOTE)?.definitionHash ?? "";
+async function covered(rt: TestRuntime): Promise<boolean> {
+  const hash = (await getToolRow(rt.runtime.db, ADD_NOTE))?.definitionHash ?? "";
   return (
-    findCoveringGrant(rt.runtime.db, {
+    (await findCoveringGrant(rt.runtime.db, {
       requesterKind: "agent",
       requesterName: "robot",
       tool: ADD_NOTE,
       definitionHash: hash,
       argumentsDigest: "any",
-    }) !== null
+    })) !== null
   );
 }
 
 async function people(rt: TestRuntime) {
   return {
-    agent: createAgentToken(rt.runtime, "robot"),
+    agent: await createAgentToken(rt.runtime, "robot"),
     rita: await createTestUser(rt.runtime, "rita", ["reviewer"]),
     olga: await createTestUser(rt.runtime, "olga", ["owner"]),
   };
@@ -63,7 +64,7 @@ describe("GET /api/grants", () => {
   it("reviewers and owners see the grants; agents and strangers do not", async () => {
     const rt = await start();
     const { agent, rita, olga } = await people(rt);
-    const g = demoGrant(rt, "rita");
+    const g = await demoGrant(rt, "rita");
     for (const cookie of [rita.cookie, olga.cookie]) {
       const res = await request("GET", "/api/grants", { cookie });
       expect(res.status).toBe(200);
@@ -82,22 +83,22 @@ describe("DELETE /api/grants/:id", () => {
     const rt = await start();
     const { olga } = await people(rt);
     await createTestUser(rt.runtime, "bob", ["reviewer"]);
-    const g = demoGrant(rt, "bob");
-    expect(covered(rt)).toBe(true);
+    const g = await demoGrant(rt, "bob");
+    expect(await covered(rt)).toBe(true);
     const res = await request("DELETE", `/api/grants/${g.id}`, { cookie: olga.cookie });
     expect(res.status).toBe(200);
     const { grant } = await bodyOf<{ grant: GrantView }>(res);
     expect(grant).toMatchObject({ id: g.id, state: "ended", endReason: "revoked by olga" });
-    expect(covered(rt)).toBe(false);
+    expect(await covered(rt)).toBe(false);
     const list = await bodyOf<GrantListView>(await request("GET", "/api/grants", { cookie: olga.cookie }));
     expect(list.grants.map((v) => [v.id, v.endReason])).toEqual([[g.id, "revoked by olga"]]);
-    expect(auditOf(rt.runtime.db, "grant.revoked").map((r) => r.actor)).toEqual(["olga"]);
+    expect((await auditOf(rt.runtime.db, "grant.revoked")).map((r) => r.actor)).toEqual(["olga"]);
   });
 
   it("refuses a browser request without the console's Origin, and agents, ending nothing", async () => {
     const rt = await start();
     const { agent, rita } = await people(rt);
-    const g = demoGrant(rt, "rita");
+    const g = await demoGrant(rt, "rita");
     const url = `/api/grants/${g.id}`;
     await expectError(await request("DELETE", url, { cookie: rita.cookie, origin: null }), 403, "bad_origin");
     await expectError(
@@ -107,8 +108,8 @@ describe("DELETE /api/grants/:id", () => {
     );
     await expectError(await request("DELETE", url, { bearer: agent }), 403, "forbidden");
     await expectError(await request("DELETE", url), 401, "unauthenticated");
-    expect(covered(rt)).toBe(true);
-    expect(auditOf(rt.runtime.db, "grant.revoked")).toEqual([]);
+    expect(await covered(rt)).toBe(true);
+    expect(await auditOf(rt.runtime.db, "grant.revoked")).toEqual([]);
   });
 
   it("an unknown id is 404 grant_not_found", async () => {
@@ -126,7 +127,7 @@ describe("PATCH /api/users/:name with roles", () => {
   it("an owner takes the reviewer role: the grants end, and the person's session has the new roles at once", async () => {
     const rt = await start();
     const { rita, olga } = await people(rt);
-    demoGrant(rt, "rita");
+    await demoGrant(rt, "rita");
     await expectError(await request("GET", "/api/users", { cookie: rita.cookie }), 403, "forbidden");
 
     const res = await request("PATCH", "/api/users/rita", {
@@ -135,10 +136,10 @@ describe("PATCH /api/users/:name with roles", () => {
     });
     expect(res.status).toBe(200);
     expect((await bodyOf<{ user: UserView }>(res)).user.roles).toEqual(["owner"]);
-    expect(covered(rt)).toBe(false);
+    expect(await covered(rt)).toBe(false);
     const list = await bodyOf<GrantListView>(await request("GET", "/api/grants", { cookie: olga.cookie }));
     expect(list.grants.map((v) => v.endReason)).toEqual(["rita no longer has the reviewer role"]);
-    expect(auditOf(rt.runtime.db, "user.roles")).toEqual([
+    expect(await auditOf(rt.runtime.db, "user.roles")).toEqual([
       { actor: "olga", subject: "rita", callId: null, detail: "reviewer → owner" },
     ]);
     // The same cookie, the next request: sessions read the roles from the user's row.
@@ -157,7 +158,7 @@ describe("PATCH /api/users/:name with roles", () => {
       "conflict",
     );
     expect(message).toContain("last owner");
-    const row = rt.runtime.db.select().from(users).where(eq(users.name, "olga")).get();
+    const row = await first(rt.runtime.db.select().from(users).where(eq(users.name, "olga")));
     expect([row?.roles, row?.email]).toEqual(["owner", null]);
   });
 
@@ -207,6 +208,8 @@ describe("PATCH /api/users/:name with roles", () => {
       404,
       "not_found",
     );
-    expect(rt.runtime.db.select().from(users).where(eq(users.name, "rita")).get()?.roles).toBe("reviewer");
+    expect((await first(rt.runtime.db.select().from(users).where(eq(users.name, "rita"))))?.roles).toBe(
+      "reviewer",
+    );
   });
 });

@@ -2,7 +2,7 @@ import "server-only";
 import { and, desc, eq, not, type SQL, sql } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
 import type { GrantScope, GrantView } from "@/lib/api-types";
-import type { Db } from "../store/db";
+import { type Db, first } from "../store/db";
 import { agentTokens, calls, grants, tools } from "../store/schema";
 import type { GrantRow } from "./cover";
 import { type GrantColumns, limitsHold, requesterStands, reviewerStands } from "./live";
@@ -138,7 +138,7 @@ function selectWithStanding(db: Db) {
     .leftJoin(approved, eq(approved.id, grants.callId));
 }
 
-type Joined = Awaited<ReturnType<ReturnType<typeof selectWithStanding>["all"]>>[number];
+type Joined = Awaited<ReturnType<typeof selectWithStanding>>[number];
 
 function parseArguments(text: string | null): Record<string, unknown> | null {
   if (text === null) return null;
@@ -165,8 +165,8 @@ function viewOf(r: Joined, now: Date): GrantView {
 }
 
 /** One grant's view with its standing read from the store; null for an unknown id. */
-export function readGrantView(db: Db, id: string, now = new Date()): GrantView | null {
-  const row = selectWithStanding(db).where(eq(grants.id, id)).get();
+export async function readGrantView(db: Db, id: string, now = new Date()): Promise<GrantView | null> {
+  const row = await first(selectWithStanding(db).where(eq(grants.id, id)));
   return row ? viewOf(row, now) : null;
 }
 
@@ -178,17 +178,18 @@ export const ENDED_GRANTS_LISTED = 50;
  * {@link ENDED_GRANTS_LISTED}) ended ones, the most recently ended first, each with why it ended.
  * Live grants are few (a working day at most); ended ones are ordered and cut in SQL.
  */
-export function listGrants(db: Db, opts: { now?: Date; endedLimit?: number } = {}): GrantView[] {
+export async function listGrants(
+  db: Db,
+  opts: { now?: Date; endedLimit?: number } = {},
+): Promise<GrantView[]> {
   const now = opts.now ?? new Date();
   const iso = now.toISOString();
-  const live = selectWithStanding(db)
+  const live = await selectWithStanding(db)
     .where(listedLive(iso))
-    .orderBy(desc(grants.createdAt), desc(grants.id))
-    .all();
-  const ended = selectWithStanding(db)
+    .orderBy(desc(grants.createdAt), desc(grants.id));
+  const ended = await selectWithStanding(db)
     .where(not(listedLive(iso)))
     .orderBy(desc(endedAtSql(iso)), desc(grants.createdAt))
-    .limit(Math.max(0, opts.endedLimit ?? ENDED_GRANTS_LISTED))
-    .all();
+    .limit(Math.max(0, opts.endedLimit ?? ENDED_GRANTS_LISTED));
   return [...live, ...ended].map((r) => viewOf(r, now));
 }

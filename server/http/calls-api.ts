@@ -14,12 +14,15 @@ export const POST = route({ access: ["agent", "owner"], body: CallBody }, async 
   return json(call, httpStatus);
 });
 
-export const GET = route({ access: ["agent", "reviewer"], query: CallListQuery }, (ctx): CallsPage => {
-  const p = who(ctx);
-  const { requester: requesterName, ...filters } = ctx.query;
-  // An agent sees only its own calls, whatever it asks for.
-  const requester = p.kind === "agent" ? requesterOf(p) : undefined;
-  const calls = ctx.runtime.broker.list({ ...filters, requesterName, requester });
-  const last = calls.at(-1);
-  return { calls, nextBefore: last && calls.length === filters.limit ? callCursor(last) : null };
-});
+export const GET = route(
+  { access: ["agent", "reviewer"], query: CallListQuery },
+  async (ctx): Promise<CallsPage> => {
+    const p = who(ctx);
+    const { requester: requesterName, ...filters } = ctx.query;
+    // An agent sees only its own calls, whatever it asks for.
+    const requester = p.kind === "agent" ? requesterOf(p) : undefined;
+    const calls = await ctx.runtime.broker.list({ ...filters, requesterName, requester });
+    const last = calls.at(-1);
+    return { calls, nextBefore: last && calls.length === filters.limit ? callCursor(last) : null };
+  },
+);

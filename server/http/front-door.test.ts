@@ -146,7 +146,7 @@ describe("every request the production server answers checks Host first", () => 
   it("a sign-in under another host is refused before it is counted, and sets no cookie", async () => {
     const runtime = await start();
     const alice = await createTestUser(runtime, "alice", ["reviewer"]);
-    const sessionsBefore = runtime.db.select().from(sessions).all();
+    const sessionsBefore = await runtime.db.select().from(sessions);
     const door = await openDoor(runtime);
     // The right password: a rebinding page must not get a session, nor learn that it was right.
     const res = await send(door, "POST", "/api/session", {
@@ -158,7 +158,7 @@ describe("every request the production server answers checks Host first", () => 
     expect(JSON.parse(res.text)).toEqual({ error: { code: "bad_host", message: REFUSED } });
     expect(res.headers["set-cookie"]).toBeUndefined();
     expect(runtime.throttle.size).toEqual({ names: 0, addresses: 0 });
-    expect(runtime.db.select().from(sessions).all()).toEqual(sessionsBefore);
+    expect(await runtime.db.select().from(sessions)).toEqual(sessionsBefore);
     expect(door.nextSaw).toEqual([]);
 
     const ok = await send(door, "POST", "/api/session", {
@@ -172,7 +172,7 @@ describe("every request the production server answers checks Host first", () => 
 
   it("the setup route under another host is refused and leaves the setup code unused", async () => {
     const runtime = await start();
-    const code = issueSetupCode(runtime.db);
+    const code = await issueSetupCode(runtime.db);
     expect(code).not.toBeNull();
     const door = await openDoor(runtime);
     const body = { code, name: "first", password: "correct horse battery" };
@@ -184,7 +184,7 @@ describe("every request the production server answers checks Host first", () => 
     expect(res.status).toBe(403);
     expect(JSON.parse(res.text)).toEqual({ error: { code: "bad_host", message: REFUSED } });
     expect(res.headers["set-cookie"]).toBeUndefined();
-    expect(runtime.db.select().from(users).all()).toEqual([]);
+    expect(await runtime.db.select().from(users)).toEqual([]);
     expect(door.nextSaw).toEqual([]);
 
     const ok = await send(door, "POST", "/api/setup", {
@@ -197,7 +197,7 @@ describe("every request the production server answers checks Host first", () => 
 
   it("/mcp and /api/calls under another host are refused in their own formats, a valid token notwithstanding", async () => {
     const runtime = await start();
-    const token = createAgentToken(runtime, "bot");
+    const token = await createAgentToken(runtime, "bot");
     const door = await openDoor(runtime);
     const auth = { authorization: `Bearer ${token}` };
     const mcp = await send(door, "POST", "/mcp", {

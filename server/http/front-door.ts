@@ -87,7 +87,7 @@ export function gatehouseListener(
     hot: HOT_PATHS,
     hotOptions: {
       listenHost,
-      authenticate: (headers) => authenticate(runtime.db, headers, forwardedHttps(headers)),
+      authenticate: async (headers) => authenticate(runtime.db, headers, forwardedHttps(headers)),
       extraHeaders: securityHeaders,
     },
     next,

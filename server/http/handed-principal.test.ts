@@ -42,8 +42,8 @@ function callRequest(bearer?: string): Request {
 }
 
 /** What the hot path's authentication finds for a new token called `name`. */
-function agentPrincipal(t: TestRuntime, name: string): Principal {
-  const token = tokenFromSecret(t.runtime.db, createAgentToken(t.runtime, name));
+async function agentPrincipal(t: TestRuntime, name: string): Promise<Principal> {
+  const token = await tokenFromSecret(t.runtime.db, await createAgentToken(t.runtime, name));
   if (!token) throw new Error(`no token ${name}`);
   return { kind: "agent", token, via: "bearer" };
 }
@@ -51,8 +51,8 @@ function agentPrincipal(t: TestRuntime, name: string): Principal {
 describe("route() with a principal from the edge", () => {
   it("acts as the handed principal without looking at the headers again", async () => {
     rt = await startTestRuntime();
-    enableTool(rt.runtime, LIST_NOTES);
-    const bot = agentPrincipal(rt, "bot");
+    await enableTool(rt.runtime, LIST_NOTES);
+    const bot = await agentPrincipal(rt, "bot");
     // No credentials on the request itself: only the handed principal can let it through.
     const res = await callsApi.POST(callRequest(), { params, principal: bot });
     expect(res.status).toBe(200);
@@ -63,15 +63,15 @@ describe("route() with a principal from the edge", () => {
 
   it("a handed null is nobody, whatever the headers carry: 401", async () => {
     rt = await startTestRuntime();
-    const secret = createAgentToken(rt.runtime, "bot");
+    const secret = await createAgentToken(rt.runtime, "bot");
     const res = await callsApi.POST(callRequest(secret), { params, principal: null });
     expect(res.status).toBe(401);
   });
 
   it("Next's path hands nothing, so route() authenticates the request itself", async () => {
     rt = await startTestRuntime();
-    enableTool(rt.runtime, LIST_NOTES);
-    const secret = createAgentToken(rt.runtime, "bot");
+    await enableTool(rt.runtime, LIST_NOTES);
+    const secret = await createAgentToken(rt.runtime, "bot");
     expect((await callsApi.POST(callRequest(), { params })).status).toBe(401);
     expect((await callsApi.POST(callRequest(secret), { params })).status).toBe(200);
   });
@@ -80,8 +80,8 @@ describe("route() with a principal from the edge", () => {
 describe("route() with a body from the edge", () => {
   it("takes the handed body and never reads the Request's: one without a body is called as the handed one says", async () => {
     rt = await startTestRuntime();
-    enableTool(rt.runtime, LIST_NOTES);
-    const bot = agentPrincipal(rt, "bot");
+    await enableTool(rt.runtime, LIST_NOTES);
+    const bot = await agentPrincipal(rt, "bot");
     const bare = new Request(`${ORIGIN}/api/calls`, {
       method: "POST",
       headers: { host: "127.0.0.1:3000", "content-type": "application/json" },
@@ -97,7 +97,7 @@ describe("route() with a body from the edge", () => {
 
   it("a handed body that is not JSON, or over the limit, is refused as one read from the Request would be", async () => {
     rt = await startTestRuntime();
-    const bot = agentPrincipal(rt, "bot");
+    const bot = await agentPrincipal(rt, "bot");
     const bare = () =>
       new Request(`${ORIGIN}/api/calls`, { method: "POST", headers: { host: "127.0.0.1:3000" } });
     const notJson = await callsApi.POST(bare(), { params, principal: bot, body: Buffer.from("{nope") });
@@ -111,7 +111,10 @@ describe("route() with a body from the edge", () => {
 describe("/mcp with a principal from the edge", () => {
   it("an agent handed over opens a session without its token being read again", async () => {
     rt = await startTestRuntime();
-    const res = await mcpApi.POST(initializeRequest(), { params, principal: agentPrincipal(rt, "bot") });
+    const res = await mcpApi.POST(initializeRequest(), {
+      params,
+      principal: await agentPrincipal(rt, "bot"),
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get("mcp-session-id")).toBeTruthy();
     await res.body?.cancel();
@@ -132,7 +135,7 @@ describe("/mcp with a principal from the edge", () => {
     rt = await startTestRuntime();
     const res = await mcpApi.POST(initializeRequest({ host: "evil.example.com" }), {
       params,
-      principal: agentPrincipal(rt, "bot"),
+      principal: await agentPrincipal(rt, "bot"),
     });
     expect(res.status).toBe(403);
   });

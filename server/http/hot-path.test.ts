@@ -39,7 +39,7 @@ async function serve(
   const server = http.createServer((req, res) => {
     void answerHot(req, res, wrapped, {
       listenHost: "127.0.0.1:3000",
-      authenticate: (headers) => {
+      authenticate: async (headers) => {
         authentications.count++;
         return headers.get("authorization") === "Bearer good" ? good : null;
       },
@@ -114,7 +114,7 @@ describe("the hot path", () => {
     const server = http.createServer((req, res) => {
       void answerHot(req, res, handler, {
         listenHost: "127.0.0.1:3000",
-        authenticate: () => good,
+        authenticate: async () => good,
         extraHeaders: [],
       });
     });

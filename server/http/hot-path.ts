@@ -15,8 +15,9 @@ export interface HotPathOptions {
    * Who the request's credentials authenticate, or null. The body of a request nobody is
    * authenticated by is never read: the handler refuses it from its headers alone. Whatever
    * this answers is handed to the handler as `principal`, so it is asked once per request.
+   * It reads the store: a failure (the store busy or unreachable) is answered as any other.
    */
-  authenticate(headers: Headers): Principal | null;
+  authenticate(headers: Headers): Promise<Principal | null>;
   /** Headers every answer carries (the security headers Next adds to its own). */
   extraHeaders: readonly { key: string; value: string }[];
 }
@@ -40,7 +41,7 @@ export async function answerHot(
   try {
     const headers = headersOf(req);
     let body: Buffer | null = Buffer.alloc(0);
-    const principal = opts.authenticate(headers);
+    const principal = await opts.authenticate(headers);
     if (principal === null) {
       // The body stays unread, so the connection cannot carry another request.
       if (hasBody(req)) res.setHeader("Connection", "close");

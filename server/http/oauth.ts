@@ -92,7 +92,7 @@ export async function endGrant(
   const name = params.name ?? "";
   const { revocation, accessExpiresAt } = await runtime.signIns.disconnect(name, principalName(who(ctx)));
   return {
-    server: serverView(runtime.manager, runtime.db, name, runtime.signIns),
+    server: await serverView(runtime.manager, runtime.db, name, runtime.signIns),
     revocation,
     accessExpiresAt,
   };

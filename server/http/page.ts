@@ -55,12 +55,12 @@ export async function signedInPageUser(): Promise<UserView | null> {
   // Only the cookie named for this request's scheme counts, as in route(); pages have no URL,
   // and in front of Next the scheme is what X-Forwarded-Proto says.
   const sid = sessionIdFrom(head.get("cookie"), forwardedHttps(head));
-  return sid ? sessionUser(getRuntime().db, sid) : null;
+  return sid ? await sessionUser(getRuntime().db, sid) : null;
 }
 
 /** Whether this Gatehouse has its first owner: the setup link has been used (or no longer applies). */
-export function setupDone(): boolean {
-  return countUsers(getRuntime().db) > 0;
+export async function setupDone(): Promise<boolean> {
+  return (await countUsers(getRuntime().db)) > 0;
 }
 
 /**
@@ -68,15 +68,15 @@ export function setupDone(): boolean {
  * they created, the config's `approvals.selfApproval` and how many other people may approve
  * (reviewers and owners).
  */
-export function pageViewer(user: UserView): Viewer {
+export async function pageViewer(user: UserView): Promise<Viewer> {
   const runtime = getRuntime();
-  const otherReviewers = listUsers(runtime.db).filter(
+  const otherReviewers = (await listUsers(runtime.db)).filter(
     (other) =>
       other.name !== user.name && other.roles.some((role) => role === "owner" || role === "reviewer"),
   ).length;
   return {
     name: user.name,
-    agentTokens: ownAgentTokens(runtime.db, user.name),
+    agentTokens: await ownAgentTokens(runtime.db, user.name),
     owner: user.roles.includes("owner"),
     selfApproval: runtime.config.approvals.selfApproval,
     otherReviewers,

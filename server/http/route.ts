@@ -8,6 +8,9 @@ import { isSecure } from "../auth/signin";
 import { logger } from "../log";
 import { jsonBodyOf, MAX_REQUEST_BODY_BYTES, readJsonBody } from "../request";
 import { getRuntime, type Runtime } from "../runtime";
+import type { Dialect } from "../store/db";
+import { errorCode, isConnectionFault } from "../store/pg-driver";
+import { tablesDialect } from "../store/schema";
 import { edgePeers, HOST_REFUSED_CODE } from "./peers";
 
 const log = logger("http");
@@ -39,15 +42,21 @@ export function json(data: unknown, status = 200, headers?: HeadersInit): Respon
   return Response.json(data, { status, headers: { "Cache-Control": "no-store", ...headers } });
 }
 
-export function errorResponse(err: unknown): Response {
-  const store = storeProblem(err);
+/**
+ * An error as the API answers it: the store's faults ({@link storeProblem}) as their own codes
+ * with a retry hint, a `GatehouseError` with its code and status, anything else a bare 500
+ * (logged). `dialect`: the store this process runs on (a test names the other).
+ */
+export function errorResponse(err: unknown, dialect: Dialect = tablesDialect): Response {
+  const store = storeProblem(err, dialect);
   if (store) {
-    log.warn(`store ${store.code === "store_busy" ? "busy" : "full"}: answered ${store.status}`, {
-      error: String((err as { code?: unknown }).code),
+    log.warn(`store ${STORE_WORDS[store.code] ?? store.code}: answered ${store.status}`, {
+      // The driver's own words, not a wrapper's (drizzle's names the SQL and its parameters).
+      error: errorCode(err) || String(causeChain(err).at(-1)),
     });
     // Nothing of the request was committed: its transaction rolled back as a whole.
     return json({ error: { code: store.code, message: store.message } } satisfies ErrorBody, store.status, {
-      "Retry-After": store.code === "store_busy" ? "1" : "60",
+      "Retry-After": RETRY_AFTER_SECONDS[store.code] ?? "60",
     });
   }
   if (err instanceof GatehouseError) {
@@ -62,23 +71,65 @@ export function errorResponse(err: unknown): Response {
   return json({ error: { code: "internal", message: "internal error" } } satisfies ErrorBody, 500);
 }
 
+const STORE_WORDS: Partial<Record<string, string>> = {
+  store_busy: "busy",
+  store_full: "full",
+  store_unavailable: "unreachable",
+};
+
+/** When to try again: a busy store soon, an unreachable one once it may be back, a full one later. */
+const RETRY_AFTER_SECONDS: Partial<Record<string, string>> = {
+  store_busy: "1",
+  store_unavailable: "5",
+  store_full: "60",
+};
+
+/** SQLSTATEs of a transaction PostgreSQL rolled back for a concurrent one's sake (serialization failure, deadlock). */
+const PG_CONFLICT = new Set(["40001", "40P01"]);
+
 /**
- * SQLite's "another connection holds the write lock" (after `busy_timeout`) and "the disk is
- * full" as the API's own errors: a retry hint, not a 500 with internals. Null for anything else.
+ * The store's faults as the API's own errors: a retry hint, not a 500 with internals. SQLite:
+ * "another connection holds the write lock" (after `busy_timeout`) and "the disk is full".
+ * PostgreSQL: a transaction rolled back for a concurrent one (serialization failure, deadlock)
+ * that failed again on every retry is busy; a connection that cannot be made or was lost is
+ * `store_unavailable`. The driver's error may come wrapped (drizzle's `DrizzleQueryError`): its
+ * cause chain is read. A `GatehouseError` is never one of them: it says what it is. Null for
+ * anything else.
  */
-function storeProblem(err: unknown): GatehouseError | null {
-  const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
-  if (typeof code !== "string") return null;
+function storeProblem(err: unknown, dialect: Dialect): GatehouseError | null {
+  if (err instanceof GatehouseError) return null;
+  const code = errorCode(err);
   if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) {
     return new GatehouseError(
       "store_busy",
       "the store is busy (another process is writing); try again in a moment",
     );
   }
+  if (PG_CONFLICT.has(code)) {
+    return new GatehouseError(
+      "store_busy",
+      "the store is busy (other requests changed the same data at the same time); try again in a moment",
+    );
+  }
   if (code === "SQLITE_FULL") {
     return new GatehouseError("store_full", "the store's disk is full; nothing of this request was saved");
   }
+  // Only PostgreSQL is reached over the network: elsewhere a network fault is not the store's.
+  if (dialect === "postgres" && causeChain(err).some(isConnectionFault)) {
+    return new GatehouseError(
+      "store_unavailable",
+      "the store (PostgreSQL) cannot be reached just now; nothing of this request was saved; try again in a moment",
+    );
+  }
   return null;
+}
+
+/** `err` and its causes, outermost first (a few at most): a wrapper's message hides its cause's. */
+function causeChain(err: unknown): unknown[] {
+  const chain: unknown[] = [];
+  for (let e = err; e !== undefined && e !== null && chain.length < 5; e = (e as { cause?: unknown }).cause)
+    chain.push(e);
+  return chain;
 }
 
 function zodMessage(prefix: string, error: z.ZodError): string {
@@ -140,7 +191,8 @@ export function route<B extends Schema | undefined = undefined, Q extends Schema
       const badHost = hostProblem(req.headers.get("host"), edgePeers(runtime));
       if (badHost) throw new GatehouseError(HOST_REFUSED_CODE, badHost);
       const known = handlerCtx?.principal;
-      let principal = known === undefined ? authenticate(runtime.db, req.headers, isSecure(req)) : known;
+      let principal =
+        known === undefined ? await authenticate(runtime.db, req.headers, isSecure(req)) : known;
       const isPublic = opts.access.includes("public");
       if (!isPublic) {
         if (!principal) {
@@ -182,7 +234,7 @@ export function route<B extends Schema | undefined = undefined, Q extends Schema
       // a session ended meanwhile (removed, reset, signed out everywhere, a role taken) must not
       // act. An agent's token is judged again where it matters, as its call is stored.
       if (principal?.kind === "user" && opts.body && !isPublic) {
-        const now = authenticate(runtime.db, req.headers, isSecure(req));
+        const now = await authenticate(runtime.db, req.headers, isSecure(req));
         if (now?.kind !== "user" || now.user.id !== principal.user.id) {
           throw new GatehouseError("unauthenticated", "Sign in first.");
         }

@@ -74,7 +74,7 @@ describe("the session cookie's name follows the scheme", () => {
 
   it("the setup link signs the first owner in under the scheme's name", async () => {
     const rt = await start();
-    const code = issueSetupCode(rt.runtime.db);
+    const code = await issueSetupCode(rt.runtime.db);
     const res = await request("POST", "/api/setup", {
       body: { code, name: "first", password: "correct horse battery" },
       headers: HTTPS,
@@ -88,7 +88,7 @@ describe("the session cookie's name follows the scheme", () => {
   it("a session cookie under the other scheme's name is ignored", async () => {
     const rt = await start();
     const alice = await createTestUser(rt.runtime, "alice", ["reviewer"]);
-    const sid = createSession(rt.runtime.db, alice.user.id).id;
+    const sid = (await createSession(rt.runtime.db, alice.user.id)).id;
     const asked = async (cookie: string, https: boolean) =>
       (await request("GET", "/api/me", { cookie: `${cookie}=${sid}`, headers: https ? HTTPS : {} })).status;
     // A plain-named cookie over https may have been planted by a plain-http page or a sibling host.
@@ -101,7 +101,7 @@ describe("the session cookie's name follows the scheme", () => {
   it("signing out over https ends the session and clears __Host-gh_session", async () => {
     const rt = await start();
     const alice = await createTestUser(rt.runtime, "alice", ["reviewer"]);
-    const sid = createSession(rt.runtime.db, alice.user.id).id;
+    const sid = (await createSession(rt.runtime.db, alice.user.id)).id;
     const res = await request("DELETE", "/api/session", {
       cookie: `${SECURE_SESSION_COOKIE}=${sid}`,
       headers: HTTPS,
@@ -111,11 +111,10 @@ describe("the session cookie's name follows the scheme", () => {
     expect(cleared.pair).toBe(`${SECURE_SESSION_COOKIE}=`);
     expect(cleared.attrs).toEqual(expect.arrayContaining(["Max-Age=0", "Secure", "Path=/"]));
     expect(
-      rt.runtime.db
+      await rt.runtime.db
         .select()
         .from(sessions)
-        .where(eq(sessions.idHash, sha256(sid)))
-        .all(),
+        .where(eq(sessions.idHash, sha256(sid))),
     ).toEqual([]);
     const me = await request("GET", "/api/me", { cookie: `${SECURE_SESSION_COOKIE}=${sid}`, headers: HTTPS });
     expect((await bodyOf<{ error: { code: string } }>(me)).error.code).toBe("unauthenticated");

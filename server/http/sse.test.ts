@@ -204,7 +204,7 @@ describe("a stream whose reader may no longer read", () => {
       const decoder = new TextDecoder();
       expect(decoder.decode((await reader.read()).value)).toContain(": connected");
 
-      endUserSessions(rt.runtime.db, { name: "olga", actor: "oscar" });
+      await endUserSessions(rt.runtime.db, { name: "olga", actor: "oscar" });
       // The stream asks again at most once a second: let that second pass.
       const realNow = Date.now.bind(Date);
       vi.spyOn(Date, "now").mockImplementation(() => realNow() + 2000);
@@ -214,6 +214,43 @@ describe("a stream whose reader may no longer read", () => {
     } finally {
       vi.restoreAllMocks();
       await rt.stop();
+    }
+  });
+});
+
+describe("the reader's check reads the store, so it is awaited", () => {
+  it("events wait for a slow check in their order, and a check that fails ends the stream", async () => {
+    const bus = new EventBus();
+    const abort = new AbortController();
+    let answers: Array<(ok: boolean) => void> = [];
+    let failNext = false;
+    const stillAllowed = () => {
+      if (failNext) return Promise.reject(new Error("the store cannot be reached"));
+      return new Promise<boolean>((resolve) => answers.push(resolve));
+    };
+    const reader = eventStream(bus, abort.signal, stillAllowed).body?.getReader();
+    if (!reader) throw new Error("no body");
+    const decoder = new TextDecoder();
+    expect(decoder.decode((await reader.read()).value)).toContain(": connected");
+    // Past the second in which the last answer holds: the next event is checked first.
+    const realNow = Date.now.bind(Date);
+    let skew = 2000;
+    vi.spyOn(Date, "now").mockImplementation(() => realNow() + skew);
+    try {
+      bus.publish({ type: "server", name: "a", state: "ready" });
+      bus.publish({ type: "grants" });
+      await drained();
+      expect(answers).toHaveLength(1);
+      answers[0]?.(true);
+      answers = [];
+      expect(decoder.decode((await reader.read()).value)).toContain("event: server");
+      expect(decoder.decode((await reader.read()).value)).toContain("event: grants");
+      skew += 2000;
+      failNext = true;
+      bus.publish({ type: "grants" });
+      expect((await reader.read()).done).toBe(true);
+    } finally {
+      vi.restoreAllMocks();
     }
   });
 });

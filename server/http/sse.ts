@@ -14,12 +14,14 @@ const RECHECK_MS = 1000;
  * resource reads to about one a second, the `call` events to about one per `CALL_GATHER_MS`
  * (500 ms). `stillAllowed` (default: always) is asked before an event is sent, at most once a
  * second, and at every heartbeat: once it says no (the reader's session ended, say), the stream
- * ends without sending anything more.
+ * ends without sending anything more. It reads the store, so it is awaited: messages wait for
+ * it in order, none overtakes another. A check that fails (the store unreachable) counts as a
+ * no: the stream ends, and the browser opens it again, which authenticates afresh.
  */
 export function eventStream(
   bus: EventBus,
   signal: AbortSignal,
-  stillAllowed: () => boolean = () => true,
+  stillAllowed: () => Promise<boolean> = async () => true,
 ): Response {
   const encoder = new TextEncoder();
   let cleanup = () => {};
@@ -33,23 +35,37 @@ export function eventStream(
         }
       };
       let checkedAt = Date.now();
-      const allowed = (force: boolean) => {
+      let ended = false;
+      const allowed = async (force: boolean): Promise<boolean> => {
+        if (ended) return false;
         if (!force && Date.now() - checkedAt < RECHECK_MS) return true;
         checkedAt = Date.now();
-        if (stillAllowed()) return true;
+        const ok = await Promise.resolve()
+          .then(stillAllowed)
+          .catch(() => false);
+        if (ok && !ended) return true;
         cleanup();
         return false;
       };
+      // Messages go out in the order they came, each once the check before it has answered.
+      let queue: Promise<void> = Promise.resolve();
+      const sendIfAllowed = (text: string, force: boolean) => {
+        queue = queue.then(async () => {
+          if (await allowed(force)) send(text);
+        });
+      };
       send(": connected\n\nretry: 2000\n\n");
       const gathered = gatherRefetchEvents((e) => {
-        if (allowed(false)) send(`event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
+        sendIfAllowed(`event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`, false);
       });
       const unsubscribe = bus.subscribe(gathered.listener);
       const heartbeat = setInterval(() => {
-        if (allowed(true)) send(": ping\n\n");
+        sendIfAllowed(": ping\n\n", true);
       }, HEARTBEAT_MS);
       heartbeat.unref();
       cleanup = () => {
+        if (ended) return;
+        ended = true;
         unsubscribe();
         gathered.stop();
         clearInterval(heartbeat);

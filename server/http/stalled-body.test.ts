@@ -43,19 +43,15 @@ async function stalledTokenRequest(cookie: string, name: string) {
   };
 }
 
-const tokenNames = (t: TestRuntime) =>
-  t.runtime.db
-    .select({ name: agentTokens.name })
-    .from(agentTokens)
-    .all()
-    .map((r) => r.name);
+const tokenNames = async (t: TestRuntime) =>
+  (await t.runtime.db.select({ name: agentTokens.name }).from(agentTokens)).map((r) => r.name);
 
 describe("a request whose body is still arriving", () => {
   for (const [what, act, status] of [
     [
       "removed",
       (t: TestRuntime) =>
-        removeUser(t.runtime.db, { name: "mallory", actor: "olga", withdrawPending: () => 0 }),
+        removeUser(t.runtime.db, { name: "mallory", actor: "olga", withdrawPending: async () => 0 }),
       401,
     ],
     [
@@ -85,7 +81,7 @@ describe("a request whose body is still arriving", () => {
       pending.send();
       const res = await pending.answer;
       expect(res.status, JSON.stringify(await bodyOf(res.clone()))).toBe(status);
-      expect(tokenNames(rt)).not.toContain("late-bot");
+      expect(await tokenNames(rt)).not.toContain("late-bot");
     });
   }
 
@@ -95,6 +91,6 @@ describe("a request whose body is still arriving", () => {
     const pending = await stalledTokenRequest(olga.cookie, "on-time-bot");
     pending.send();
     expect((await pending.answer).status).toBeLessThan(300);
-    expect(tokenNames(rt)).toContain("on-time-bot");
+    expect(await tokenNames(rt)).toContain("on-time-bot");
   });
 });

@@ -1,8 +1,21 @@
+/**
+ * A store another process holds, and one that refuses a write: SQLite's own (its file lock, a
+ * temporary trigger), so these run on SQLite alone (server/http is in the sqlite project only);
+ * PostgreSQL's faults are mapped in store-errors.test.ts.
+ */
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
+import { type Db, sqliteOf } from "@/server/store/db";
 import { bodyOf, createTestUser, request, startTestRuntime, type TestRuntime } from "@/test/support/runtime";
 
 let rt: TestRuntime | null = null;
+
+/** The SQLite connection under `db`. */
+function sqlite(db: Db): Database.Database {
+  const connection = sqliteOf(db);
+  if (!connection) throw new Error("these tests are about SQLite");
+  return connection;
+}
 afterEach(async () => {
   await rt?.stop();
   rt = null;
@@ -24,7 +37,7 @@ describe("a store another process is writing to", () => {
       other.prepare("ROLLBACK").run();
       other.close();
     }
-    const tokens = rt.runtime.db.$client
+    const tokens = sqlite(rt.runtime.db)
       .prepare("SELECT count(*) AS n FROM agent_tokens WHERE name = 'busy-bot'")
       .get() as { n: number };
     expect(tokens.n).toBe(0);
@@ -35,10 +48,10 @@ describe("a store another process is writing to", () => {
   it("an outcome that cannot be stored after the tool ran is no retry hint: the answer says not to repeat it", async () => {
     rt = await startTestRuntime();
     const { createAgentToken, enableTool, LIST_NOTES } = await import("@/test/support/runtime");
-    enableTool(rt.runtime, LIST_NOTES);
-    const agent = createAgentToken(rt.runtime, "agent-a");
+    await enableTool(rt.runtime, LIST_NOTES);
+    const agent = await createAgentToken(rt.runtime, "agent-a");
     // The store refuses the outcome write, as a busy or full one would, after the tool answered.
-    rt.runtime.db.$client
+    sqlite(rt.runtime.db)
       .prepare(
         "CREATE TEMP TRIGGER no_outcome BEFORE UPDATE OF status ON calls WHEN NEW.status IN ('succeeded', 'failed') BEGIN SELECT RAISE(ABORT, 'outcome write refused'); END",
       )

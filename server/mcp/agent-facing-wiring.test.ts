@@ -53,9 +53,9 @@ it("an agent's call to a server that is down names the server's state, never its
     timeoutMs: 15_000,
     what: () => "leaky to list its tools",
   });
-  enableTool(runtime, "leaky_leak");
-  enableTool(runtime, "leaky_crash");
-  const bearer = createAgentToken(runtime, "bot");
+  await enableTool(runtime, "leaky_leak");
+  await enableTool(runtime, "leaky_crash");
+  const bearer = await createAgentToken(runtime, "bot");
   const spilled = ["10.20.30.40", "ECONNREFUSED", token, "k9", "INFO [calls]"];
   const call = async (tool: string) => {
     const res = await request("POST", "/api/calls", { bearer, body: { tool, arguments: {} } });

@@ -58,7 +58,7 @@ async function rawHttp(script: string, env: Record<string, string>, over: Partia
   const port = (await fixture.waitForOutput("stdout", /listening (\d+)\n/))[1];
   const config = httpServerConfig("fx", `http://127.0.0.1:${port}/mcp`, { timeoutMs: 2000, ...over });
   const harness = new Harness(gatehouse([config]), QUICK);
-  harness.manager.start();
+  await harness.manager.start();
   return { harness, log };
 }
 
@@ -86,7 +86,7 @@ describe("a server that refuses the 2025 handshake naming 2026-07-28", () => {
         timeoutMs: 6000,
       });
       const harness = new Harness(gatehouse([config]), QUICK);
-      harness.manager.start();
+      await harness.manager.start();
       const end = await settled(harness);
       expect(end.state, String(end.lastError)).toBe("ready");
       expect(end.protocolVersion).toBe(MODERN);
@@ -104,7 +104,7 @@ describe("a server that refuses the 2025 handshake naming 2026-07-28", () => {
       const v1 = new RestartableServer(port, spec([V1, "--transport", "http"]));
       await v1.start();
       const harness = new Harness(gatehouse([httpServerConfig("fx", v1.url, { timeoutMs: 2000 })]), QUICK);
-      harness.manager.start();
+      await harness.manager.start();
       await harness.waitForState("fx", "ready");
       expect(harness.manager.get("fx").snapshot().protocolVersion).toBe(LEGACY);
       await v1.kill();
@@ -133,7 +133,7 @@ describe("a stdio server that leaves the server/discover probe unanswered", () =
         timeoutMs: 6000,
       });
       const harness = new Harness(gatehouse([config]), QUICK);
-      harness.manager.start();
+      await harness.manager.start();
       const end = await settled(harness);
       expect(end.state, String(end.lastError)).toBe("ready");
       expect(end.protocolVersion).toBe(MODERN);
@@ -155,7 +155,7 @@ describe("a stdio server that leaves the server/discover probe unanswered", () =
         timeoutMs: 2000,
       });
       const harness = new Harness(gatehouse([config]), QUICK);
-      harness.manager.start();
+      await harness.manager.start();
       const first = await settled(harness);
       expect(first.state, String(first.lastError)).toBe("ready");
       expect(first.protocolVersion).toBe(LEGACY);
@@ -277,7 +277,7 @@ describe("two Reconnects in a row", () => {
         env: { REQUEST_LOG: log },
       });
       const harness = new Harness(gatehouse([config]), QUICK);
-      harness.manager.start();
+      await harness.manager.start();
       await harness.waitForState("fx", "ready");
       const from = harness.events.length;
       const supervisor = harness.manager.get("fx");

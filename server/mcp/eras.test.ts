@@ -79,7 +79,7 @@ async function connected(
   }
   const recorded = recordingLogger();
   const harness = new Harness(gatehouse([config]), undefined, recorded.log);
-  harness.manager.start();
+  await harness.manager.start();
   await harness.waitForState("fx", "ready");
   return { harness, log, server, gatehouseLog: recorded.lines };
 }
@@ -246,7 +246,7 @@ describe("a 2026-07-28 server's cache hint on its tool list", () => {
             1,
           ),
         );
-        harness.manager.start();
+        await harness.manager.start();
         const lists = (file: string) => count(logged(file), "request tools/list");
         // Each listed at the dial, and again once its listen stream was acknowledged.
         for (const file of [freshLog, staleLog]) {

@@ -14,6 +14,7 @@ import { asc, eq } from "drizzle-orm";
 import { describe, expect, it, vi } from "vitest";
 import { FIXTURES, gatehouse, quiet, tempDir, text } from "@/test/support/mcp-harness";
 import { createRuntime } from "../runtime";
+import { first } from "../store/db";
 import { catalogueChanges, tools } from "../store/schema";
 import {
   realClearTimeout,
@@ -132,7 +133,7 @@ describe("a server flooding list_changed is re-listed at a bounded pace", () => 
         (ms) => clock.advance(ms),
         () => clock.now(),
       );
-      supervisor.start();
+      await supervisor.start();
       await flood.run(() => listed.length);
 
       const { asked, relists } = flood.counts();
@@ -161,7 +162,7 @@ describe("a server flooding list_changed is re-listed at a bounded pace", () => 
     "through a whole runtime: one catalogue event per listing, one feed row for the flapping tool",
     async () => {
       vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "Date"] });
-      const runtime = createRuntime({
+      const runtime = await createRuntime({
         config: gatehouse([stdioServer("flapping", FLAPPING)]),
         dbFile: join(tempDir(), "gatehouse.db"),
       });
@@ -188,12 +189,11 @@ describe("a server flooding list_changed is re-listed at a bounded pace", () => 
       expect(catalogueEvents).toBe(1 + relists);
       expect(supervisor.snapshot().refreshNote).toBe(pacingNote(REFRESH_PACING));
 
-      const rows = runtime.db
+      const rows = await runtime.db
         .select()
         .from(catalogueChanges)
         .where(eq(catalogueChanges.server, "flapping"))
-        .orderBy(asc(catalogueChanges.id))
-        .all();
+        .orderBy(asc(catalogueChanges.id));
       expect(rows.map((r) => `${r.kind} ${r.tool}`)).toEqual([
         "added list_count",
         "added flappy",
@@ -202,7 +202,7 @@ describe("a server flooding list_changed is re-listed at a bounded pace", () => 
       const changed = JSON.parse(rows[2]?.detail ?? "{}");
       expect(changed).toMatchObject({ status: "proposed", summary: ["description"] });
       // The one row shows the latest definition, changed from the first one listed.
-      const row = runtime.db.select().from(tools).where(eq(tools.localName, "flapping_flappy")).get();
+      const row = await first(runtime.db.select().from(tools).where(eq(tools.localName, "flapping_flappy")));
       expect(row?.description).toBe(`version ${1 + relists}`);
       expect(changed.toHash).toBe(row?.definitionHash.slice(0, 12));
       expect(changed.fromHash).not.toBe(changed.toHash);

@@ -104,7 +104,7 @@ describe("impostor answers", () => {
           undefined,
           recorded.log,
         );
-        harness.manager.start();
+        await harness.manager.start();
         const ready = await harness.waitForState("impostor", "ready");
         expect(ready.snapshot.protocolVersion).toMatch(era.version);
 
@@ -166,7 +166,7 @@ describe("impostor answers", () => {
       `on a ${era.name} connection, a tool call answered with an empty result is an upstream error, never an empty success`,
       async () => {
         const harness = new Harness(gatehouse([eraStdio(era, "hollow", join(FIXTURES, "empty-result.mjs"))]));
-        harness.manager.start();
+        await harness.manager.start();
         const ready = await harness.waitForState("hollow", "ready");
         expect(ready.snapshot.protocolVersion).toMatch(era.version);
 
@@ -201,7 +201,7 @@ describe("stdio flood", () => {
             }),
           ]),
         );
-        harness.manager.start();
+        await harness.manager.start();
         const ready = await harness.waitForState("flood", "ready");
         expect(ready.snapshot.protocolVersion).toMatch(era.version);
         const { outcome, before, peak, growth } = await sampled(() =>
@@ -251,7 +251,7 @@ describe("HTTP flood", () => {
           const harness = new Harness(
             gatehouse([httpServerConfig("flood", url, { maxFrameBytes, timeoutMs: 30_000 })]),
           );
-          harness.manager.start();
+          await harness.manager.start();
           const ready = await harness.waitForState("flood", "ready");
           expect(ready.snapshot.protocolVersion).toMatch(era.version);
 
@@ -297,7 +297,7 @@ describe("broken streams", () => {
         async () => {
           const { url } = await httpFlood(mode, era);
           const harness = new Harness(gatehouse([httpServerConfig("broken", url, { timeoutMs: 30_000 })]));
-          harness.manager.start();
+          await harness.manager.start();
           const ready = await harness.waitForState("broken", "ready");
           expect(ready.snapshot.protocolVersion).toMatch(era.version);
 
@@ -333,7 +333,7 @@ describe("legacy HTTP+SSE transport", () => {
       const harness = new Harness(
         gatehouse([httpServerConfig("legacy", `http://127.0.0.1:${port}/sse`, { transport: "sse" })]),
       );
-      harness.manager.start();
+      await harness.manager.start();
       const { snapshot } = await harness.waitForState("legacy", "ready");
       expect(snapshot.serverInfo?.name).toBeTruthy();
       expect(snapshot.protocolVersion).toMatch(/^2025-/);
@@ -358,7 +358,7 @@ describe("silent server", () => {
             stdioServer("demo", DEMO, { env: { DEMO_STATE_FILE: join(tempDir(), "demo-state.json") } }),
           ]),
         );
-        harness.manager.start();
+        await harness.manager.start();
         const [silentReady] = await Promise.all([
           harness.waitForState("silent", "ready"),
           harness.waitForState("demo", "ready"),

@@ -19,7 +19,7 @@ describe("concurrent calls to an HTTP tool server", () => {
     });
     await server.start();
     const harness = new Harness(gatehouse([httpServerConfig("fx", server.url)]));
-    harness.manager.start();
+    await harness.manager.start();
     await harness.waitForState("fx", "ready");
     const warnings: string[] = [];
     const onWarning = (warning: Error) => {

@@ -22,9 +22,9 @@ const DRIFTING = join(FIXTURES, "drifting.mjs");
 registerLifecycleCleanup();
 
 describe("catalogue freshness", () => {
-  function startRuntime(servers: ServerConfig[], refreshSeconds = 0): Runtime {
+  async function startRuntime(servers: ServerConfig[], refreshSeconds = 0): Promise<Runtime> {
     // `gatehouse()` bypasses validateConfig, whose minimum refreshSeconds is 10.
-    const runtime = createRuntime({
+    const runtime = await createRuntime({
       config: gatehouse(servers, refreshSeconds),
       dbFile: join(tempDir(), "gatehouse.db"),
     });
@@ -33,12 +33,11 @@ describe("catalogue freshness", () => {
   }
 
   /** remote tool name → status of the catalogue rows of `server`. */
-  function rowsOf(runtime: Runtime, server: string): Map<string, string> {
-    const rows = runtime.db
+  async function rowsOf(runtime: Runtime, server: string): Promise<Map<string, string>> {
+    const rows = await runtime.db
       .select({ name: toolsTable.remoteName, status: toolsTable.status })
       .from(toolsTable)
-      .where(eq(toolsTable.server, server))
-      .all();
+      .where(eq(toolsTable.server, server));
     return new Map(rows.map((r) => [r.name, r.status]));
   }
 
@@ -50,11 +49,12 @@ describe("catalogue freshness", () => {
     probe: (rows: Map<string, string>) => boolean,
     timeoutMs = 15_000,
   ): Promise<void> {
-    const ok = () => probe(rowsOf(runtime, server));
+    const ok = async () => probe(await rowsOf(runtime, server));
     await waitForEvent(runtime.bus, (e) => e.type === "catalogue" && e.server === server && ok(), {
       already: ok,
       timeoutMs,
-      what: () => `${what} (catalogue of ${server}: ${JSON.stringify([...rowsOf(runtime, server)])})`,
+      what: async () =>
+        `${what} (catalogue of ${server}: ${JSON.stringify([...(await rowsOf(runtime, server))])})`,
     });
   }
 
@@ -74,14 +74,14 @@ describe("catalogue freshness", () => {
   it(
     "tools/list follows nextCursor: 25 tools over 3 pages all reach the catalogue",
     async () => {
-      const runtime = startRuntime([stdioServer("paged", PAGED)]);
+      const runtime = await startRuntime([stdioServer("paged", PAGED)]);
       await catalogueUntil(runtime, "paged", "25 rows", (rows) => rows.size === 25);
       await ready(runtime, "paged");
       const expected = [
         "list_count",
         ...Array.from({ length: 24 }, (_, i) => `tool_${String(i + 1).padStart(2, "0")}`),
       ];
-      const rows = rowsOf(runtime, "paged");
+      const rows = await rowsOf(runtime, "paged");
       expect([...rows.keys()].sort()).toEqual(expected.sort());
       expect(new Set(rows.values())).toEqual(new Set(["proposed"]));
       expect(runtime.manager.get("paged").snapshot().listedTools).toBe(25);
@@ -93,14 +93,14 @@ describe("catalogue freshness", () => {
   it(
     "a server that never stops paging is read for MAX_TOOL_PAGES pages, and still becomes ready",
     async () => {
-      const runtime = startRuntime([
+      const runtime = await startRuntime([
         stdioServer("endless", PAGED, { env: { ENDLESS: "1", PAGE_SIZE: "5" } }),
       ]);
       const t0 = performance.now();
       await ready(runtime, "endless");
       const readyMs = performance.now() - t0;
       expect(runtime.manager.get("endless").snapshot().listedTools).toBe(MAX_TOOL_PAGES * 5);
-      expect(rowsOf(runtime, "endless").size).toBe(MAX_TOOL_PAGES * 5);
+      expect((await rowsOf(runtime, "endless")).size).toBe(MAX_TOOL_PAGES * 5);
       expect(await listCount(runtime, "endless")).toBe(MAX_TOOL_PAGES);
       console.info(
         `[timing] endless paging: ready after ${readyMs.toFixed(0)} ms, ${MAX_TOOL_PAGES} pages read`,
@@ -112,22 +112,22 @@ describe("catalogue freshness", () => {
   it(
     "list_changed refreshes the catalogue: the new tool is proposed and existing rows keep their status",
     async () => {
-      const runtime = startRuntime([stdioServer("growing", GROWING)]);
+      const runtime = await startRuntime([stdioServer("growing", GROWING)]);
       await ready(runtime, "growing");
-      expect(rowsOf(runtime, "growing")).toEqual(
+      expect(await rowsOf(runtime, "growing")).toEqual(
         new Map([
           ["grow", "proposed"],
           ["list_count", "proposed"],
         ]),
       );
-      setToolStatus(runtime.db, { localName: "growing_grow", status: "enabled", actor: "test" });
-      setToolStatus(runtime.db, { localName: "growing_list_count", status: "disabled", actor: "test" });
+      await setToolStatus(runtime.db, { localName: "growing_grow", status: "enabled", actor: "test" });
+      await setToolStatus(runtime.db, { localName: "growing_list_count", status: "disabled", actor: "test" });
 
       const t0 = performance.now();
       expect(text(await runtime.manager.callTool("growing", "grow", {}))).toBe("grown_1");
       await catalogueUntil(runtime, "growing", "a row for grown_1", (rows) => rows.has("grown_1"));
       const ms = performance.now() - t0;
-      expect(rowsOf(runtime, "growing")).toEqual(
+      expect(await rowsOf(runtime, "growing")).toEqual(
         new Map([
           ["grow", "enabled"],
           ["grown_1", "proposed"],
@@ -143,7 +143,7 @@ describe("catalogue freshness", () => {
   it(
     "a burst of 5 list_changed notifications leads to far fewer than 5 tools/list requests",
     async () => {
-      const runtime = startRuntime([stdioServer("growing", GROWING)]);
+      const runtime = await startRuntime([stdioServer("growing", GROWING)]);
       await ready(runtime, "growing");
       const before = await listCount(runtime, "growing");
       expect(before).toBe(1);
@@ -164,13 +164,14 @@ describe("catalogue freshness", () => {
   it(
     "the periodic refresh (refreshSeconds 1) finds a tool added without any notification",
     async () => {
-      const runtime = startRuntime([stdioServer("drifting", DRIFTING)], 1);
+      const runtime = await startRuntime([stdioServer("drifting", DRIFTING)], 1);
       await ready(runtime, "drifting");
-      expect(rowsOf(runtime, "drifting")).toEqual(new Map([["steady", "proposed"]]));
+      await catalogueUntil(runtime, "drifting", "a row for steady", (rows) => rows.has("steady"));
+      expect(await rowsOf(runtime, "drifting")).toEqual(new Map([["steady", "proposed"]]));
       const t0 = performance.now();
       await catalogueUntil(runtime, "drifting", "a row for late", (rows) => rows.has("late"), 10_000);
       const ms = performance.now() - t0;
-      expect(rowsOf(runtime, "drifting")).toEqual(
+      expect(await rowsOf(runtime, "drifting")).toEqual(
         new Map([
           ["late", "proposed"],
           ["steady", "proposed"],

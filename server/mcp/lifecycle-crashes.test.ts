@@ -40,7 +40,7 @@ describe("crash loop", () => {
         SMALL_BACKOFF,
       );
       const t0 = performance.now();
-      harness.manager.start();
+      await harness.manager.start();
 
       const failed = await harness.waitForState("loop", "failed");
       const failedMs = performance.now() - t0;
@@ -100,7 +100,8 @@ describe("backoff reset and crash window (fake clock, real processes)", () => {
   } {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "Date"] });
     const harness = new Harness(gatehouse([stdioServer("crashy", CRASH_ON_CALL)]));
-    harness.manager.start();
+    // No history store: started at once.
+    void harness.manager.start();
     return {
       harness,
       /** Crashes the ready server; resolves with the backoff delay it announced. */

@@ -42,7 +42,7 @@ describe("process hygiene", () => {
       const harness = new Harness(
         gatehouse([stdioServer("wrapped", WRAPPER, { env: { PIDS_FILE: pidsFile, GRANDCHILD: STUBBORN } })]),
       );
-      harness.manager.start();
+      await harness.manager.start();
       const ready = await harness.waitForState("wrapped", "ready");
       const pids = readPids(pidsFile);
       // The MCP conversation is with the grandchild, through pipes it inherited from the wrapper.
@@ -71,7 +71,7 @@ describe("process hygiene", () => {
       const harness = new Harness(
         gatehouse([stdioServer("wrapped", WRAPPER, { env: { PIDS_FILE: pidsFile, GRANDCHILD: STUBBORN } })]),
       );
-      harness.manager.start();
+      await harness.manager.start();
       await harness.waitForState("wrapped", "ready");
       const pids = readPids(pidsFile);
       expect(Number(text(await harness.manager.callTool("wrapped", "pid", {})))).toBe(pids.grandchild);
@@ -94,7 +94,7 @@ describe("process hygiene", () => {
     "stop() ends a server that ignores SIGTERM and its closed stdin, at the SIGKILL stage",
     async () => {
       const harness = new Harness(gatehouse([stdioServer("stubborn", STUBBORN)]));
-      harness.manager.start();
+      await harness.manager.start();
       await harness.waitForState("stubborn", "ready");
       const pid = Number(text(await harness.manager.callTool("stubborn", "pid", {})));
       seenPids.add(pid);

@@ -43,7 +43,7 @@ async function refusing(mode: string): Promise<{ server: RestartableServer; atte
 /** Starts `config` alone and waits for its first failure; returns it with the harness. */
 async function firstFailure(config: ServerConfig) {
   const harness = new Harness(gatehouse([config]), SMALL_BACKOFF);
-  harness.manager.start();
+  await harness.manager.start();
   const failure = await harness.waitFor("the first failure", () =>
     harness.events.find((e) => e.state === "failed" || e.state === "backoff"),
   );

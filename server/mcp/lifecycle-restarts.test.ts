@@ -55,7 +55,7 @@ async function restartable(
   const server = fixtureOverHttp(await freePort(), RESTARTABLE, { ...env, REQUEST_LOG: log });
   await server.start();
   const harness = new Harness(gatehouse([httpServerConfig("fx", server.url)]), backoff);
-  harness.manager.start();
+  await harness.manager.start();
   await harness.waitForState("fx", "ready");
   return { server, harness, log };
 }
@@ -205,7 +205,7 @@ describe("server-everything over streamable HTTP restarts", () => {
       const server = everythingOverHttp(await freePort());
       await server.start();
       const harness = new Harness(gatehouse([httpServerConfig("everything", server.url)]));
-      harness.manager.start();
+      await harness.manager.start();
       await harness.waitForState("everything", "ready");
       const sup = harness.manager.get("everything");
       expect(text(await harness.manager.callTool("everything", "echo", { message: "before" }))).toBe(

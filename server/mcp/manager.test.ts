@@ -78,7 +78,7 @@ describe("the demo server over stdio", () => {
     async () => {
       const { harness } = demo();
       const t0 = performance.now();
-      harness.manager.start();
+      await harness.manager.start();
       const startMs = performance.now() - t0;
       // Boot never waits for the handshake: right after start() nothing is known yet.
       expect(harness.manager.list().map((s) => s.status.state)).toEqual(["connecting"]);
@@ -101,7 +101,7 @@ describe("the demo server over stdio", () => {
     "callTool list_notes returns the notebook's text",
     async () => {
       const { harness } = demo();
-      harness.manager.start();
+      await harness.manager.start();
       await harness.waitForState("demo", "ready");
       const result = await harness.manager.callTool("demo", "list_notes", {});
       expect(result.isError).toBeFalsy();
@@ -114,7 +114,7 @@ describe("the demo server over stdio", () => {
     "callTool add_note mutates the state file exactly once",
     async () => {
       const { harness, stateFile } = demo();
-      harness.manager.start();
+      await harness.manager.start();
       await harness.waitForState("demo", "ready");
       expect(existsSync(stateFile)).toBe(false);
 
@@ -139,7 +139,7 @@ describe("server-everything over stdio", () => {
       const harness = new Harness(
         gatehouse([stdioServer("everything", EVERYTHING, { args: [EVERYTHING, "stdio"] })]),
       );
-      harness.manager.start();
+      await harness.manager.start();
       const { snapshot } = await harness.waitForState("everything", "ready");
       expect(snapshot.listedTools).toBeGreaterThan(1);
       const echo = harness.tools.get("everything")?.find((t) => t.name === "echo");
@@ -205,7 +205,7 @@ describe("server-everything over streamable HTTP", () => {
     "with allowPrivate it becomes ready, lists echo and echoes",
     async () => {
       const harness = new Harness(gatehouse([httpServer("everything", url, true)]));
-      harness.manager.start();
+      await harness.manager.start();
       const { snapshot } = await harness.waitForState("everything", "ready");
       expect(snapshot.serverInfo?.name).toBeTruthy();
       const echo = harness.tools.get("everything")?.find((t) => t.name === "echo");
@@ -220,7 +220,7 @@ describe("server-everything over streamable HTTP", () => {
     "without allowPrivate the guard refuses the loopback address at dial time and the server is failed, not retried",
     async () => {
       const harness = new Harness(gatehouse([httpServer("everything", url, false)]));
-      harness.manager.start();
+      await harness.manager.start();
       const { snapshot } = await harness.waitForState("everything", "failed");
       expect(snapshot.lastError).toContain("refused");
       expect(snapshot.lastError).toContain("loopback");
@@ -247,7 +247,7 @@ describe("supervision of stdio servers", () => {
           stdioServer("on", join(FIXTURES, "env-echo.mjs")),
         ]),
       );
-      harness.manager.start();
+      await harness.manager.start();
       // The enabled neighbour spawning, booting and handshaking is ample time for a spawn to show.
       await harness.waitForState("on", "ready");
       expect(harness.manager.get("off").snapshot().state).toBe("dark");
@@ -264,7 +264,7 @@ describe("supervision of stdio servers", () => {
     async () => {
       const missing = join(tempDir(), "no-such-server");
       const harness = new Harness(gatehouse([stdioServer("ghost", "", { command: missing, args: [] })]));
-      harness.manager.start();
+      await harness.manager.start();
       const { snapshot } = await harness.waitForState("ghost", "backoff");
       expect(snapshot.lastError).toContain(`could not start ${missing}`);
       expect(snapshot.lastError).toContain("ENOENT");
@@ -305,7 +305,7 @@ describe("supervision of stdio servers", () => {
             }),
           ]),
         );
-        harness.manager.start();
+        await harness.manager.start();
         await harness.waitForState("env", "ready");
         const childEnv = JSON.parse(text(await harness.manager.callTool("env", "env", {}))) as Record<
           string,
@@ -326,7 +326,7 @@ describe("supervision of stdio servers", () => {
     "a server that exits mid-call fails the call promptly, backs off, and reconnects to ready",
     async () => {
       const harness = new Harness(gatehouse([stdioServer("crashy", join(FIXTURES, "crash-on-call.mjs"))]));
-      harness.manager.start();
+      await harness.manager.start();
       const first = await harness.waitForState("crashy", "ready");
 
       const t0 = performance.now();
@@ -359,7 +359,7 @@ describe("supervision of stdio servers", () => {
           stdioServer("flood", join(FIXTURES, "flood.mjs"), { maxFrameBytes: MiB, timeoutMs: 10_000 }),
         ]),
       );
-      harness.manager.start();
+      await harness.manager.start();
       const ready = await harness.waitForState("flood", "ready");
       const pid = Number(/\+pid\.(\d+)$/.exec(ready.snapshot.serverInfo?.version ?? "")?.[1]);
       expect(isAlive(pid)).toBe(true);
@@ -386,7 +386,7 @@ describe("supervision of stdio servers", () => {
       const harness = new Harness(
         gatehouse([stdioServer("silent", join(FIXTURES, "silent.mjs"), { timeoutMs: 500 })]),
       );
-      harness.manager.start();
+      await harness.manager.start();
       await harness.waitForState("silent", "ready");
 
       const t0 = performance.now();
@@ -413,7 +413,7 @@ describe("supervision of stdio servers", () => {
     "stop() kills the child process",
     async () => {
       const harness = new Harness(gatehouse([stdioServer("env", join(FIXTURES, "env-echo.mjs"))]));
-      harness.manager.start();
+      await harness.manager.start();
       await harness.waitForState("env", "ready");
       const pid = Number(text(await harness.manager.callTool("env", "pid", {})));
       expect(Number.isInteger(pid) && pid > 0).toBe(true);

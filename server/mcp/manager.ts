@@ -10,7 +10,7 @@ import { ServerSupervisor } from "./supervisor";
 export interface ManagerDeps {
   log: Logger;
   onState(snapshot: SupervisorSnapshot): void;
-  onTools(server: ServerConfig, tools: Tool[]): void;
+  onTools(server: ServerConfig, tools: Tool[]): void | Promise<void>;
   /** Passed to every supervisor; default `BACKOFF` (1 s doubling to 60 s). */
   backoff?: SupervisorDeps["backoff"];
   /** OAuth sign-ins, passed to every supervisor (see `SignInSource`). */
@@ -101,11 +101,12 @@ export class McpManager {
     const at = this.config.servers.findIndex((s) => s.name === server.name);
     if (at >= 0) this.config.servers[at] = server;
     await old.stop();
-    next.start();
+    await next.start();
   }
 
-  start(): void {
-    for (const s of this.supervisors.values()) s.start();
+  /** Starts every supervisor; resolves once their earlier runs' history is read (never rejects). */
+  async start(): Promise<void> {
+    await Promise.all([...this.supervisors.values()].map((s) => s.start()));
   }
 
   /** Snapshots of every server, in config order; never awaits a connection. */

@@ -34,7 +34,7 @@ describe("a call for a server that is reconnecting", () => {
           stdioServer("frail", join(FIXTURES, "dies-after-work.mjs"), { env: { RUNS_FILE: runsFile } }),
         ]),
       );
-      harness.manager.start();
+      await harness.manager.start();
       const ready = await harness.waitForState("frail", "ready");
       await rejection(harness.manager.callTool("frail", "write_then_die", { text: "a" }), performance.now());
       await harness.waitForState("frail", "backoff", ready.index + 1);
@@ -60,7 +60,7 @@ describe("a call for a server that is reconnecting", () => {
       const harness = new Harness(
         gatehouse([stdioServer("ghost", "", { command: missing, args: [], timeoutMs: 300 })]),
       );
-      harness.manager.start();
+      await harness.manager.start();
       await harness.waitForState("ghost", "backoff");
       const waits: ReconnectWait[] = [];
       const { error } = await rejection(
@@ -78,7 +78,7 @@ describe("a call for a server that is reconnecting", () => {
     "a call for a stopped server fails at once even when asked to wait, and waits for nothing",
     async () => {
       const harness = new Harness(gatehouse([stdioServer("env", join(FIXTURES, "env-echo.mjs"))]));
-      harness.manager.start();
+      await harness.manager.start();
       await harness.waitForState("env", "ready");
       await harness.manager.get("env").stop();
       const waits: ReconnectWait[] = [];

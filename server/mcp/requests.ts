@@ -40,8 +40,8 @@ export interface RequestHost {
   failWith(gen: number, err: unknown): void;
   /** Asks for a paced re-list of the tools, which also checks that the connection still works. */
   scheduleRefresh(): void;
-  /** Receives every complete tool list of the live connection; must not throw. */
-  onTools(tools: Tool[]): void;
+  /** Receives every complete tool list of the live connection (awaited); must not throw or reject. */
+  onTools(tools: Tool[]): void | Promise<void>;
 }
 
 /**
@@ -120,7 +120,7 @@ export class ServerRequests {
     this.freshUntil = Date.now() + freshForMs;
     this.listed = tools.length;
     this.listedDefinitions = new Map(tools.map((t) => [t.name, t]));
-    this.host.onTools(tools);
+    await this.host.onTools(tools);
   }
 
   /**

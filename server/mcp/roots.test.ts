@@ -52,8 +52,8 @@ beforeAll(async () => {
     timeoutMs: 20_000,
     what: () => "both server-everything copies to be ready",
   });
-  for (const tool of tools) enableTool(rt.runtime, tool);
-  agent = createAgentToken(rt.runtime, "bot");
+  for (const tool of tools) await enableTool(rt.runtime, tool);
+  agent = await createAgentToken(rt.runtime, "bot");
 }, 30_000);
 
 afterAll(async () => {

@@ -18,9 +18,28 @@ export class StateHistory {
     private readonly store: HistoryStore | undefined,
   ) {}
 
-  /** The earlier runs' entries, from the store; call once, before the first change of this run. */
-  load(): void {
-    if (this.store) this.entries.push(...this.store.load(this.server, HISTORY_LENGTH));
+  /** Resolves once the earlier runs' entries are in (see {@link load}). */
+  private loaded: Promise<void> = Promise.resolve();
+
+  /**
+   * Reads the earlier runs' entries from the store, in the background; call once, before the first
+   * change of this run. They go before the changes recorded meanwhile, and this run's changes are
+   * written to the store only after the read, so it never finds them. A store that cannot be read
+   * leaves the earlier runs out. Resolves once they are in; never rejects.
+   */
+  load(): Promise<void> {
+    const store = this.store;
+    if (!store) return this.loaded;
+    this.loaded = Promise.resolve()
+      .then(() => store.load(this.server, HISTORY_LENGTH))
+      .then(
+        (earlier) => {
+          this.entries.unshift(...earlier);
+          while (this.entries.length > HISTORY_LENGTH) this.entries.shift();
+        },
+        () => undefined,
+      );
+    return this.loaded;
   }
 
   /** Records one change (kept, and written to the store). */
@@ -30,7 +49,8 @@ export class StateHistory {
     this.firstOfRun = false;
     this.entries.push(entry);
     if (this.entries.length > HISTORY_LENGTH) this.entries.shift();
-    this.store?.append(this.server, entry, HISTORY_LENGTH);
+    const store = this.store;
+    if (store) void this.loaded.then(() => store.append(this.server, entry, HISTORY_LENGTH));
   }
 
   /** A copy of the entries, oldest first. */

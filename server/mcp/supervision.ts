@@ -68,7 +68,7 @@ export type HistoryEntry = ServerHistoryEntry;
  */
 export interface HistoryStore {
   /** The server's last `limit` entries from earlier runs, oldest first. */
-  load(server: string, limit: number): HistoryEntry[];
+  load(server: string, limit: number): HistoryEntry[] | Promise<HistoryEntry[]>;
   /** Records one entry, keeping only the server's last `limit`. */
   append(server: string, entry: HistoryEntry, limit: number): void;
 }
@@ -78,8 +78,8 @@ export interface SupervisorDeps {
   /** Periodic refresh of the tool list; 0 disables it. */
   refreshSeconds: number;
   onState(snapshot: SupervisorSnapshot): void;
-  /** Receives every complete tool list; must not throw. */
-  onTools(server: ServerConfig, tools: Tool[]): void;
+  /** Receives every complete tool list (awaited: the server is `ready` after); must not throw or reject. */
+  onTools(server: ServerConfig, tools: Tool[]): void | Promise<void>;
   /** Backoff steps; default {@link BACKOFF}. Tests pass smaller ones to run a crash loop quickly. */
   backoff?: { baseMs: number; capMs: number };
   /** Pace of re-lists; default `REFRESH_PACING` (3 at once, then one every 10 s). */

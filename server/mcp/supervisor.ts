@@ -101,14 +101,16 @@ export class ServerSupervisor {
     });
   }
 
-  start(): void {
-    this.history.load();
+  /** Starts supervising; resolves once the earlier runs' history is read (never rejects). */
+  start(): Promise<void> {
+    const loaded = this.history.load();
     if (!this.config.enabled) {
       this.setState("dark");
-      return;
+      return loaded;
     }
     void this.connect();
     this.pacing.startPeriodic(this.deps.refreshSeconds * 1000);
+    return loaded;
   }
 
   /** The state alone, for a check on every call: {@link snapshot} copies the history and stderr. */

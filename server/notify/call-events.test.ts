@@ -6,11 +6,10 @@
  */
 import { describe, expect, it } from "vitest";
 import type { LiveEvent } from "@/lib/api-types";
-import { registerCleanup, startDemoRuntime, startReceiver } from "@/test/support/notify";
+import { prepareDemoStore, registerCleanup, startDemoRuntime, startReceiver } from "@/test/support/notify";
 import { ADD_NOTE, createTestUser, LIST_NOTES, request } from "@/test/support/runtime";
 import type { GatehouseConfig, NotificationsConfig } from "../config";
 import type { Runtime } from "../runtime";
-import { openDb } from "../store/db";
 import { calls, tools } from "../store/schema";
 import type { CallWebhookBody, CatalogueWebhookBody } from "./messages";
 import {
@@ -93,12 +92,12 @@ describe("call and catalogue events", () => {
     await untilRow(runtime.notifier, runtime.db, triedOnce(withdrawn.id));
 
     await request("POST", `/api/calls/${denied.id}/deny`, { cookie: rita.cookie, body: { reason: "no" } });
-    runtime.broker.withdraw(agent, withdrawn.id);
+    await runtime.broker.withdraw(agent, withdrawn.id);
     // The retries come due and find their calls decided: they end without being sent.
     await untilRow(runtime.notifier, runtime.db, (r) => r.callId === denied.id && r.status === "failed");
     await untilRow(runtime.notifier, runtime.db, (r) => r.callId === withdrawn.id && r.status === "failed");
     expect(rx.received).toHaveLength(2);
-    const rows = deliveryRows(runtime.db);
+    const rows = await deliveryRows(runtime.db);
     expect(rows.map((r) => [r.callId, r.status, r.attempts, r.lastError])).toEqual([
       [denied.id, "failed", 1, "superseded: the call was denied before this was delivered"],
       [withdrawn.id, "failed", 1, "superseded: the call was withdrawn before this was delivered"],
@@ -110,7 +109,6 @@ describe("call and catalogue events", () => {
     const demo = demoWith({ webhooks: [hook("ops", rx.url, { events: ["call.interrupted"] })] });
     // The store as a crash leaves it: an approved call still `running`, and a read-only one that
     // nobody was ever asked about (it is not reported).
-    const db = openDb(demo.dbFile);
     const now = new Date().toISOString();
     const readOnly = {
       id: "crashed-read",
@@ -126,9 +124,9 @@ describe("call and catalogue events", () => {
       createdAt: now,
       startedAt: now,
     };
-    db.insert(calls).values(readOnly).run();
-    db.insert(calls)
-      .values({
+    await prepareDemoStore(demo, async (db) => {
+      await db.insert(calls).values(readOnly);
+      await db.insert(calls).values({
         approvalReason: "no readOnlyHint",
         id: "crashed-call",
         tool: ADD_NOTE,
@@ -144,9 +142,8 @@ describe("call and catalogue events", () => {
         decidedAt: now,
         decidedBy: "rita",
         startedAt: now,
-      })
-      .run();
-    db.$client.close();
+      });
+    });
 
     const runtime = await start(demo);
     const got = await rx.waitFor(() => true, "call.interrupted");
@@ -155,16 +152,19 @@ describe("call and catalogue events", () => {
       call: { id: "crashed-call", status: "interrupted", decidedBy: "rita", approvals: 1 },
     });
     // Both were interrupted; only the one a reviewer had seen was queued.
-    expect(deliveryRows(runtime.db).map((r) => r.callId)).toEqual(["crashed-call"]);
+    expect((await deliveryRows(runtime.db)).map((r) => r.callId)).toEqual(["crashed-call"]);
   }, 60_000);
 
   it("catalogue.webhook sends each refresh that changed something as catalogue.changed, the refresh not waiting", async () => {
     const rx = await receiverFor(["hang"]);
     // The shorthand as it is written today, through validation.
     const demo = demoConfig({}, {}, { catalogue: { webhook: rx.url, webhookAllowPrivate: true } });
-    const atRefresh: { rows: ReturnType<typeof deliveryRows>; received: number }[] = [];
+    // Read as each refresh is announced: the rows then, and what the receiver had got by then.
+    const atRefresh: Promise<{ rows: Awaited<ReturnType<typeof deliveryRows>>; received: number }>[] = [];
     const runtime = await start(demo, demo.config, (e, rt) => {
-      if (e.type === "catalogue") atRefresh.push({ rows: deliveryRows(rt.db), received: rx.received.length });
+      if (e.type !== "catalogue") return;
+      const received = rx.received.length;
+      atRefresh.push(deliveryRows(rt.db).then((rows) => ({ rows, received })));
     });
     const got = await rx.waitFor(() => true, "catalogue.changed");
     const body = JSON.parse(got.body) as CatalogueWebhookBody;
@@ -176,9 +176,9 @@ describe("call and catalogue events", () => {
       `added ${LIST_NOTES}`,
     ]);
     expect(body.changes.every((c) => c.at === body.at && typeof c.id === "number")).toBe(true);
-    expect(body.deliveryId).toBe(deliveryRows(runtime.db)[0]?.deliveryId);
+    expect(body.deliveryId).toBe((await deliveryRows(runtime.db))[0]?.deliveryId);
     // When the refresh was announced its message was queued, untried: the refresh never waits on it.
-    expect(atRefresh[0]).toMatchObject({
+    expect(await atRefresh[0]).toMatchObject({
       received: 0,
       rows: [{ target: "catalogue", status: "queued", attempts: 0 }],
     });
@@ -196,7 +196,7 @@ describe("call and catalogue events", () => {
     );
     expect(rx.connections).toBe(0);
     // The catalogue was stored all the same.
-    expect(runtime.db.select().from(tools).all()).toHaveLength(2);
+    expect(await runtime.db.select().from(tools)).toHaveLength(2);
     expect(output.text()).toMatch(/notification failed: fetch failed: refused/);
     expect(output.text()).not.toMatch(/s3cr3t/);
   }, 60_000);

@@ -5,12 +5,15 @@ import type { Logger } from "../log";
 import type { Db } from "../store/db";
 import {
   callStatusNow,
+  claimDelivery,
   type DeliveryRow,
   destinationOf,
   dueDeliveries,
   nextQueued,
   pruneFinished,
   recordAttempt,
+  releaseClaims,
+  releaseDelivery,
 } from "./outbox";
 import { SEND_TIMEOUT_MS, type Sender } from "./webhook";
 
@@ -29,6 +32,11 @@ export const MAX_PER_DESTINATION = 2;
  * tried again: sent, but not known to be, it must not be re-sent at once, over and over.
  */
 const UNRECORDED_HOLD_MS = 30_000;
+/**
+ * How long a claimed row's lease outlasts the try's own deadline: a process that stops
+ * answering mid-try (or dies) leaves the row to be taken again once the lease is over.
+ */
+const CLAIM_MARGIN_MS = 30_000;
 /** The first retry's delay; each next one doubles (about 1 s, 2 s, 4 s, 8 s). */
 export const RETRY_BASE_MS = 1_000;
 
@@ -69,6 +77,12 @@ export interface DispatcherOptions {
   /** Default {@link RETRY_BASE_MS}. */
   retryBaseMs?: number;
   random?: () => number;
+  /**
+   * Whether this process serves the store alone (its lock), so that claims found at start are
+   * those of a process that died mid-try, ended at the first look so their rows go out at once.
+   * Default true; false leaves them to run out (processes sending side by side).
+   */
+  soleSender?: boolean;
 }
 
 /**
@@ -79,11 +93,15 @@ export interface DispatcherOptions {
  *
  * Due rows go oldest first, at most {@link MAX_IN_FLIGHT} at a time and
  * {@link MAX_PER_DESTINATION} to one destination, each try within the row's
- * deadline and {@link SEND_TIMEOUT_MS}. A failed try is retried with backoff up to
+ * deadline and {@link SEND_TIMEOUT_MS}. Each try first takes its row with a conditional update
+ * (`claimDelivery`: a lease, the row's `claimedUntil`), so dispatchers of several processes
+ * on one store never send the same row at once; a row another took is left alone. A failed try is retried with backoff up to
  * {@link MAX_ATTEMPTS} tries, never after the row's deadline; then the row is `failed` (at once
  * when the guard refused the destination: a retry would be refused too). A row
- * interrupted by a crash or a stop is still `queued` and is sent again at the next start: the
- * receiver may see it twice, with the same `deliveryId`, but never zero times.
+ * interrupted by a stop is given back, `queued` and due, and is sent again at the next start;
+ * one interrupted by a crash is too, at the next start (or once its lease is over, when
+ * others send beside this process): the receiver may see it twice,
+ * with the same `deliveryId`, but never zero times.
  */
 export class Dispatcher {
   private readonly inFlight = new Map<number, Promise<void>>();
@@ -95,6 +113,9 @@ export class Dispatcher {
   private readonly emitter = new EventEmitter();
   private timer: NodeJS.Timeout | null = null;
   private immediate: NodeJS.Immediate | null = null;
+  /** The look at the outbox under way (one at a time); `again`: another was asked for meanwhile. */
+  private pumping: Promise<void> | null = null;
+  private again = false;
   private unsubscribe: (() => void) | null = null;
   private running = false;
   /** Rows were queued since the last look: the next bus event (their commit's) wakes the dispatcher. */
@@ -107,8 +128,12 @@ export class Dispatcher {
     this.timeoutMs = opts.timeoutMs ?? SEND_TIMEOUT_MS;
     this.retryBaseMs = opts.retryBaseMs ?? RETRY_BASE_MS;
     this.random = opts.random ?? Math.random;
+    this.claimsLeft = opts.soleSender ?? true;
     this.emitter.setMaxListeners(0);
   }
+
+  /** Whether the claims earlier processes left are still to be ended (the first look does it). */
+  private claimsLeft: boolean;
 
   start(): void {
     if (this.running || this.abort.signal.aborted) return;
@@ -133,7 +158,17 @@ export class Dispatcher {
     if (!this.running || this.immediate) return;
     this.immediate = setImmediate(() => {
       this.immediate = null;
-      this.pump();
+      if (this.pumping) {
+        this.again = true;
+        return;
+      }
+      this.pumping = this.pump().finally(() => {
+        this.pumping = null;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        }
+      });
     });
   }
 
@@ -143,7 +178,10 @@ export class Dispatcher {
     return () => this.emitter.off("settled", listener);
   }
 
-  /** Stops waking, aborts tries in flight (their rows stay queued) and waits for them to end. */
+  /**
+   * Stops waking, aborts tries in flight (their rows are given back, queued) and waits for them
+   * and for a look under way to end.
+   */
   async stop(): Promise<void> {
     this.running = false;
     this.unsubscribe?.();
@@ -152,19 +190,25 @@ export class Dispatcher {
     this.immediate = null;
     this.timer = null;
     this.abort.abort();
+    await this.pumping;
     await Promise.allSettled([...this.inFlight.values()]);
   }
 
-  private pump(): void {
+  private async pump(): Promise<void> {
     if (!this.running) return;
     this.queuedSinceLook = false;
     try {
+      if (this.claimsLeft) {
+        // Serving the store alone (its lock): every claim is one a process that died mid-try left.
+        await releaseClaims(this.opts.db);
+        this.claimsLeft = false;
+      }
       this.releaseHolds();
       // Full destinations are left out in the query itself, so however long one's backlog, the
       // rows of the others are seen; a pass that launches nothing new ends the look.
-      while (this.inFlight.size < MAX_IN_FLIGHT) {
+      while (this.running && this.inFlight.size < MAX_IN_FLIGHT) {
         const skipIds = new Set([...this.inFlight.keys(), ...this.heldUntil.keys()]);
-        const due = dueDeliveries(
+        const due = await dueDeliveries(
           this.opts.db,
           new Date().toISOString(),
           MAX_IN_FLIGHT + skipIds.size,
@@ -172,7 +216,7 @@ export class Dispatcher {
         );
         let launched = 0;
         for (const row of due) {
-          if (this.inFlight.size >= MAX_IN_FLIGHT) break;
+          if (!this.running || this.inFlight.size >= MAX_IN_FLIGHT) break;
           if (skipIds.has(row.id) || !this.hasRoom(row)) continue;
           this.launch(row);
           launched++;
@@ -181,9 +225,10 @@ export class Dispatcher {
       }
       // Every slot busy: the next try to end wakes the dispatcher again, so no timer is needed
       // (one set for a row already due would fire at once, again and again).
-      if (this.inFlight.size >= MAX_IN_FLIGHT) return;
-      this.scheduleNext();
+      if (!this.running || this.inFlight.size >= MAX_IN_FLIGHT) return;
+      await this.scheduleNext();
     } catch (err) {
+      if (!this.running) return;
       // A store that is busy now is tried again shortly; the rows stay queued.
       this.opts.log.error("reading the notification outbox failed", { error: String(err) });
       this.arm(this.retryBaseMs);
@@ -191,13 +236,13 @@ export class Dispatcher {
   }
 
   /** Arms the timer for the earliest queued row not already in flight; none when nothing waits. */
-  private scheduleNext(): void {
+  private async scheduleNext(): Promise<void> {
     // Rows waiting for a slot of their own destination are woken by that destination's tries
     // ending, not by a timer (which, for a row already due, would fire again and again).
     const skipIds = new Set([...this.inFlight.keys(), ...this.heldUntil.keys()]);
-    const next = nextQueued(this.opts.db, skipIds.size + 1, this.fullDestinations()).find(
-      (r) => !skipIds.has(r.id),
-    );
+    const queued = await nextQueued(this.opts.db, skipIds.size + 1, this.fullDestinations());
+    if (!this.running) return;
+    const next = queued.find((r) => !skipIds.has(r.id));
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     const nextHold = Math.min(...this.heldUntil.values());
@@ -252,24 +297,29 @@ export class Dispatcher {
   }
 
   private async attempt(row: DeliveryRow): Promise<void> {
+    // Taken first, with a conditional update: a row another process took (or a row read before
+    // its last try was recorded) is left alone.
+    const claimedUntil = new Date(Date.now() + this.timeoutMs + CLAIM_MARGIN_MS).toISOString();
+    if (!(await claimDelivery(this.opts.db, row, claimedUntil))) return;
+    const claim = { row, claimedUntil };
     const deadline = row.deadline ? Date.parse(row.deadline) : Number.POSITIVE_INFINITY;
     const left = deadline - Date.now();
     const sender = this.opts.senderFor(row);
     if (!sender)
-      return this.finish(row, { status: "failed", lastStatus: null, lastError: "no longer configured" });
+      return this.finish(claim, { status: "failed", lastStatus: null, lastError: "no longer configured" });
     // Asking for a decision already taken is noise: a call.pending message (first try or retry)
     // goes out only while its call still waits. A try already under way finishes as it will.
     const callNow =
-      row.event === "call.pending" && row.callId ? callStatusNow(this.opts.db, row.callId) : null;
+      row.event === "call.pending" && row.callId ? await callStatusNow(this.opts.db, row.callId) : null;
     if (callNow !== null && callNow !== "pending") {
-      return this.finish(row, {
+      return this.finish(claim, {
         status: "failed",
         lastStatus: row.lastStatus,
         lastError: `superseded: the call was ${callNow} before this was delivered`,
       });
     }
     if (left <= 0) {
-      return this.finish(row, {
+      return this.finish(claim, {
         status: "failed",
         lastStatus: row.lastStatus,
         lastError: row.attempts === 0 ? "not sent before its deadline" : row.lastError,
@@ -277,11 +327,16 @@ export class Dispatcher {
     }
     const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(Math.min(this.timeoutMs, left))]);
     const outcome = await sender.send(row, signal);
-    // Stopped mid-try: nothing is known of it; the row stays queued for the next start.
-    if (this.abort.signal.aborted) return;
+    // Stopped mid-try: nothing is known of it; the row is given back, due for the next start.
+    if (this.abort.signal.aborted) return releaseDelivery(this.opts.db, row.id, claimedUntil);
     const attempts = row.attempts + 1;
     if (outcome.ok) {
-      return this.finish(row, { status: "delivered", attempts, lastStatus: outcome.status, lastError: null });
+      return this.finish(claim, {
+        status: "delivered",
+        attempts,
+        lastStatus: outcome.status,
+        lastError: null,
+      });
     }
     const nextAt = Date.now() + retryDelayMs(attempts, this.random, this.retryBaseMs);
     const giveUp = outcome.final === true || attempts >= MAX_ATTEMPTS || nextAt >= deadline;
@@ -292,7 +347,7 @@ export class Dispatcher {
       deliveryId: row.deliveryId,
       attempts,
     });
-    this.finish(row, {
+    await this.finish(claim, {
       status: giveUp ? "failed" : "queued",
       attempts,
       lastStatus: outcome.status,
@@ -301,8 +356,9 @@ export class Dispatcher {
     });
   }
 
-  private finish(
-    row: DeliveryRow,
+  /** Records the try on the claimed row (not when the claim ran out and another took it). */
+  private async finish(
+    { row, claimedUntil }: { row: DeliveryRow; claimedUntil: string },
     record: {
       status: "queued" | "delivered" | "failed";
       attempts?: number;
@@ -310,11 +366,16 @@ export class Dispatcher {
       lastError: string | null;
       nextAttemptAt?: string;
     },
-  ): void {
+  ): Promise<void> {
     const attempts = record.attempts ?? row.attempts;
     const { db } = this.opts;
-    recordAttempt(db, row.id, { ...record, attempts });
-    if (record.status !== "queued") pruneFinished(db, row.channel, row.target);
+    if (!(await recordAttempt(db, row.id, { ...record, attempts }, claimedUntil))) {
+      this.opts.log.warn("a notification try outlasted its claim: not recorded", {
+        deliveryId: row.deliveryId,
+      });
+      return;
+    }
+    if (record.status !== "queued") await pruneFinished(db, row.channel, row.target);
     this.emitter.emit("settled", {
       id: row.id,
       deliveryId: row.deliveryId,

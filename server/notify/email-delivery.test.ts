@@ -51,7 +51,7 @@ async function person(
   address: string | null,
 ) {
   const made = await createTestUser(runtime, name, roles);
-  runtime.db.update(users).set({ email: address }).where(eq(users.name, name)).run();
+  await runtime.db.update(users).set({ email: address }).where(eq(users.name, name));
   return made;
 }
 
@@ -81,7 +81,7 @@ describe("email notifications", () => {
     const done = await untilRow(runtime.notifier, runtime.db, (r) => r.status === "delivered");
     expect(done).toMatchObject({ channel: "email", target: "rita", attempts: 1, callId: call.id });
     // Exactly one row was queued (rita's); the others never had one.
-    expect(deliveryRows(runtime.db).map((r) => r.target)).toEqual(["rita"]);
+    expect((await deliveryRows(runtime.db)).map((r) => r.target)).toEqual(["rita"]);
     expect(rx.mails).toHaveLength(1);
 
     const owner = await person(runtime, "olga", ["owner"], null);
@@ -172,7 +172,7 @@ describe("email notifications", () => {
     await untilRow(runtime.notifier, runtime.db, (r) => r.target === "flaky" && r.status === "delivered");
     await untilRow(runtime.notifier, runtime.db, (r) => r.target === "down" && r.attempts >= 1);
     await untilRow(runtime.notifier, runtime.db, (r) => r.channel === "email" && r.attempts >= 1);
-    const rows = deliveryRows(runtime.db);
+    const rows = await deliveryRows(runtime.db);
     const errors = rows.map((r) => r.lastError ?? "");
     expect(errors.find((e) => /ECONNREFUSED/.test(e))).toBeDefined();
     expect(

@@ -40,22 +40,23 @@ export interface Notifier {
   /** The origin links start with; null when neither setting gives one. */
   readonly publicUrl: string | null;
   /**
-   * `BrokerDeps.notify`: queues the messages about `event` (synchronous inserts on `db`, inside
-   * the caller's transaction). They are sent once the bus announces the committed move.
+   * `BrokerDeps.notify`: queues the messages about `event` (inserts on `tx`, the caller's
+   * transaction; await it). They are sent once the bus announces the committed move. Nothing
+   * but the inserts happens here, so a transaction run again (PostgreSQL) may call it again.
    */
-  notify(db: Db, event: CallNotificationEvent, call: typeof calls.$inferSelect): void;
+  notify(tx: Db, event: CallNotificationEvent, call: typeof calls.$inferSelect): Promise<void>;
   /**
    * Queues `catalogue.changed` for one refresh that changed something (nothing for no changes).
-   * Call it inside the refresh's transaction; its bus event wakes the dispatcher after the commit.
+   * Call it with the refresh's `tx` and await it; its bus event wakes the dispatcher after the commit.
    */
-  catalogueChanged(db: Db, server: string, changes: readonly CatalogueChange[]): void;
+  catalogueChanged(tx: Db, server: string, changes: readonly CatalogueChange[]): Promise<void>;
   /** Starts sending: what a crash left queued at once, then whatever the bus announces. */
   start(): void;
   /** Aborts tries in flight (their rows stay queued), closes connections. Call before the store closes. */
   stop(): Promise<void>;
   onSettled(listener: (d: DeliverySettled) => void): () => void;
   /** `GET /api/notifications`: every destination and its last {@link LOG_LIMIT} deliveries. */
-  view(): NotificationsView;
+  view(): Promise<NotificationsView>;
 }
 
 /** What must never be written anywhere: webhook URLs and keys, the SMTP URL and its password. */
@@ -98,11 +99,11 @@ export function createNotifier(opts: NotifierOptions): Notifier {
 
   return {
     publicUrl,
-    notify(txDb, event, call) {
-      if (enqueueCallEvent(txDb, config, event, call) > 0) dispatcher.queued();
+    async notify(tx, event, call) {
+      if ((await enqueueCallEvent(tx, config, event, call)) > 0) dispatcher.queued();
     },
-    catalogueChanged(txDb, server, changes) {
-      if (enqueueCatalogueChange(txDb, config, server, changes) > 0) dispatcher.queued();
+    async catalogueChanged(tx, server, changes) {
+      if ((await enqueueCatalogueChange(tx, config, server, changes)) > 0) dispatcher.queued();
     },
     start: () => dispatcher.start(),
     async stop() {
@@ -110,16 +111,19 @@ export function createNotifier(opts: NotifierOptions): Notifier {
       await Promise.allSettled([...webhooks.values(), ...(email ? [email] : [])].map((s) => s.close()));
     },
     onSettled: (listener) => dispatcher.onSettled(listener),
-    view() {
-      const channels: NotificationChannelView[] = config.webhooks.map((hook) => ({
-        channel: "webhook",
-        name: hook.name,
-        target: originOf(hook.url),
-        format: hook.format,
-        events: [...hook.events],
-        signed: hook.secret !== null,
-        deliveries: recentDeliveries(db, { channel: "webhook", target: hook.name }, LOG_LIMIT),
-      }));
+    async view() {
+      const channels: NotificationChannelView[] = [];
+      for (const hook of config.webhooks) {
+        channels.push({
+          channel: "webhook",
+          name: hook.name,
+          target: originOf(hook.url),
+          format: hook.format,
+          events: [...hook.events],
+          signed: hook.secret !== null,
+          deliveries: await recentDeliveries(db, { channel: "webhook", target: hook.name }, LOG_LIMIT),
+        });
+      }
       if (config.email && email) {
         channels.push({
           channel: "email",
@@ -128,7 +132,7 @@ export function createNotifier(opts: NotifierOptions): Notifier {
           format: "email",
           events: [...config.email.events],
           signed: false,
-          deliveries: recentDeliveries(db, { channel: "email" }, LOG_LIMIT),
+          deliveries: await recentDeliveries(db, { channel: "email" }, LOG_LIMIT),
         });
       }
       return { publicUrl, channels };

@@ -303,8 +303,8 @@ export function captureOutput(): { text(): string; restore(): void } {
 }
 
 /** Every outbox row, oldest first. */
-export function deliveryRows(db: Db): DeliveryRow[] {
-  return db.select().from(notificationDeliveries).orderBy(notificationDeliveries.id).all();
+export async function deliveryRows(db: Db): Promise<DeliveryRow[]> {
+  return await db.select().from(notificationDeliveries).orderBy(notificationDeliveries.id);
 }
 
 /**
@@ -318,13 +318,14 @@ export function untilRow(
   what = "a delivery",
 ): Promise<DeliveryRow> {
   let unsubscribe = () => {};
-  const found = new Promise<DeliveryRow>((resolve) => {
-    unsubscribe = notifier.onSettled(() => {
-      const row = deliveryRows(db).find(match);
-      if (row) resolve(row);
-    });
-    const row = deliveryRows(db).find(match);
-    if (row) resolve(row);
+  const found = new Promise<DeliveryRow>((resolve, reject) => {
+    const look = () =>
+      deliveryRows(db).then((rows) => {
+        const row = rows.find(match);
+        if (row) resolve(row);
+      }, reject);
+    unsubscribe = notifier.onSettled(() => void look());
+    void look();
   });
   return withTimeout(found, what, 30_000).finally(unsubscribe);
 }

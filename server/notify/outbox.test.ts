@@ -1,38 +1,38 @@
 /**
- * The outbox on a real SQLite store with migrations: who gets a row for which event, what the
- * row carries, that the rows stand or fall with the caller's transaction, and pruning.
+ * The outbox on a real, migrated store (SQLite in memory, or PostgreSQL): who gets a row for
+ * which event, what the row carries, that the rows stand or fall with the caller's transaction,
+ * that one claimant takes a row for a try, and pruning.
  */
-import { asc } from "drizzle-orm";
-import { afterEach, describe, expect, it } from "vitest";
+import { asc, eq } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { openTestDb } from "@/test/support/store";
 import type { NotificationsConfig } from "../config";
-import { type Db, openDb } from "../store/db";
+import { type Db, first, transaction } from "../store/db";
 import { type calls, notificationDeliveries, users } from "../store/schema";
 import { hook } from "./notify-fixtures";
 import {
   type CallPayload,
+  claimDelivery,
+  dueDeliveries,
   enqueueCallEvent,
   enqueueCatalogueChange,
   pruneFinished,
   recentDeliveries,
   recordAttempt,
+  releaseClaims,
+  releaseDelivery,
 } from "./outbox";
 
 type CallRow = typeof calls.$inferSelect;
 
-const dbs: Db[] = [];
-afterEach(() => {
-  for (const db of dbs.splice(0)) db.$client.close();
-});
-
-function store(): Db {
-  const db = openDb(":memory:");
-  dbs.push(db);
+async function store(): Promise<Db> {
+  const db = await openTestDb();
   const person = (name: string, roles: string, email: string | null) =>
-    db.insert(users).values({ name, passwordHash: "x", roles, email }).run();
-  person("rita", "reviewer", "rita@example.test");
-  person("otto", "owner", "otto@example.test");
-  person("both", "owner,reviewer", "both@example.test");
-  person("nomail", "reviewer", null);
+    db.insert(users).values({ name, passwordHash: "x", roles, email });
+  await person("rita", "reviewer", "rita@example.test");
+  await person("otto", "owner", "otto@example.test");
+  await person("both", "owner,reviewer", "both@example.test");
+  await person("nomail", "reviewer", null);
   return db;
 }
 
@@ -84,19 +84,16 @@ const config: NotificationsConfig = {
   },
 };
 
-function rows(db: Db) {
-  return db
-    .select()
-    .from(notificationDeliveries)
-    .all()
-    .map((r) => ({ ...r, payload: JSON.parse(r.payload) as CallPayload }));
+async function rows(db: Db) {
+  const all = await db.select().from(notificationDeliveries).orderBy(asc(notificationDeliveries.id));
+  return all.map((r) => ({ ...r, payload: JSON.parse(r.payload) as CallPayload }));
 }
 
 describe("the notification outbox", () => {
-  it("call.pending queues a row per subscribed webhook and per reviewer with an address", () => {
-    const db = store();
-    expect(enqueueCallEvent(db, config, "call.pending", pendingCall)).toBe(4);
-    const queued = rows(db);
+  it("call.pending queues a row per subscribed webhook and per reviewer with an address", async () => {
+    const db = await store();
+    expect(await enqueueCallEvent(db, config, "call.pending", pendingCall)).toBe(4);
+    const queued = await rows(db);
     expect(queued.map((r) => `${r.channel}:${r.target}`).sort()).toEqual([
       "email:both",
       "email:rita",
@@ -123,45 +120,41 @@ describe("the notification outbox", () => {
     expect(byTarget.rita?.to).toBe("rita@example.test");
   });
 
-  it("a reviewer who requested the call is not asked to review it", () => {
-    const db = store();
-    enqueueCallEvent(db, config, "call.pending", {
+  it("a reviewer who requested the call is not asked to review it", async () => {
+    const db = await store();
+    await enqueueCallEvent(db, config, "call.pending", {
       ...pendingCall,
       requesterKind: "user",
       requesterName: "rita",
     });
-    expect(
-      rows(db)
-        .filter((r) => r.channel === "email")
-        .map((r) => r.target),
-    ).toEqual(["both"]);
+    expect((await rows(db)).filter((r) => r.channel === "email").map((r) => r.target)).toEqual(["both"]);
   });
 
-  it("other events go only where they are subscribed, without a deadline; an approval counts", () => {
-    const db = store();
+  it("other events go only where they are subscribed, without a deadline; an approval counts", async () => {
+    const db = await store();
     const approved = { ...pendingCall, status: "running" as const, decidedBy: "rita" };
-    enqueueCallEvent(db, config, "call.decided", approved);
-    enqueueCallEvent(db, config, "call.expired", { ...pendingCall, status: "expired" });
-    enqueueCallEvent(db, config, "call.interrupted", { ...approved, status: "interrupted" });
-    expect(rows(db).map((r) => [r.event, r.target, r.deadline, r.payload.call.approvals])).toEqual([
+    await enqueueCallEvent(db, config, "call.decided", approved);
+    await enqueueCallEvent(db, config, "call.expired", { ...pendingCall, status: "expired" });
+    await enqueueCallEvent(db, config, "call.interrupted", { ...approved, status: "interrupted" });
+    expect((await rows(db)).map((r) => [r.event, r.target, r.deadline, r.payload.call.approvals])).toEqual([
       ["call.decided", "chat", null, 1],
       ["call.expired", "pager", null, 0],
     ]);
   });
 
-  it("rows queued inside a transaction that rolls back are gone with it", () => {
-    const db = store();
-    expect(() =>
-      db.transaction(() => {
-        enqueueCallEvent(db, config, "call.pending", pendingCall);
+  it("rows queued inside a transaction that rolls back are gone with it", async () => {
+    const db = await store();
+    await expect(
+      transaction(db, async (tx) => {
+        await enqueueCallEvent(tx, config, "call.pending", pendingCall);
         throw new Error("the call's own write failed");
       }),
-    ).toThrow("the call's own write failed");
-    expect(rows(db)).toEqual([]);
+    ).rejects.toThrow("the call's own write failed");
+    expect(await rows(db)).toEqual([]);
   });
 
-  it("catalogue.changed goes to its subscribers only, and an empty refresh queues nothing", () => {
-    const db = store();
+  it("catalogue.changed goes to its subscribers only, and an empty refresh queues nothing", async () => {
+    const db = await store();
     const change = {
       id: 7,
       at: "2026-12-01T10:00:00.000Z",
@@ -171,9 +164,9 @@ describe("the notification outbox", () => {
       localName: "demo_a",
       detail: null,
     };
-    expect(enqueueCatalogueChange(db, config, "demo", [])).toBe(0);
-    expect(enqueueCatalogueChange(db, config, "demo", [change])).toBe(1);
-    const [row] = db.select().from(notificationDeliveries).all();
+    expect(await enqueueCatalogueChange(db, config, "demo", [])).toBe(0);
+    expect(await enqueueCatalogueChange(db, config, "demo", [change])).toBe(1);
+    const [row] = await db.select().from(notificationDeliveries);
     expect(row).toMatchObject({ target: "audit", event: "catalogue.changed", callId: null, deadline: null });
     expect(JSON.parse(row?.payload ?? "{}")).toEqual({
       event: "catalogue.changed",
@@ -183,34 +176,84 @@ describe("the notification outbox", () => {
     });
   });
 
-  it("pruning keeps the newest 200 finished rows of a destination and every queued one", () => {
-    const db = store();
+  it("pruning keeps the newest 200 finished rows of a destination and every queued one", async () => {
+    const db = await store();
     const solo: NotificationsConfig = {
       ...config,
       webhooks: [hook("chat", "https://h.example.test/x")],
       email: null,
     };
     for (let i = 0; i < 230; i++)
-      enqueueCallEvent(db, solo, "call.pending", { ...pendingCall, id: `c-${i}` });
-    const all = db
+      await enqueueCallEvent(db, solo, "call.pending", { ...pendingCall, id: `c-${i}` });
+    const all = await db
       .select({ id: notificationDeliveries.id })
       .from(notificationDeliveries)
-      .orderBy(asc(notificationDeliveries.id))
-      .all();
+      .orderBy(asc(notificationDeliveries.id));
     // The first 225 finish; the last 5 stay queued.
     for (const { id } of all.slice(0, 225)) {
-      recordAttempt(db, id, { status: "delivered", attempts: 1, lastStatus: 204, lastError: null });
+      await recordAttempt(db, id, { status: "delivered", attempts: 1, lastStatus: 204, lastError: null });
     }
-    pruneFinished(db, "webhook", "chat");
-    const left = db.select().from(notificationDeliveries).orderBy(asc(notificationDeliveries.id)).all();
+    await pruneFinished(db, "webhook", "chat");
+    const left = await db.select().from(notificationDeliveries).orderBy(asc(notificationDeliveries.id));
     expect(left.filter((r) => r.status === "queued")).toHaveLength(5);
     const finished = left.filter((r) => r.status !== "queued");
     expect(finished).toHaveLength(200);
     expect(finished[0]?.id).toBe(all[25]?.id);
-    const log = recentDeliveries(db, { channel: "webhook", target: "chat" });
+    const log = await recentDeliveries(db, { channel: "webhook", target: "chat" });
     expect(log).toHaveLength(50);
     expect(log[0]).toMatchObject({ id: all[229]?.id, status: "queued", finishedAt: null });
     expect(log[0]?.nextAttemptAt).not.toBeNull();
     expect(log[10]).toMatchObject({ status: "delivered", nextAttemptAt: null, lastStatus: 204 });
+  });
+
+  it("a due row is taken for a try by one claimant only, however many race for it", async () => {
+    const db = await store();
+    const solo: NotificationsConfig = {
+      ...config,
+      webhooks: [hook("chat", "https://h.example.test/x")],
+      email: null,
+    };
+    await enqueueCallEvent(db, solo, "call.pending", pendingCall);
+    const [due] = await dueDeliveries(db, new Date().toISOString(), 10);
+    if (!due) throw new Error("no due row");
+    // Ten dispatchers read the same row and each tries to take it, with its own lease.
+    const leases = Array.from({ length: 10 }, (_, i) => new Date(Date.now() + 60_000 + i).toISOString());
+    const taken = await Promise.all(leases.map((until) => claimDelivery(db, due, until)));
+    expect(taken.filter(Boolean)).toHaveLength(1);
+    const lease = leases[taken.indexOf(true)] ?? "";
+    // Taken, it is no longer due, and no one else records on it.
+    expect(await dueDeliveries(db, new Date().toISOString(), 10)).toEqual([]);
+    const record = { status: "delivered" as const, attempts: 1, lastStatus: 204, lastError: null };
+    const other = leases.find((l) => l !== lease) ?? "";
+    expect(await recordAttempt(db, due.id, record, other)).toBe(false);
+    // Given back untried (a stop), it is due again at its old time; taken again, it is recorded.
+    await releaseDelivery(db, due.id, lease);
+    expect((await dueDeliveries(db, new Date().toISOString(), 10)).map((r) => r.id)).toEqual([due.id]);
+    expect(await claimDelivery(db, due, lease)).toBe(true);
+    expect(await claimDelivery(db, due, other)).toBe(false);
+    expect(await recordAttempt(db, due.id, record, lease)).toBe(true);
+    const row = await first(
+      db.select().from(notificationDeliveries).where(eq(notificationDeliveries.id, due.id)),
+    );
+    expect(row).toMatchObject({ status: "delivered", attempts: 1 });
+    // A finished row is never taken again.
+    expect(await claimDelivery(db, { id: due.id, nextAttemptAt: lease }, other)).toBe(false);
+  });
+
+  it("a claim a process left when it died holds its row until the next start ends it: due again at once", async () => {
+    const db = await store();
+    const solo: NotificationsConfig = {
+      ...config,
+      webhooks: [hook("chat", "https://h.example.test/x")],
+      email: null,
+    };
+    await enqueueCallEvent(db, solo, "call.pending", pendingCall);
+    const [due] = await dueDeliveries(db, new Date().toISOString(), 10);
+    if (!due) throw new Error("no due row");
+    expect(await claimDelivery(db, due, new Date(Date.now() + 3_600_000).toISOString())).toBe(true);
+    // The process dies mid-try: the row stays queued, and claimed.
+    expect(await dueDeliveries(db, new Date().toISOString(), 10)).toEqual([]);
+    await releaseClaims(db);
+    expect((await dueDeliveries(db, new Date().toISOString(), 10)).map((r) => r.id)).toEqual([due.id]);
   });
 });

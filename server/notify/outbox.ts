@@ -1,19 +1,20 @@
 import "server-only";
 import { randomUUID } from "node:crypto";
-import { and, asc, desc, eq, lt, lte, ne, notInArray, sql } from "drizzle-orm";
+import { and, asc, desc, eq, isNotNull, isNull, lt, lte, ne, notInArray, or, sql } from "drizzle-orm";
 import type { ChangeView } from "@/lib/api-types";
 import type { DeliveryView } from "@/lib/notification-types";
 import { reviewerEmails } from "../auth/users";
 import type { NotificationEvent, NotificationsConfig } from "../config";
 import { parseApprovedBy } from "../store/approved-by";
-import type { Db } from "../store/db";
+import { type Db, first } from "../store/db";
 import { type calls, calls as callsTable, notificationDeliveries } from "../store/schema";
 
 /**
- * The notification outbox (db first, synchronous): what is queued when something happens, and
- * the queries the dispatcher and the delivery log run over it. Enqueueing is a plain insert made
- * inside the caller's transaction, so a call and the messages about it are committed together
- * or not at all, and nothing here ever waits on the network.
+ * The notification outbox (db first): what is queued when something happens, and the queries
+ * the dispatcher and the delivery log run over it. Enqueueing is a plain insert made on the
+ * caller's transaction (`tx`), so a call and the messages about it are committed together or
+ * not at all, and nothing here ever waits on the network. A try is taken with a conditional
+ * update ({@link claimDelivery}), so of several processes sending from one store, one sends it.
  */
 
 export type CallNotificationEvent = Exclude<NotificationEvent, "catalogue.changed">;
@@ -105,24 +106,22 @@ interface NewDelivery {
   deadline: string | null;
 }
 
-function insertDeliveries(db: Db, rows: NewDelivery[], at: string): number {
+async function insertDeliveries(db: Db, rows: NewDelivery[], at: string): Promise<number> {
   if (rows.length === 0) return 0;
-  db.insert(notificationDeliveries)
-    .values(
-      rows.map((r) => ({
-        deliveryId: randomUUID(),
-        channel: r.channel,
-        target: r.target,
-        event: r.event,
-        callId: r.callId,
-        payload: JSON.stringify(r.payload),
-        status: "queued" as const,
-        nextAttemptAt: at,
-        deadline: r.deadline,
-        createdAt: at,
-      })),
-    )
-    .run();
+  await db.insert(notificationDeliveries).values(
+    rows.map((r) => ({
+      deliveryId: randomUUID(),
+      channel: r.channel,
+      target: r.target,
+      event: r.event,
+      callId: r.callId,
+      payload: JSON.stringify(r.payload),
+      status: "queued" as const,
+      nextAttemptAt: at,
+      deadline: r.deadline,
+      createdAt: at,
+    })),
+  );
   return rows.length;
 }
 
@@ -130,14 +129,14 @@ function insertDeliveries(db: Db, rows: NewDelivery[], at: string): number {
  * Queues one row per webhook subscribed to `event`, and, when email is configured for it, one
  * per reviewer with an address (never the requester themselves). A `call.pending` row's deadline
  * is the call's expiry: a message arriving after nobody can act on it is not sent. Returns how
- * many rows were queued. Call it inside the transaction that makes `event` true.
+ * many rows were queued. Call it with the `tx` of the transaction that makes `event` true.
  */
-export function enqueueCallEvent(
+export async function enqueueCallEvent(
   db: Db,
   config: NotificationsConfig,
   event: CallNotificationEvent,
   call: CallRow,
-): number {
+): Promise<number> {
   const at = nowIso();
   const facts = callFacts(call);
   const deadline = event === "call.pending" ? call.expiresAt : null;
@@ -152,7 +151,7 @@ export function enqueueCallEvent(
   }
   if (config.email?.events.includes(event)) {
     const except = call.requesterKind === "user" ? call.requesterName : undefined;
-    for (const person of reviewerEmails(db, except === undefined ? {} : { except })) {
+    for (const person of await reviewerEmails(db, except === undefined ? {} : { except })) {
       rows.push({
         ...base,
         channel: "email",
@@ -161,16 +160,16 @@ export function enqueueCallEvent(
       });
     }
   }
-  return insertDeliveries(db, rows, at);
+  return await insertDeliveries(db, rows, at);
 }
 
 /** Queues `catalogue.changed` for every webhook subscribed to it; nothing for an empty list. */
-export function enqueueCatalogueChange(
+export async function enqueueCatalogueChange(
   db: Db,
   config: NotificationsConfig,
   server: string,
   changes: readonly CatalogueChange[],
-): number {
+): Promise<number> {
   if (changes.length === 0) return 0;
   const at = nowIso();
   const payload: CataloguePayload = {
@@ -189,7 +188,7 @@ export function enqueueCatalogueChange(
       payload,
       deadline: null,
     }));
-  return insertDeliveries(db, rows, at);
+  return await insertDeliveries(db, rows, at);
 }
 
 /**
@@ -202,34 +201,34 @@ export function destinationOf(row: { channel: string; target: string }): string 
 const destinationSql = sql<string>`(CASE ${notificationDeliveries.channel} WHEN 'email' THEN 'email' ELSE 'webhook:' || ${notificationDeliveries.target} END)`;
 
 /** Queued rows due by `now`, oldest due first (then oldest queued), none for a destination in `skip`. */
-export function dueDeliveries(
+export async function dueDeliveries(
   db: Db,
   now: string,
   limit: number,
   skip: readonly string[] = [],
-): DeliveryRow[] {
-  return db
+): Promise<DeliveryRow[]> {
+  return await db
     .select()
     .from(notificationDeliveries)
     .where(
       and(
         eq(notificationDeliveries.status, "queued"),
         lte(notificationDeliveries.nextAttemptAt, now),
+        or(isNull(notificationDeliveries.claimedUntil), lte(notificationDeliveries.claimedUntil, now)),
         skip.length > 0 ? notInArray(destinationSql, [...skip]) : undefined,
       ),
     )
     .orderBy(asc(notificationDeliveries.nextAttemptAt), asc(notificationDeliveries.id))
-    .limit(limit)
-    .all();
+    .limit(limit);
 }
 
 /** The next queued rows by due time, none for a destination in `skip` (the dispatcher also skips those in flight). */
-export function nextQueued(
+export async function nextQueued(
   db: Db,
   limit: number,
   skip: readonly string[] = [],
-): { id: number; channel: string; target: string; nextAttemptAt: string }[] {
-  return db
+): Promise<{ id: number; channel: string; target: string; nextAttemptAt: string }[]> {
+  return await db
     .select({
       id: notificationDeliveries.id,
       channel: notificationDeliveries.channel,
@@ -244,8 +243,63 @@ export function nextQueued(
       ),
     )
     .orderBy(asc(notificationDeliveries.nextAttemptAt), asc(notificationDeliveries.id))
-    .limit(limit)
-    .all();
+    .limit(limit);
+}
+
+/**
+ * Takes a due row for one try, in ONE conditional update: `claimedUntil` is set to `until`, the
+ * end of the try's lease, only while the row is still queued, due, and unclaimed (or its claim
+ * has run out). Returns whether this caller took it. Of several dispatchers (processes on one
+ * PostgreSQL store) that read the same due row, one takes it: the UPDATE locks the row and, under
+ * READ COMMITTED, re-checks its WHERE against the newest committed version, which another's
+ * claim has changed; on SQLite one statement runs at a time. A lease rather than a status: a
+ * process that dies mid-try leaves the row queued, due again at `until` (or at the next start,
+ * {@link releaseClaims}), so it is sent again (the receiver may see it twice, never zero times).
+ */
+export async function claimDelivery(
+  db: Db,
+  row: Pick<DeliveryRow, "id" | "nextAttemptAt">,
+  until: string,
+): Promise<boolean> {
+  const now = nowIso();
+  const taken = await db
+    .update(notificationDeliveries)
+    .set({ claimedUntil: until })
+    .where(
+      and(
+        eq(notificationDeliveries.id, row.id),
+        eq(notificationDeliveries.status, "queued"),
+        lte(notificationDeliveries.nextAttemptAt, now),
+        or(isNull(notificationDeliveries.claimedUntil), lte(notificationDeliveries.claimedUntil, now)),
+      ),
+    )
+    .returning({ id: notificationDeliveries.id });
+  return taken.length > 0;
+}
+
+/** Gives a claimed row back untried (a stop cut the try short): due again at once. */
+export async function releaseDelivery(db: Db, id: number, claimedUntil: string): Promise<void> {
+  await db
+    .update(notificationDeliveries)
+    .set({ claimedUntil: null })
+    .where(
+      and(
+        eq(notificationDeliveries.id, id),
+        eq(notificationDeliveries.status, "queued"),
+        eq(notificationDeliveries.claimedUntil, claimedUntil),
+      ),
+    );
+}
+
+/**
+ * Ends every claim: at start, while this process is the only one serving the store (its lock),
+ * a claim is one a process that died mid-try left, and its row is due again at once.
+ */
+export async function releaseClaims(db: Db): Promise<void> {
+  await db
+    .update(notificationDeliveries)
+    .set({ claimedUntil: null })
+    .where(isNotNull(notificationDeliveries.claimedUntil));
 }
 
 /** What one try changes on its row. */
@@ -258,10 +312,20 @@ export interface AttemptRecord {
   nextAttemptAt?: string;
 }
 
-/** Records a try's outcome; a finished row gets its `finishedAt`. Only a queued row changes. */
-export function recordAttempt(db: Db, id: number, record: AttemptRecord): void {
+/**
+ * Records a try's outcome; a finished row gets its `finishedAt`. Only a queued row changes and,
+ * given `claimedUntil` (the lease of {@link claimDelivery}), only while that claim still holds.
+ * Returns whether the row changed.
+ */
+export async function recordAttempt(
+  db: Db,
+  id: number,
+  record: AttemptRecord,
+  claimedUntil?: string,
+): Promise<boolean> {
   const finished = record.status !== "queued";
-  db.update(notificationDeliveries)
+  const changed = await db
+    .update(notificationDeliveries)
     .set({
       status: record.status,
       attempts: record.attempts,
@@ -269,47 +333,54 @@ export function recordAttempt(db: Db, id: number, record: AttemptRecord): void {
       lastError: record.lastError,
       ...(record.nextAttemptAt ? { nextAttemptAt: record.nextAttemptAt } : {}),
       ...(finished ? { finishedAt: nowIso() } : {}),
+      claimedUntil: null,
     })
-    .where(and(eq(notificationDeliveries.id, id), eq(notificationDeliveries.status, "queued")))
-    .run();
+    .where(
+      and(
+        eq(notificationDeliveries.id, id),
+        eq(notificationDeliveries.status, "queued"),
+        claimedUntil === undefined ? undefined : eq(notificationDeliveries.claimedUntil, claimedUntil),
+      ),
+    )
+    .returning({ id: notificationDeliveries.id });
+  return changed.length > 0;
 }
 
 /** Finished rows kept per destination; older ones are deleted as new ones finish. */
 export const KEEP_FINISHED = 200;
 
 /** Deletes all but the newest `keep` finished rows of one destination (queued rows are never touched). */
-export function pruneFinished(
+export async function pruneFinished(
   db: Db,
   channel: "webhook" | "email",
   target: string,
   keep = KEEP_FINISHED,
-): void {
+): Promise<void> {
   const of = and(
     eq(notificationDeliveries.channel, channel),
     eq(notificationDeliveries.target, target),
     ne(notificationDeliveries.status, "queued"),
   );
-  const oldestKept = db
-    .select({ id: notificationDeliveries.id })
-    .from(notificationDeliveries)
-    .where(of)
-    .orderBy(desc(notificationDeliveries.id))
-    .limit(1)
-    .offset(keep - 1)
-    .get();
+  const oldestKept = await first(
+    db
+      .select({ id: notificationDeliveries.id })
+      .from(notificationDeliveries)
+      .where(of)
+      .orderBy(desc(notificationDeliveries.id))
+      .limit(1)
+      .offset(keep - 1),
+  );
   if (!oldestKept) return;
-  db.delete(notificationDeliveries)
-    .where(and(of, lt(notificationDeliveries.id, oldestKept.id)))
-    .run();
+  await db.delete(notificationDeliveries).where(and(of, lt(notificationDeliveries.id, oldestKept.id)));
 }
 
 /** The newest `limit` rows of one channel (and target, if given) as the delivery log shows them. */
-export function recentDeliveries(
+export async function recentDeliveries(
   db: Db,
   where: { channel: "webhook" | "email"; target?: string },
   limit = 50,
-): DeliveryView[] {
-  return db
+): Promise<DeliveryView[]> {
+  const rows = await db
     .select()
     .from(notificationDeliveries)
     .where(
@@ -319,28 +390,27 @@ export function recentDeliveries(
       ),
     )
     .orderBy(desc(notificationDeliveries.id))
-    .limit(limit)
-    .all()
-    .map((r) => ({
-      id: r.id,
-      deliveryId: r.deliveryId,
-      event: r.event,
-      callId: r.callId,
-      recipient: r.channel === "email" ? r.target : null,
-      status: r.status,
-      attempts: r.attempts,
-      createdAt: r.createdAt,
-      finishedAt: r.finishedAt,
-      nextAttemptAt: r.status === "queued" ? r.nextAttemptAt : null,
-      lastStatus: r.lastStatus,
-      lastError: r.lastError,
-    }));
+    .limit(limit);
+  return rows.map((r) => ({
+    id: r.id,
+    deliveryId: r.deliveryId,
+    event: r.event,
+    callId: r.callId,
+    recipient: r.channel === "email" ? r.target : null,
+    status: r.status,
+    attempts: r.attempts,
+    createdAt: r.createdAt,
+    finishedAt: r.finishedAt,
+    nextAttemptAt: r.status === "queued" ? r.nextAttemptAt : null,
+    lastStatus: r.lastStatus,
+    lastError: r.lastError,
+  }));
 }
 
 /** A call's status now, or null when there is no such call (the dispatcher asks before each try). */
-export function callStatusNow(db: Db, id: string): string | null {
-  return (
-    db.select({ status: callsTable.status }).from(callsTable).where(eq(callsTable.id, id)).get()?.status ??
-    null
+export async function callStatusNow(db: Db, id: string): Promise<string | null> {
+  const row = await first(
+    db.select({ status: callsTable.status }).from(callsTable).where(eq(callsTable.id, id)),
   );
+  return row?.status ?? null;
 }

@@ -29,7 +29,7 @@ const receiverFor = (answers?: Answer[]) => startReceiver(cleanup, answers);
 async function start(notifications: Partial<NotificationsConfig>, expireAfterSeconds?: number) {
   const demo = demoConfig(notifications, expireAfterSeconds ? { expireAfterSeconds } : {});
   const runtime = await startDemoRuntime(demo, cleanup);
-  return { runtime, bearer: createAgentToken(runtime, "build-bot") };
+  return { runtime, bearer: await createAgentToken(runtime, "build-bot") };
 }
 
 /** POSTs a call to add_note as the agent; resolves with the 202's call and when it arrived. */
@@ -54,7 +54,7 @@ describe("webhook notifications", () => {
     expect(got.headers["content-type"]).toBe("application/json");
     expect(got.headers["gatehouse-signature"]).toBeUndefined();
     const body = JSON.parse(got.body);
-    const [row] = deliveryRows(runtime.db);
+    const [row] = await deliveryRows(runtime.db);
     expect(body).toEqual({
       event: "call.pending",
       deliveryId: row?.deliveryId,
@@ -145,7 +145,7 @@ describe("webhook notifications", () => {
     const { call } = await callAddNote(bearer);
     const t202 = performance.now();
     // The 202 came while the message had not been tried yet: the call does not wait for it.
-    expect(deliveryRows(runtime.db)).toMatchObject([{ status: "queued", attempts: 0 }]);
+    expect(await deliveryRows(runtime.db)).toMatchObject([{ status: "queued", attempts: 0 }]);
     await rx.waitFor(() => true);
     const reviewer = await createTestUser(runtime, "rita", ["reviewer"]);
     const t1 = performance.now();
@@ -154,7 +154,7 @@ describe("webhook notifications", () => {
     expect(approved.status).toBe(200);
     expect((await bodyOf<{ call: CallView }>(approved)).call.status).toBe("running");
     // The receiver still holds the request open: the approval did not wait for it either.
-    expect(deliveryRows(runtime.db)).toMatchObject([{ status: "queued", attempts: 0 }]);
+    expect(await deliveryRows(runtime.db)).toMatchObject([{ status: "queued", attempts: 0 }]);
     console.info(
       `with a hung receiver: 202 in ${(t202 - t0).toFixed(1)} ms, approval in ${(tApproved - t1).toFixed(1)} ms`,
     );
@@ -179,7 +179,7 @@ describe("webhook notifications", () => {
     await ops.waitFor(() => ops.received.length >= calls, `${calls} messages`);
     // Every try to the hung receiver is still open (none has timed out yet): the healthy one did
     // not wait for them, though there were more of them than a destination's slots.
-    const stuckRows = deliveryRows(runtime.db).filter((r) => r.target === "stuck");
+    const stuckRows = (await deliveryRows(runtime.db)).filter((r) => r.target === "stuck");
     expect(stuckRows).toHaveLength(calls);
     expect(stuckRows.every((r) => r.status === "queued" && r.attempts === 0)).toBe(true);
     expect(stuck.received).toHaveLength(2);

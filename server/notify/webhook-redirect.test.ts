@@ -31,6 +31,7 @@ function row(): DeliveryRow {
     }),
     status: "queued",
     attempts: 0,
+    claimedUntil: null,
     nextAttemptAt: new Date().toISOString(),
     deadline: null,
     lastStatus: null,

@@ -56,7 +56,7 @@ export async function beginSignIn(
     ) ?? null;
   const state = randomBytes(32).toString("base64url");
   const flow = emptyFlow(state);
-  flow.client = reusableClient(s, c.name, grant, stepUp !== undefined);
+  flow.client = await reusableClient(s, c.name, grant, stepUp !== undefined);
   const provider = s.provider(c, flow, redirectUri, scope);
   const challenge = s.challenges.get(c.name) ?? stepUp;
   try {
@@ -77,7 +77,7 @@ export async function beginSignIn(
     throw unavailable(s, c, err);
   }
   const binding = randomBytes(32).toString("base64url");
-  s.store.savePending(
+  await s.store.savePending(
     sha256Hex(state),
     {
       server: c.name,
@@ -97,7 +97,7 @@ export async function beginSignIn(
   );
   const issuer =
     flow.discovery?.authorizationServerMetadata?.issuer ?? flow.discovery?.authorizationServerUrl;
-  writeAudit(s.deps.db, {
+  await writeAudit(s.deps.db, {
     actor: start.actor,
     action: "server.oauth.started",
     subject: c.name,
@@ -113,14 +113,14 @@ export async function beginSignIn(
  * this server never came back (its authorization server may have refused the client on its own
  * page, where Gatehouse cannot see it: a client it forgot would otherwise be sent for good).
  */
-function reusableClient(
+async function reusableClient(
   s: SignInState,
   server: string,
   grant: Grant | null,
   stepUp: boolean,
-): SavedClient | null {
+): Promise<SavedClient | null> {
   const client = grant?.secrets.client;
-  if (!client || stepUp || s.store.hasPending(server)) return null;
+  if (!client || stepUp || (await s.store.hasPending(server))) return null;
   const expiresAt = client.client_secret_expires_at;
   if (typeof expiresAt === "number" && expiresAt > 0 && expiresAt * 1000 <= s.now()) return null;
   return client;

@@ -31,7 +31,7 @@ export async function finishSignIn(
   bindings: readonly string[],
 ): Promise<SignInResult> {
   const state = params.get("state");
-  const pending = state ? s.store.takePending(sha256Hex(state)) : null;
+  const pending = state ? await s.store.takePending(sha256Hex(state)) : null;
   if (!pending) {
     s.deps.log.warn(
       "a sign-in came back with a state Gatehouse does not hold (used already, cleaned up after 10 minutes, or never issued here); nothing was stored",
@@ -40,8 +40,8 @@ export async function finishSignIn(
   }
   const server = pending.server;
   const c = s.find(server);
-  const refuse = (outcome: SignInOutcome, why: string): SignInResult => {
-    writeAudit(s.deps.db, {
+  const refuse = async (outcome: SignInOutcome, why: string): Promise<SignInResult> => {
+    await writeAudit(s.deps.db, {
       actor: pending.startedBy,
       action: "server.oauth.refused",
       subject: server,
@@ -114,15 +114,14 @@ export async function finishSignIn(
     refreshedAt: null,
     problem: null,
   };
-  s.deps.db.transaction(() => {
-    s.save(grant);
-    writeAudit(s.deps.db, {
+  await s.changing(() =>
+    s.save(grant, {
       actor: pending.startedBy,
       action: "server.oauth.connected",
       subject: server,
       detail: JSON.stringify({ issuer, scope: grant.scope }),
-    });
-  });
+    }),
+  );
   s.stepUps.delete(server);
   s.notes.delete(server);
   s.deps.log.info(

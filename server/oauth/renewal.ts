@@ -65,7 +65,7 @@ export class Renewals {
           if (!tokens.refresh_token) {
             if (expiresAt > s.now()) return tokens.access_token;
             throw new SignInRequiredError(
-              s.refuseGrant(
+              await s.refuseGrant(
                 c,
                 grant,
                 "the access token expired and the authorization server gave no refresh token: an owner must sign in again",
@@ -114,7 +114,7 @@ export class Renewals {
     if (!grant || !tokens) throw new SignInRequiredError(s.waiting(c));
     if (!tokens.refresh_token || !discovery) {
       throw new SignInRequiredError(
-        s.refuseGrant(
+        await s.refuseGrant(
           c,
           grant,
           "the server refused the access token and there is no refresh token: an owner must sign in again",
@@ -123,11 +123,11 @@ export class Renewals {
     }
     const foreign = s.foreignIssuer(c, grant.secrets);
     if (foreign)
-      throw new SignInRequiredError(s.refuseGrant(c, grant, `${foreign}: an owner must sign in again`));
+      throw new SignInRequiredError(await s.refuseGrant(c, grant, `${foreign}: an owner must sign in again`));
     const client = s.clientOf(c, grant.secrets);
     if (!client) {
       throw new SignInRequiredError(
-        s.refuseGrant(c, grant, "the registered client was lost: an owner must sign in again"),
+        await s.refuseGrant(c, grant, "the registered client was lost: an owner must sign in again"),
       );
     }
     let renewed: Awaited<ReturnType<typeof refreshAuthorization>>;
@@ -146,7 +146,7 @@ export class Renewals {
         // A client the authorization server no longer knows is registered anew at the next Connect.
         const clientGone = err.code !== OAuthErrorCode.InvalidGrant;
         throw new SignInRequiredError(
-          s.refuseGrant(
+          await s.refuseGrant(
             c,
             grant,
             `the authorization server refused to renew the sign-in (${err.code}): an owner must sign in again`,
@@ -158,19 +158,21 @@ export class Renewals {
       s.deps.log.warn(`server ${c.name}: renewing the access token failed: ${shortWhy(err)}`);
       throw err;
     }
-    if (s.grant(c.name) !== grant) {
-      s.deps.log.info(`server ${c.name}: a renewal ended after its sign-in did; its tokens are dropped`);
-      return;
-    }
-    const now = s.now();
-    const next: Grant = {
-      ...grant,
-      secrets: { ...grant.secrets, tokens: { ...renewed, issuer: tokens.issuer, obtainedAt: now } },
-      scope: renewed.scope ?? grant.scope,
-      accessExpiresAt: expiryOf(renewed.expires_in, now),
-      refreshedAt: new Date(now).toISOString(),
-    };
-    s.save(next);
-    s.deps.log.info(`server ${c.name}: access token renewed`, { expiresAt: next.accessExpiresAt });
+    await s.changing(async () => {
+      if (s.grant(c.name) !== grant) {
+        s.deps.log.info(`server ${c.name}: a renewal ended after its sign-in did; its tokens are dropped`);
+        return;
+      }
+      const now = s.now();
+      const next: Grant = {
+        ...grant,
+        secrets: { ...grant.secrets, tokens: { ...renewed, issuer: tokens.issuer, obtainedAt: now } },
+        scope: renewed.scope ?? grant.scope,
+        accessExpiresAt: expiryOf(renewed.expires_in, now),
+        refreshedAt: new Date(now).toISOString(),
+      };
+      await s.save(next);
+      s.deps.log.info(`server ${c.name}: access token renewed`, { expiresAt: next.accessExpiresAt });
+    });
   }
 }

@@ -12,6 +12,7 @@ import { and, eq } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
 import { redact } from "@/server/log";
 import { OAuthStore } from "@/server/oauth/store";
+import { first, sqliteOf } from "@/server/store/db";
 import { auditEvents, oauthPending, serverOauth } from "@/server/store/schema";
 import {
   arrive,
@@ -57,7 +58,7 @@ async function start(as: Parameters<typeof startOAuthWorld>[0]["as"] = {}) {
  * before it expires). The passing of time is the behaviour under test here, so this waits for it.
  */
 async function untilRenewalDue(h: SignInHost): Promise<void> {
-  const grant = new OAuthStore(h.runtime.db, h.runtime.secrets).grant("remote");
+  const grant = await new OAuthStore(h.runtime.db, h.runtime.secrets).grant("remote");
   const expiresAt = Date.parse(grant?.accessExpiresAt ?? "");
   const obtainedAt = grant?.secrets.tokens?.obtainedAt ?? expiresAt;
   const due = expiresAt - (expiresAt - obtainedAt) / 3;
@@ -68,8 +69,7 @@ function audit(h: SignInHost, action: string) {
   return h.runtime.db
     .select()
     .from(auditEvents)
-    .where(and(eq(auditEvents.action, action), eq(auditEvents.subject, "remote")))
-    .all();
+    .where(and(eq(auditEvents.action, action), eq(auditEvents.subject, "remote")));
 }
 
 describe("signing in to an OAuth server", () => {
@@ -99,7 +99,7 @@ describe("signing in to an OAuth server", () => {
     ]);
     // The pending sign-in is kept under the state's hash, never the state itself.
     const state = authorizationUrl.searchParams.get("state") ?? "";
-    const pending = host.runtime.db.select().from(oauthPending).all();
+    const pending = await host.runtime.db.select().from(oauthPending);
     expect(pending).toHaveLength(1);
     expect(JSON.stringify(pending)).not.toContain(state);
 
@@ -119,7 +119,7 @@ describe("signing in to an OAuth server", () => {
     });
     expect(view.auth?.scopes).toEqual(expect.arrayContaining(["read", "write"]));
     expect(Date.parse(view.auth?.expiresAt ?? "")).toBeGreaterThan(Date.now());
-    expect(JSON.stringify(view)).not.toContain(storedTokens(host.runtime, "remote")?.access ?? "∅");
+    expect(JSON.stringify(view)).not.toContain((await storedTokens(host.runtime, "remote"))?.access ?? "∅");
 
     const call = await callRemote(host);
     expect(call.httpStatus).toBe(200);
@@ -129,19 +129,20 @@ describe("signing in to an OAuth server", () => {
     expect(world.as.log.filter((e) => e.kind === "token" && e.grantType === "authorization_code")).toEqual([
       expect.objectContaining({ ok: true, resource: world.url }),
     ]);
-    expect(audit(host, "server.oauth.started")).toEqual([expect.objectContaining({ actor: "olga" })]);
-    expect(audit(host, "server.oauth.connected")).toEqual([expect.objectContaining({ actor: "olga" })]);
+    expect(await audit(host, "server.oauth.started")).toEqual([expect.objectContaining({ actor: "olga" })]);
+    expect(await audit(host, "server.oauth.connected")).toEqual([expect.objectContaining({ actor: "olga" })]);
   });
 
   it("keeps no token in clear text in the store's files", async () => {
     const { world, host } = await start();
     expect(await signIn(host, world, "remote")).toBe("connected");
     await waitForState(host, "remote", "ready");
-    const tokens = storedTokens(host.runtime, "remote");
+    const tokens = await storedTokens(host.runtime, "remote");
     expect(tokens?.access.length).toBeGreaterThan(20);
     expect(tokens?.refresh?.length).toBeGreaterThan(20);
     // Every file of the store (the database, its WAL and shared memory), as they are on disk now.
-    host.runtime.db.$client.pragma("wal_checkpoint(PASSIVE)");
+    // About SQLite's files: this suite runs in the sqlite project only.
+    sqliteOf(host.runtime.db)?.pragma("wal_checkpoint(PASSIVE)");
     const dir = path.dirname(host.rt.dbFile);
     const files = readdirSync(dir).filter((f) => f.startsWith("gatehouse.db") && !f.endsWith(".key"));
     expect(files).toContain("gatehouse.db");
@@ -150,7 +151,7 @@ describe("signing in to an OAuth server", () => {
       expect(bytes, f).not.toContain(tokens?.access);
       expect(bytes, f).not.toContain(tokens?.refresh);
     }
-    const row = host.runtime.db.select().from(serverOauth).get();
+    const row = await first(host.runtime.db.select().from(serverOauth));
     expect(row?.sealed).toMatch(/^v1\./);
   });
 
@@ -159,14 +160,14 @@ describe("signing in to an OAuth server", () => {
     const { world, host } = await start({ accessTokenTtlSeconds: 6 });
     expect(await signIn(host, world, "remote")).toBe("connected");
     await waitForState(host, "remote", "ready");
-    const before = storedTokens(host.runtime, "remote");
+    const before = await storedTokens(host.runtime, "remote");
     await untilRenewalDue(host);
     const call = await callRemote(host);
     expect(call.httpStatus).toBe(200);
     const refreshes = world.as.log.filter((e) => e.kind === "token" && e.grantType === "refresh_token");
     expect(refreshes.length).toBeGreaterThan(0);
     expect(refreshes.every((e) => e.kind === "token" && e.ok && e.resource === world.url)).toBe(true);
-    const after = storedTokens(host.runtime, "remote");
+    const after = await storedTokens(host.runtime, "remote");
     expect(after?.access).not.toBe(before?.access);
     // The server never had to refuse a token: each was renewed before it was sent.
     expect(world.requests().filter((r) => r.auth === "inactive")).toEqual([]);
@@ -177,7 +178,7 @@ describe("signing in to an OAuth server", () => {
     await untilRenewalDue(host);
     expect((await callRemote(host)).httpStatus).toBe(200);
     expect(world.as.log.filter((e) => e.kind === "token" && e.grantType === "refresh_token")).toHaveLength(3);
-    const now = storedTokens(host.runtime, "remote");
+    const now = await storedTokens(host.runtime, "remote");
     expect(redact(`${before?.access}`)).toBe(before?.access);
     expect(redact(`${now?.access} ${now?.refresh}`)).toBe("[redacted] [redacted]");
   });
@@ -186,7 +187,7 @@ describe("signing in to an OAuth server", () => {
     const { world, host } = await start();
     expect(await signIn(host, world, "remote")).toBe("connected");
     await waitForState(host, "remote", "ready");
-    const before = storedTokens(host.runtime, "remote");
+    const before = await storedTokens(host.runtime, "remote");
     // The MCP server stops trusting the access token on its own (its keys rotated, say); the
     // authorization server still honours the grant, so a renewal gets one it accepts.
     world.deny(before?.access ?? "");
@@ -198,7 +199,7 @@ describe("signing in to an OAuth server", () => {
     const renewals = world.as.log.filter((e) => e.kind === "token" && e.grantType === "refresh_token");
     expect(renewals.length).toBeGreaterThan(0);
     expect(renewals.every((e) => e.kind === "token" && e.ok)).toBe(true);
-    expect(storedTokens(host.runtime, "remote")?.access).not.toBe(before?.access);
+    expect((await storedTokens(host.runtime, "remote"))?.access).not.toBe(before?.access);
   });
 
   it("a restart keeps the grant: the server is dialled with it, nobody signs in again", async () => {
@@ -210,6 +211,7 @@ describe("signing in to an OAuth server", () => {
     await first.rt.stop({ keepDir: true });
     const rt = await startTestRuntime({
       dir,
+      ...(first.rt.databaseUrl ? { databaseUrl: first.rt.databaseUrl } : {}),
       servers: {
         remote: {
           url: world.url,
@@ -234,7 +236,7 @@ describe("signing in to an OAuth server", () => {
     const { world, host } = await start();
     expect(await signIn(host, world, "remote")).toBe("connected");
     await waitForState(host, "remote", "ready");
-    const tokens = storedTokens(host.runtime, "remote");
+    const tokens = await storedTokens(host.runtime, "remote");
     expect(await world.as.isActive(tokens?.refresh ?? "")).toBe(true);
 
     const res = await request("DELETE", "/api/servers/remote/oauth", { cookie: host.cookie });
@@ -248,13 +250,13 @@ describe("signing in to an OAuth server", () => {
     expect(await world.as.isActive(tokens?.refresh ?? "")).toBe(false);
     expect(await world.as.isActive(tokens?.access ?? "")).toBe(false);
     // No token is left; the client registration is, for the next Connect.
-    expect(storedTokens(host.runtime, "remote")).toBeNull();
-    expect(host.runtime.db.select().from(serverOauth).all()).toEqual([
+    expect(await storedTokens(host.runtime, "remote")).toBeNull();
+    expect(await host.runtime.db.select().from(serverOauth)).toEqual([
       expect.objectContaining({ server: "remote", connectedBy: null, accessExpiresAt: null, scope: null }),
     ]);
     await waitForState(host, "remote", "needs_auth");
     expect((await viewOf(host, "remote")).auth?.reason).toMatch(/disconnected by olga:/);
-    expect(audit(host, "server.oauth.disconnected")).toEqual([
+    expect(await audit(host, "server.oauth.disconnected")).toEqual([
       expect.objectContaining({ actor: "olga", detail: JSON.stringify({ revocation: "revoked" }) }),
     ]);
     // A second Disconnect has nothing to forget.
@@ -270,7 +272,7 @@ describe("signing in to an OAuth server", () => {
   it("Disconnect at an authorization server that cannot revoke its structured access token says what was revoked and until when the access token stays valid", async () => {
     const { world, host } = await start({ accessTokenFormat: "jwt" });
     expect(await signIn(host, world, "remote")).toBe("connected");
-    const tokens = storedTokens(host.runtime, "remote");
+    const tokens = await storedTokens(host.runtime, "remote");
     const validUntil = (await viewOf(host, "remote")).auth?.expiresAt;
     expect(validUntil).toBeTruthy();
 
@@ -284,11 +286,11 @@ describe("signing in to an OAuth server", () => {
       ["refresh_token", true],
       ["access_token", false],
     ]);
-    expect(audit(host, "server.oauth.disconnected")).toEqual([
+    expect(await audit(host, "server.oauth.disconnected")).toEqual([
       expect.objectContaining({
         detail: JSON.stringify({ revocation: "refresh_only", accessValidUntil: validUntil }),
       }),
     ]);
-    expect(storedTokens(host.runtime, "remote")).toBeNull();
+    expect(await storedTokens(host.runtime, "remote")).toBeNull();
   });
 });

@@ -87,8 +87,7 @@ function audited(h: SignInHost, action: string) {
   return h.runtime.db
     .select()
     .from(auditEvents)
-    .where(and(eq(auditEvents.action, action), eq(auditEvents.subject, "remote")))
-    .all();
+    .where(and(eq(auditEvents.action, action), eq(auditEvents.subject, "remote")));
 }
 
 /** The real authorization server with Gatehouse registered in advance as a confidential client. */
@@ -135,7 +134,7 @@ describe("a configured client belongs to its issuer", () => {
     // Nothing but discovery reached the liar: no registration, no token request, no credential.
     expect(liar.log.filter((r) => r.authorization !== null || r.method === "POST")).toEqual([]);
     expect(liar.log.filter((r) => r.path === "/authorize")).toEqual([]);
-    expect(h.runtime.db.select().from(oauthPending).all()).toEqual([]);
+    expect(await h.runtime.db.select().from(oauthPending)).toEqual([]);
   });
 
   it("at its issuer, the configured client signs in, and the grant names that issuer", async () => {
@@ -179,10 +178,10 @@ describe("a configured client belongs to its issuer", () => {
     // A grant whose recorded discovery names another authorization server (stored by an earlier
     // version, or the config's issuer changed since): its revocation endpoint is not the issuer's.
     const store = new OAuthStore(h.runtime.db, h.runtime.secrets);
-    const grant = store.grant("remote");
+    const grant = await store.grant("remote");
     const discovery = grant?.secrets.discovery;
     if (!grant || !discovery?.authorizationServerMetadata) throw new Error("no grant");
-    store.saveGrant({
+    await store.saveGrant({
       ...grant,
       secrets: {
         ...grant.secrets,
@@ -202,7 +201,7 @@ describe("a configured client belongs to its issuer", () => {
     expect(res.status).toBe(200);
     expect(((await res.json()) as { revocation: string }).revocation).toBe("failed");
     expect(liar.log).toEqual([]);
-    const [row] = audited(h2, "server.oauth.disconnected");
+    const [row] = await audited(h2, "server.oauth.disconnected");
     expect(row?.detail).toMatch(/not revoked.*issuer/);
     expect(row?.detail).not.toContain(SECRET);
   });
@@ -214,6 +213,7 @@ async function restartOn(h: SignInHost, entry: Record<string, unknown>): Promise
   await h.rt.stop({ keepDir: true });
   const rt = await startTestRuntime({
     dir,
+    ...(h.rt.databaseUrl ? { databaseUrl: h.rt.databaseUrl } : {}),
     servers: { remote: { enabled: true, allowPrivate: true, ...entry } },
     env: { STATIC_SECRET: SECRET },
   });
@@ -239,9 +239,9 @@ describe("every answer of the flow is capped as it streams", () => {
     const h = await gatehouse({ url: liar.url, auth: { type: "oauth" } });
     const location = await hostileLocation(h);
     expect((await arrive(h, location)).outcome).toBe("failed");
-    const why = JSON.parse(audited(h, "server.oauth.refused")[0]?.detail ?? "{}") as { why?: string };
+    const why = JSON.parse((await audited(h, "server.oauth.refused"))[0]?.detail ?? "{}") as { why?: string };
     expect(why.why).toMatch(/token.*larger than 1 MiB/);
-    expect(storedTokens(h.runtime, "remote")).toBeNull();
+    expect(await storedTokens(h.runtime, "remote")).toBeNull();
     expect(liar.sent).toBeLessThan(16 * MiB);
   });
 });

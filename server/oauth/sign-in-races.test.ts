@@ -115,8 +115,7 @@ function audit(h: SignInHost, action: string) {
   return h.runtime.db
     .select()
     .from(auditEvents)
-    .where(and(eq(auditEvents.action, action), eq(auditEvents.subject, "remote")))
-    .all();
+    .where(and(eq(auditEvents.action, action), eq(auditEvents.subject, "remote")));
 }
 
 /**
@@ -139,31 +138,31 @@ async function signedInBehindProxy() {
 }
 
 /** From now on the server refuses the current access token: the next call renews it on its 401. */
-function denyCurrent(w: OAuthWorld, h: SignInHost): void {
-  w.deny(storedTokens(h.runtime, "remote")?.access ?? "");
+async function denyCurrent(w: OAuthWorld, h: SignInHost): Promise<void> {
+  w.deny((await storedTokens(h.runtime, "remote"))?.access ?? "");
 }
 
 describe("a renewal answered after its sign-in ended", () => {
   it("after a Disconnect, its tokens are dropped: nothing comes back, and the reason stays the Disconnect's", async () => {
     const { proxy, host, world } = await signedInBehindProxy();
 
-    denyCurrent(world, host);
+    await denyCurrent(world, host);
     proxy.hold();
     const call = callRemote(host);
     await proxy.arrival;
     const res = await request("DELETE", "/api/servers/remote/oauth", { cookie: host.cookie });
     expect(res.status).toBe(200);
-    expect(storedTokens(host.runtime, "remote")).toBeNull();
+    expect(await storedTokens(host.runtime, "remote")).toBeNull();
     proxy.release();
     const answered = await call;
     expect(answered.call.status).toBe("failed");
 
-    expect(storedTokens(host.runtime, "remote")).toBeNull();
+    expect(await storedTokens(host.runtime, "remote")).toBeNull();
     await waitForState(host, "remote", "needs_auth");
     const view = await viewOf(host, "remote");
     expect(view.auth?.connected).toBe(false);
     expect(view.auth?.reason).toMatch(/disconnected by olga:/);
-    expect(audit(host, "server.oauth.expired")).toEqual([]);
+    expect(await audit(host, "server.oauth.expired")).toEqual([]);
   });
 
   it("after a new sign-in, the old renewal's refusal neither forgets nor spoils the new grant", async () => {
@@ -171,21 +170,21 @@ describe("a renewal answered after its sign-in ended", () => {
 
     // The next token request, a renewal, is held and then refused, as if its grant had been
     // revoked in between.
-    denyCurrent(world, host);
+    await denyCurrent(world, host);
     proxy.hold();
     proxy.answerWith(400, JSON.stringify({ error: "invalid_grant", error_description: "grant revoked" }));
     const call = callRemote(host);
     await proxy.arrival;
     // Meanwhile the owner signs in again; its code exchange is answered as usual.
     expect(await signIn(host, world, "remote")).toBe("connected");
-    const fresh = storedTokens(host.runtime, "remote");
+    const fresh = await storedTokens(host.runtime, "remote");
     expect(fresh).not.toBeNull();
     proxy.release();
     await call;
 
     // The late refusal was the old grant's: the new one is still there, untouched.
-    expect(storedTokens(host.runtime, "remote")).toEqual(fresh);
-    expect(audit(host, "server.oauth.expired")).toEqual([]);
+    expect(await storedTokens(host.runtime, "remote")).toEqual(fresh);
+    expect(await audit(host, "server.oauth.expired")).toEqual([]);
     await waitForState(host, "remote", "ready");
     expect((await viewOf(host, "remote")).auth).toMatchObject({ connected: true, reason: null });
     expect((await callRemote(host)).call.status).toBe("succeeded");
@@ -249,7 +248,7 @@ describe("an authorization server's error text", () => {
     const authorizationUrl = await connect(host, "remote");
     const back = await arrive(host, await world.as.signInHeadless(authorizationUrl));
     expect(back.outcome).toBe("failed");
-    const [refused] = audit(host, "server.oauth.refused");
+    const [refused] = await audit(host, "server.oauth.refused");
     const detail = JSON.parse(refused?.detail ?? "{}") as { why?: string };
     expect(detail.why).toMatch(/^exchanging the code failed: /);
     expect(detail.why?.length).toBeLessThan(300);

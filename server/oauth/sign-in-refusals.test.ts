@@ -99,21 +99,19 @@ function withParams(location: string, change: (p: URLSearchParams) => void): str
 }
 
 /** The outcomes of the `server.oauth.refused` audit rows of `remote`, in order. */
-function refusals(h: SignInHost): SignInOutcome[] {
-  return h.runtime.db
+async function refusals(h: SignInHost): Promise<SignInOutcome[]> {
+  const rows = await h.runtime.db
     .select()
     .from(auditEvents)
-    .where(and(eq(auditEvents.action, "server.oauth.refused"), eq(auditEvents.subject, "remote")))
-    .all()
-    .map((row) => (JSON.parse(row.detail ?? "{}") as { outcome: SignInOutcome }).outcome);
+    .where(and(eq(auditEvents.action, "server.oauth.refused"), eq(auditEvents.subject, "remote")));
+  return rows.map((row) => (JSON.parse(row.detail ?? "{}") as { outcome: SignInOutcome }).outcome);
 }
 
 function audited(h: SignInHost, action: string) {
   return h.runtime.db
     .select()
     .from(auditEvents)
-    .where(and(eq(auditEvents.action, action), eq(auditEvents.subject, "remote")))
-    .all();
+    .where(and(eq(auditEvents.action, action), eq(auditEvents.subject, "remote")));
 }
 
 /** The authorization-code redemptions the authorization server saw. */
@@ -122,9 +120,9 @@ function codeExchanges(w: OAuthWorld) {
 }
 
 /** No grant row at all, no tokens, and no token request reached the authorization server. */
-function expectNothingStored(h: SignInHost, w: OAuthWorld): void {
-  expect(h.runtime.db.select().from(serverOauth).all()).toEqual([]);
-  expect(storedTokens(h.runtime, "remote")).toBeNull();
+async function expectNothingStored(h: SignInHost, w: OAuthWorld): Promise<void> {
+  expect(await h.runtime.db.select().from(serverOauth)).toEqual([]);
+  expect(await storedTokens(h.runtime, "remote")).toBeNull();
   expect(w.as.log.filter((e) => e.kind === "token")).toEqual([]);
 }
 
@@ -135,13 +133,13 @@ describe("a sign-in is refused, and leaves nothing behind", () => {
     expect(new URL(location).searchParams.get("iss")).toBe(world.as.issuer);
     const forged = withParams(location, (p) => p.set("iss", "http://127.0.0.9:4444"));
     expect(await arrive(host, forged)).toMatchObject({ outcome: "issuer_mismatch", server: "remote" });
-    expectNothingStored(host, world);
-    expect(host.runtime.db.select().from(oauthPending).all()).toEqual([]);
+    await expectNothingStored(host, world);
+    expect(await host.runtime.db.select().from(oauthPending)).toEqual([]);
     // The real answer, replayed: the sign-in it belonged to was taken by the forged one.
     expect((await arrive(host, location)).outcome).toBe("expired");
-    expectNothingStored(host, world);
-    expect(refusals(host)).toEqual(["issuer_mismatch"]);
-    expect(audited(host, "server.oauth.connected")).toEqual([]);
+    await expectNothingStored(host, world);
+    expect(await refusals(host)).toEqual(["issuer_mismatch"]);
+    expect(await audited(host, "server.oauth.connected")).toEqual([]);
     expect(host.runtime.manager.get("remote").snapshot().state).toBe("needs_auth");
   });
 
@@ -150,8 +148,8 @@ describe("a sign-in is refused, and leaves nothing behind", () => {
     const location = await locationFor(host, world);
     const stripped = withParams(location, (p) => p.delete("iss"));
     expect(await arrive(host, stripped)).toMatchObject({ outcome: "issuer_mismatch", server: "remote" });
-    expectNothingStored(host, world);
-    expect(refusals(host)).toEqual(["issuer_mismatch"]);
+    await expectNothingStored(host, world);
+    expect(await refusals(host)).toEqual(["issuer_mismatch"]);
   });
 
   it("a state delivered to a browser without the sign-in cookie, or with another browser's, is wrong_user", async () => {
@@ -171,10 +169,10 @@ describe("a sign-in is refused, and leaves nothing behind", () => {
       outcome: "wrong_user",
       server: "remote",
     });
-    expectNothingStored(host, world);
+    await expectNothingStored(host, world);
     // The pending sign-in went with that try: olga's own browser now comes back too late.
     expect((await arrive(host, location, olgasBinding)).outcome).toBe("expired");
-    expectNothingStored(host, world);
+    await expectNothingStored(host, world);
 
     // A second sign-in, delivered with no cookie, then with a made-up one.
     const second = await locationFor(host, world);
@@ -183,9 +181,9 @@ describe("a sign-in is refused, and leaves nothing behind", () => {
     const madeUp = `gh_oauth=${randomBytes(32).toString("base64url")}`;
     expect((await arrive(host, third, madeUp)).outcome).toBe("wrong_user");
     expect((await arrive(host, third)).outcome).toBe("expired");
-    expectNothingStored(host, world);
-    expect(refusals(host)).toEqual(["wrong_user", "wrong_user", "wrong_user"]);
-    const refused = audited(host, "server.oauth.refused");
+    await expectNothingStored(host, world);
+    expect(await refusals(host)).toEqual(["wrong_user", "wrong_user", "wrong_user"]);
+    const refused = await audited(host, "server.oauth.refused");
     // Audited as the owner who started the sign-in, not whoever came back with it.
     expect(refused.map((r) => r.actor)).toEqual(["olga", "olga", "olga"]);
   });
@@ -197,9 +195,9 @@ describe("a sign-in is refused, and leaves nothing behind", () => {
     expect(await arrive(host, unknown)).toMatchObject({ outcome: "expired", server: null });
     const none = withParams(location, (p) => p.delete("state"));
     expect(await arrive(host, none)).toMatchObject({ outcome: "expired", server: null });
-    expectNothingStored(host, world);
+    await expectNothingStored(host, world);
     // Neither could be tied to a sign-in: there is nobody to audit it for.
-    expect(refusals(host)).toEqual([]);
+    expect(await refusals(host)).toEqual([]);
     // The real sign-in is still there and still works.
     expect((await arrive(host, location)).outcome).toBe("connected");
   });
@@ -209,8 +207,8 @@ describe("a sign-in is refused, and leaves nothing behind", () => {
     const location = await locationFor(host, world, { deny: true });
     expect(new URL(location).searchParams.get("error")).toBe("access_denied");
     expect(await arrive(host, location)).toMatchObject({ outcome: "denied", server: "remote" });
-    expectNothingStored(host, world);
-    expect(refusals(host)).toEqual(["denied"]);
+    await expectNothingStored(host, world);
+    expect(await refusals(host)).toEqual(["denied"]);
   });
 
   it("a sign-in started more than 10 minutes ago is expired, its code never exchanged", async () => {
@@ -218,12 +216,15 @@ describe("a sign-in is refused, and leaves nothing behind", () => {
     const location = await locationFor(host, world);
     // Aged in the store, as ten minutes would leave it.
     const past = new Date(Date.now() - 1000).toISOString();
-    const aged = host.runtime.db.update(oauthPending).set({ expiresAt: past }).run();
-    expect(aged.changes).toBe(1);
+    const aged = await host.runtime.db
+      .update(oauthPending)
+      .set({ expiresAt: past })
+      .returning({ stateHash: oauthPending.stateHash });
+    expect(aged).toHaveLength(1);
     expect(await arrive(host, location)).toMatchObject({ outcome: "expired", server: "remote" });
-    expectNothingStored(host, world);
-    expect(refusals(host)).toEqual(["expired"]);
-    expect(host.runtime.db.select().from(oauthPending).all()).toEqual([]);
+    await expectNothingStored(host, world);
+    expect(await refusals(host)).toEqual(["expired"]);
+    expect(await host.runtime.db.select().from(oauthPending)).toEqual([]);
   });
 });
 
@@ -257,9 +258,11 @@ describe("a token endpoint on a private address", () => {
   it("a metadata address over https is refused by the guard: refused_address, nothing sent", async () => {
     const { world, host, location } = await privateTokenEndpoint(() => "https://169.254.169.254/token");
     expect(await arrive(host, location)).toMatchObject({ outcome: "refused_address", server: "remote" });
-    expectNothingStored(host, world);
-    expect(refusals(host)).toEqual(["refused_address"]);
-    const why = JSON.parse(audited(host, "server.oauth.refused")[0]?.detail ?? "{}") as { why: string };
+    await expectNothingStored(host, world);
+    expect(await refusals(host)).toEqual(["refused_address"]);
+    const why = JSON.parse((await audited(host, "server.oauth.refused"))[0]?.detail ?? "{}") as {
+      why: string;
+    };
     expect(why.why).toMatch(/169\.254\.169\.254.*link-local.*allowPrivate/);
   });
 
@@ -268,16 +271,18 @@ describe("a token endpoint on a private address", () => {
     // The SDK refuses a plain-http token endpoint off loopback itself, so the guard never sees it
     // and the outcome is the generic one.
     expect(await arrive(host, location)).toMatchObject({ outcome: "failed", server: "remote" });
-    expectNothingStored(host, world);
-    expect(refusals(host)).toEqual(["failed"]);
+    await expectNothingStored(host, world);
+    expect(await refusals(host)).toEqual(["failed"]);
   });
 
   it("the authorization server's own token endpoint on 127.0.0.1 (loopback) is refused_address", async () => {
     const { world, host, location } = await privateTokenEndpoint((p) => `http://127.0.0.1:${p}/token`);
     expect(await arrive(host, location)).toMatchObject({ outcome: "refused_address", server: "remote" });
-    expectNothingStored(host, world);
-    expect(refusals(host)).toEqual(["refused_address"]);
-    const why = JSON.parse(audited(host, "server.oauth.refused")[0]?.detail ?? "{}") as { why: string };
+    await expectNothingStored(host, world);
+    expect(await refusals(host)).toEqual(["refused_address"]);
+    const why = JSON.parse((await audited(host, "server.oauth.refused"))[0]?.detail ?? "{}") as {
+      why: string;
+    };
     expect(why.why).toMatch(/127\.0\.0\.1.*loopback.*allowPrivate/);
   });
 
@@ -290,7 +295,7 @@ describe("a token endpoint on a private address", () => {
     });
     expect(await signIn(host, world, "remote")).toBe("connected");
     expect(codeExchanges(world)).toEqual([expect.objectContaining({ ok: true })]);
-    expect(storedTokens(host.runtime, "remote")?.access).toBeTruthy();
+    expect((await storedTokens(host.runtime, "remote"))?.access).toBeTruthy();
     await waitForState(host, "remote", "ready");
   });
 });
@@ -325,15 +330,15 @@ describe("a grant the authorization server no longer honours", () => {
     const view = await viewOf(host, "remote");
     expect(view.auth).toMatchObject({ connected: false });
     expect(view.auth?.reason).toMatch(/authorization server refused to renew the sign-in \(invalid_grant\)/);
-    expect(audited(host, "server.oauth.expired")).toEqual([
+    expect(await audited(host, "server.oauth.expired")).toEqual([
       expect.objectContaining({
         actor: "gatehouse",
         detail: expect.stringMatching(/refused to renew.*invalid_grant/),
       }),
     ]);
     // The row stays (its client registration is kept), without tokens.
-    expect(host.runtime.db.select().from(serverOauth).all()).toHaveLength(1);
-    expect(storedTokens(host.runtime, "remote")).toBeNull();
+    expect(await host.runtime.db.select().from(serverOauth)).toHaveLength(1);
+    expect(await storedTokens(host.runtime, "remote")).toBeNull();
 
     expect(await signIn(host, world, "remote")).toBe("connected");
     await waitForState(host, "remote", "ready");
@@ -348,7 +353,7 @@ describe("only owners sign Gatehouse in", () => {
   it("reviewers, agents, requests without an Origin, stdio and unknown servers are refused", async () => {
     const { host } = await start();
     const rita = await createTestUser(host.runtime, "rita", ["reviewer"]);
-    const agent = createAgentToken(host.runtime, "bot");
+    const agent = await createAgentToken(host.runtime, "bot");
     const codeOf = async (res: Response) => ((await res.json()) as { error: { code: string } }).error.code;
 
     for (const method of ["POST", "DELETE"]) {
@@ -369,7 +374,7 @@ describe("only owners sign Gatehouse in", () => {
     });
     expect([elsewhere.status, await codeOf(elsewhere)]).toEqual([403, "bad_origin"]);
     // Nobody was sent anywhere, no sign-in was started.
-    expect(host.runtime.db.select().from(oauthPending).all()).toEqual([]);
+    expect(await host.runtime.db.select().from(oauthPending)).toEqual([]);
 
     const demo = await pressConnect(host, "demo");
     expect([demo.status, await codeOf(demo)]).toEqual([409, "not_oauth"]);

@@ -81,10 +81,10 @@ describe("when a token is renewed", () => {
     const { world, host } = await start({ as: { accessTokenTtlSeconds: 30 } });
     expect(await signIn(host, world, "remote")).toBe("connected");
     await waitForState(host, "remote", "ready");
-    const first = storedTokens(host.runtime, "remote");
+    const first = await storedTokens(host.runtime, "remote");
     for (let i = 0; i < 3; i++) expect((await callRemote(host)).call.status).toBe("succeeded");
     expect(renewals(world)).toEqual([]);
-    expect(storedTokens(host.runtime, "remote")?.access).toBe(first?.access);
+    expect((await storedTokens(host.runtime, "remote"))?.access).toBe(first?.access);
   });
 });
 
@@ -129,7 +129,7 @@ describe("renewing on a 401", () => {
     const { world, host } = await start({ as: { port: asPort, tokenEndpointOverride: `${token}/token` } });
     expect(await signIn(host, world, "remote")).toBe("connected");
     await waitForState(host, "remote", "ready");
-    world.deny(storedTokens(host.runtime, "remote")?.access ?? "");
+    world.deny((await storedTokens(host.runtime, "remote"))?.access ?? "");
     const call = await callRemote(host);
     expect(call.call.error).toBeNull();
     expect(call.call.status).toBe("succeeded");
@@ -159,14 +159,14 @@ describe("the log", () => {
     const { world, host } = await start();
     expect(await signIn(host, world, "remote")).toBe("connected");
     await waitForState(host, "remote", "ready");
-    const first = storedTokens(host.runtime, "remote");
+    const first = await storedTokens(host.runtime, "remote");
     world.deny(first?.access ?? "");
     expect((await callRemote(host)).call.status).toBe("succeeded");
-    const second = storedTokens(host.runtime, "remote");
+    const second = await storedTokens(host.runtime, "remote");
     expect(second?.access).not.toBe(first?.access);
     world.deny(second?.access ?? "");
     expect((await callRemote(host)).call.status).toBe("succeeded");
-    const third = storedTokens(host.runtime, "remote");
+    const third = await storedTokens(host.runtime, "remote");
     expect(third?.access).not.toBe(second?.access);
     vi.unstubAllEnvs();
 

@@ -12,6 +12,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { refusedAddressKind } from "@/server/net/address-policy";
 import { OAuthStore } from "@/server/oauth/store";
+import { first as firstRow, sqliteOf } from "@/server/store/db";
 import { serverOauth } from "@/server/store/schema";
 import {
   arrive,
@@ -58,9 +59,12 @@ function hashOf(token: string): string {
   return createHash("sha256").update(token).digest("hex").slice(0, 12);
 }
 
-/** Every file of the store (the database, its WAL and shared memory) as it is on disk now. */
+/**
+ * Every file of the store (the database, its WAL and shared memory) as it is on disk now. About
+ * SQLite's files: this suite runs in the sqlite project only.
+ */
 function storeFiles(h: SignInHost): string[] {
-  h.runtime.db.$client.pragma("wal_checkpoint(PASSIVE)");
+  sqliteOf(h.runtime.db)?.pragma("wal_checkpoint(PASSIVE)");
   const dir = path.dirname(h.rt.dbFile);
   return readdirSync(dir)
     .filter((f) => f.startsWith("gatehouse.db"))
@@ -121,7 +125,7 @@ describe("scope", () => {
     const granted = await viewOf(host, "remote");
     expect(granted.auth?.scopes).toEqual(expect.arrayContaining(["read", "write"]));
     expect(granted.auth?.reason).toBeNull();
-    const row = host.runtime.db.select().from(serverOauth).get();
+    const row = await firstRow(host.runtime.db.select().from(serverOauth));
     expect(scopesOf(row?.scope)).toEqual(expect.arrayContaining(["read", "write"]));
 
     const wrote = await callRemote(host, "remote_write_note", { text: "hello" });
@@ -221,7 +225,7 @@ describe("a configured client", () => {
     await waitForState(host, "remote", "ready");
     expect((await callRemote(host)).call.status).toBe("succeeded");
     // The server refuses the token from now on: the call renews it, as the configured client.
-    world.deny(storedTokens(host.runtime, "remote")?.access ?? "");
+    world.deny((await storedTokens(host.runtime, "remote"))?.access ?? "");
     expect((await callRemote(host)).call.status).toBe("succeeded");
     warn.mockRestore();
     expect(warned.filter((w) => w.includes("issuer"))).toEqual([]);
@@ -240,7 +244,7 @@ describe("a configured client", () => {
     expect((await viewOf(host, "remote")).auth?.client).toBe(clientId);
     for (const file of storeFiles(host)) expect(file).not.toContain(clientSecret);
     // Nor sealed: the grant keeps no client of its own for a configured one.
-    const grant = new OAuthStore(host.runtime.db, host.runtime.secrets).grant("remote");
+    const grant = await new OAuthStore(host.runtime.db, host.runtime.secrets).grant("remote");
     expect(grant?.secrets.tokens).toBeDefined();
     expect(grant?.secrets.client).toBeUndefined();
     expect(JSON.stringify(grant)).not.toContain(clientSecret);
@@ -260,7 +264,7 @@ describe("a grant belongs to its URL", () => {
     });
     expect(await signIn(host, world, "remote")).toBe("connected");
     await waitForState(host, "remote", "ready");
-    const tokens = storedTokens(host.runtime, "remote");
+    const tokens = await storedTokens(host.runtime, "remote");
     const oldHash = hashOf(tokens?.access ?? "");
     expect(world.requests().some((r) => r.tokenHash === oldHash)).toBe(true);
 
@@ -272,6 +276,7 @@ describe("a grant belongs to its URL", () => {
     const moved = `${world.url}?tenant=2`;
     const rt = await startTestRuntime({
       dir,
+      ...(first.rt.databaseUrl ? { databaseUrl: first.rt.databaseUrl } : {}),
       servers: {
         remote: {
           url: moved,

@@ -5,8 +5,8 @@ import type { ServerConfig } from "../config";
 import { forgetSecrets, type Logger, registerSecrets } from "../log";
 import type { AuthChallenge } from "../mcp/sign-in";
 import { type SecretBox, SecretBoxError } from "../secrets";
-import { writeAudit } from "../store/audit";
-import type { Db } from "../store/db";
+import { type AuditParams, writeAudit } from "../store/audit";
+import { type Db, transaction } from "../store/db";
 import { type AddressPolicy, OAuthFetch } from "./fetch";
 import { FlowProvider, type FlowState, sameIssuer } from "./provider";
 import { type Grant, type GrantSecrets, OAuthStore } from "./store";
@@ -14,8 +14,9 @@ import { secretValues } from "./text";
 
 /**
  * What the sign-in modules share about every OAuth server: its config, its guarded fetch, the
- * challenges its 401 and 403 answers carried, the grant (opened once and cached, its secrets
- * registered with the log's redaction), why it waits for a sign-in, and the few rules every step
+ * challenges its 401 and 403 answers carried, the grants (read and opened once at the start,
+ * {@link SignInState.load}, then kept in memory as they are written, their secrets registered with
+ * the log's redaction), why it waits for a sign-in, and the few rules every step
  * applies the same way (which client to authenticate as, how a grant the authorization server no
  * longer honours is put aside). The steps themselves (starting a sign-in, its callback, renewal,
  * Disconnect) live in their own modules and read and write through this.
@@ -56,8 +57,14 @@ export class SignInState {
   readonly stepUps = new Map<string, AuthChallenge>();
   /** Why a server without a grant waits (after a Disconnect, say); in memory only. */
   readonly notes = new Map<string, string>();
-  /** Opened grants, so a request does not open the sealed row each time. */
+  /**
+   * The opened grant of every configured server (null: none), read by {@link load} and kept
+   * current by every write: a supervisor asks how to dial without waiting for the store, and a
+   * request does not open the sealed row each time.
+   */
   readonly cache = new Map<string, Grant | null>();
+  /** The grant change under way (see {@link changing}); never rejects. */
+  private changes: Promise<unknown> = Promise.resolve();
   /** The secrets registered with the log's redaction per server, newest generation last. */
   private readonly registered = new Map<string, string[][]>();
 
@@ -90,29 +97,58 @@ export class SignInState {
     return f.fetch;
   }
 
-  /** The grant of `server`, opened (cached); null when none, or when it cannot be opened (said once in the log). */
-  grant(server: string): Grant | null {
-    if (this.cache.has(server)) return this.cache.get(server) ?? null;
-    let grant: Grant | null = null;
-    try {
-      grant = this.store.grant(server);
-    } catch (err) {
-      if (!(err instanceof SecretBoxError)) throw err;
-      this.notes.set(
-        server,
-        `the stored sign-in cannot be opened (${err.message}): an owner must sign in again`,
-      );
-      this.deps.log.warn(`server ${server}: ${err.message}; its sign-in is treated as absent`);
+  /**
+   * Reads and opens the grant of every configured server into the cache; one that cannot be
+   * opened counts as absent (said once in the log). Once, before anything asks for a grant.
+   */
+  async load(): Promise<void> {
+    for (const c of this.deps.servers) {
+      let grant: Grant | null = null;
+      try {
+        grant = await this.store.grant(c.name);
+      } catch (err) {
+        if (!(err instanceof SecretBoxError)) throw err;
+        this.notes.set(
+          c.name,
+          `the stored sign-in cannot be opened (${err.message}): an owner must sign in again`,
+        );
+        this.deps.log.warn(`server ${c.name}: ${err.message}; its sign-in is treated as absent`);
+      }
+      if (grant) this.remember(c.name, grant.secrets);
+      this.cache.set(c.name, grant);
     }
-    if (grant) this.remember(server, grant.secrets);
-    this.cache.set(server, grant);
-    return grant;
   }
 
-  save(grant: Grant): void {
-    this.store.saveGrant(grant);
+  /** The grant of `server`, opened (from the cache {@link load} filled); null when none, or when it cannot be opened. */
+  grant(server: string): Grant | null {
+    return this.cache.get(server) ?? null;
+  }
+
+  /** Writes `grant`, and `audit`'s row with it in one transaction; then {@link keep}s it. */
+  async save(grant: Grant, audit?: AuditParams): Promise<void> {
+    await transaction(this.deps.db, async (tx) => {
+      await this.store.saveGrant(grant, tx);
+      if (audit) await writeAudit(tx, audit);
+    });
+    this.keep(grant);
+  }
+
+  /** A grant just written (committed): its secrets registered with the log's redaction, and cached. */
+  keep(grant: Grant): void {
     this.remember(grant.server, grant.secrets);
     this.cache.set(grant.server, grant);
+  }
+
+  /**
+   * Runs `fn`, a look at the current grant and the write it decides, once every grant change
+   * started before it has ended: the store is awaited between the two, and another change (a
+   * renewal's answer, a new sign-in, a Disconnect) must not land in between. `fn` must not call
+   * `changing` itself.
+   */
+  changing<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.changes.then(fn);
+    this.changes = run.catch(() => undefined);
+    return run;
   }
 
   /**
@@ -150,24 +186,21 @@ export class SignInState {
 
   /**
    * Forgets the tokens of `grant`, which the authorization server no longer honours, keeping its
-   * client registration unless `dropClient`, and records `reason` (audited); returns it, for the
-   * error thrown. Nothing is written when `grant` is no longer the server's current one.
+   * client registration unless `dropClient`, and records `reason` (audited); resolves with it,
+   * for the error thrown. Nothing is written when `grant` is no longer the server's current one.
    */
-  refuseGrant(c: ServerConfig, grant: Grant, reason: string, dropClient = false): string {
-    if (this.grant(c.name) !== grant) return this.waiting(c);
-    const { tokens: _, client, ...rest } = grant.secrets;
-    const secrets = dropClient || !client ? rest : { ...rest, client };
-    this.deps.db.transaction(() => {
-      this.save({ ...grant, secrets, accessExpiresAt: null, problem: reason });
-      writeAudit(this.deps.db, {
-        actor: "gatehouse",
-        action: "server.oauth.expired",
-        subject: c.name,
-        detail: reason,
-      });
+  refuseGrant(c: ServerConfig, grant: Grant, reason: string, dropClient = false): Promise<string> {
+    return this.changing(async () => {
+      if (this.grant(c.name) !== grant) return this.waiting(c);
+      const { tokens: _, client, ...rest } = grant.secrets;
+      const secrets = dropClient || !client ? rest : { ...rest, client };
+      await this.save(
+        { ...grant, secrets, accessExpiresAt: null, problem: reason },
+        { actor: "gatehouse", action: "server.oauth.expired", subject: c.name, detail: reason },
+      );
+      this.deps.log.warn(`server ${c.name}: ${reason}`);
+      return reason;
     });
-    this.deps.log.warn(`server ${c.name}: ${reason}`);
-    return reason;
   }
 
   /**

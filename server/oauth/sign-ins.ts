@@ -7,11 +7,13 @@ import { redact } from "../log";
 import { moreScope, oneLine } from "../mcp/failures";
 import type { AuthChallenge } from "../mcp/sign-in";
 import { writeAudit } from "../store/audit";
+import { transaction } from "../store/db";
 import { beginSignIn, type SignInStart } from "./begin";
 import { finishSignIn, type SignInResult } from "./callback";
 import { Renewals } from "./renewal";
 import { type Revocation, revokeTokens } from "./revoke";
 import { CLIENT_METADATA_PATH, SignInState, type SignInsDeps } from "./sign-in-state";
+import type { Grant } from "./store";
 import { revocationEndpoint, splitScope, URL_CHANGED } from "./text";
 
 /**
@@ -20,15 +22,23 @@ import { revocationEndpoint, splitScope, URL_CHANGED } from "./text";
  * answers carried), what owners do (Connect, the callback, Disconnect with RFC 7009 revocation
  * where offered) and what they see (the sign-in part of a server's view). The steps live in
  * begin.ts, callback.ts and renewal.ts over the shared state of sign-in-state.ts; every request
- * goes through the server's outbound guard (fetch.ts).
+ * goes through the server's outbound guard (fetch.ts). Opened with {@link OAuthSignIns.open},
+ * which reads the grants first: what supervisors ask is then answered from memory, at once.
  */
 export class OAuthSignIns {
   private readonly state: SignInState;
   private readonly renewals: Renewals;
 
-  constructor(deps: SignInsDeps) {
+  private constructor(deps: SignInsDeps) {
     this.state = new SignInState(deps);
     this.renewals = new Renewals(this.state);
+  }
+
+  /** The sign-ins of `deps.servers`, their grants read from the store and opened. */
+  static async open(deps: SignInsDeps): Promise<OAuthSignIns> {
+    const signIns = new OAuthSignIns(deps);
+    await signIns.state.load();
+    return signIns;
   }
 
   // ------------------------------------------------------------------------------------------
@@ -100,9 +110,8 @@ export class OAuthSignIns {
     // The client registration is kept, for the next Connect: forgotten, every reconnect would
     // leave one more registered client behind at the authorization server.
     const { tokens: _, ...kept } = grant.secrets;
-    s.deps.db.transaction(() => {
-      if (kept.client) {
-        s.save({
+    const left: Grant | null = kept.client
+      ? {
           ...grant,
           secrets: kept,
           scope: null,
@@ -111,23 +120,27 @@ export class OAuthSignIns {
           connectedAt: null,
           refreshedAt: null,
           problem: null,
+        }
+      : null;
+    await s.changing(async () => {
+      await transaction(s.deps.db, async (tx) => {
+        if (left) await s.store.saveGrant(left, tx);
+        else await s.store.deleteGrant(server, tx);
+        await s.store.dropPending(server, tx);
+        await writeAudit(tx, {
+          actor,
+          action: "server.oauth.disconnected",
+          subject: server,
+          detail: JSON.stringify({
+            revocation,
+            ...(validUntil ? { accessValidUntil: validUntil } : {}),
+            ...(problem ? { problem: oneLine(redact(problem)) } : {}),
+          }),
         });
-      } else {
-        s.store.deleteGrant(server);
-      }
-      s.store.dropPending(server);
-      writeAudit(s.deps.db, {
-        actor,
-        action: "server.oauth.disconnected",
-        subject: server,
-        detail: JSON.stringify({
-          revocation,
-          ...(validUntil ? { accessValidUntil: validUntil } : {}),
-          ...(problem ? { problem: oneLine(redact(problem)) } : {}),
-        }),
       });
+      if (left) s.keep(left);
+      else s.cache.set(server, null);
     });
-    if (!kept.client) s.cache.set(server, null);
     s.stepUps.delete(server);
     s.notes.set(server, `disconnected by ${actor}: an owner can press Connect to sign in again`);
     if (problem) s.deps.log.warn(`server ${server}: revoking its tokens failed: ${oneLine(redact(problem))}`);

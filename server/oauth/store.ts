@@ -7,7 +7,7 @@ import type {
 } from "@modelcontextprotocol/client";
 import { eq, lt } from "drizzle-orm";
 import type { SecretBox } from "../secrets";
-import type { Db } from "../store/db";
+import { type Db, first, transaction } from "../store/db";
 import { oauthPending, serverOauth } from "../store/schema";
 
 /** A client Gatehouse is registered as, with the redirect URI it was registered (or configured) for. */
@@ -68,7 +68,8 @@ export function sha256Hex(value: string): string {
 
 /**
  * The OAuth rows of the store, their secrets sealed with the runtime's `SecretBox`: a row copied
- * to another server's name does not open there (the context names the server).
+ * to another server's name does not open there (the context names the server). Every method
+ * takes an optional `db`: a transaction's `tx`, for writes that belong to one.
  */
 export class OAuthStore {
   constructor(
@@ -77,8 +78,8 @@ export class OAuthStore {
   ) {}
 
   /** The grant of `server`, opened; null when there is none. Throws `SecretBoxError` when it cannot be opened. */
-  grant(server: string): Grant | null {
-    const row = this.db.select().from(serverOauth).where(eq(serverOauth.server, server)).get();
+  async grant(server: string, db: Db = this.db): Promise<Grant | null> {
+    const row = await first(db.select().from(serverOauth).where(eq(serverOauth.server, server)));
     if (!row) return null;
     const secrets = JSON.parse(this.box.open(row.sealed, grantContext(server))) as GrantSecrets;
     return {
@@ -96,7 +97,7 @@ export class OAuthStore {
   }
 
   /** Writes `grant` whole (sealing its secrets), replacing any row of its server. */
-  saveGrant(grant: Grant): void {
+  async saveGrant(grant: Grant, db: Db = this.db): Promise<void> {
     const values = {
       server: grant.server,
       resource: grant.resource,
@@ -110,45 +111,38 @@ export class OAuthStore {
       problem: grant.problem,
       updatedAt: new Date().toISOString(),
     };
-    this.db
+    await db
       .insert(serverOauth)
       .values(values)
-      .onConflictDoUpdate({ target: serverOauth.server, set: values })
-      .run();
+      .onConflictDoUpdate({ target: serverOauth.server, set: values });
   }
 
-  deleteGrant(server: string): void {
-    this.db.delete(serverOauth).where(eq(serverOauth.server, server)).run();
+  async deleteGrant(server: string, db: Db = this.db): Promise<void> {
+    await db.delete(serverOauth).where(eq(serverOauth.server, server));
   }
 
   /** Stores a started sign-in under the hash of its `state`; expired ones of any server go first. */
-  savePending(stateHash: string, pending: Pending, now = Date.now()): void {
-    this.db
-      .delete(oauthPending)
-      .where(lt(oauthPending.expiresAt, new Date(now).toISOString()))
-      .run();
-    this.db
-      .insert(oauthPending)
-      .values({
-        stateHash,
-        server: pending.server,
-        bindingHash: pending.bindingHash,
-        startedBy: pending.startedBy,
-        sealed: this.box.seal(JSON.stringify(pending.secrets), pendingContext(pending.server)),
-        expiresAt: pending.expiresAt,
-      })
-      .run();
+  async savePending(stateHash: string, pending: Pending, now = Date.now(), db: Db = this.db): Promise<void> {
+    await db.delete(oauthPending).where(lt(oauthPending.expiresAt, new Date(now).toISOString()));
+    await db.insert(oauthPending).values({
+      stateHash,
+      server: pending.server,
+      bindingHash: pending.bindingHash,
+      startedBy: pending.startedBy,
+      sealed: this.box.seal(JSON.stringify(pending.secrets), pendingContext(pending.server)),
+      expiresAt: pending.expiresAt,
+    });
   }
 
   /**
    * Takes the started sign-in of `stateHash` out of the store (it is used once, whatever happens
    * next), or null when there is none.
    */
-  takePending(stateHash: string): Pending | null {
-    return this.db.transaction((tx) => {
-      const row = tx.select().from(oauthPending).where(eq(oauthPending.stateHash, stateHash)).get();
+  takePending(stateHash: string, db: Db = this.db): Promise<Pending | null> {
+    return transaction(db, async (tx) => {
+      const row = await first(tx.select().from(oauthPending).where(eq(oauthPending.stateHash, stateHash)));
       if (!row) return null;
-      tx.delete(oauthPending).where(eq(oauthPending.stateHash, stateHash)).run();
+      await tx.delete(oauthPending).where(eq(oauthPending.stateHash, stateHash));
       return {
         server: row.server,
         bindingHash: row.bindingHash,
@@ -160,18 +154,19 @@ export class OAuthStore {
   }
 
   /** Whether a sign-in of `server` was started and has not come back (expired ones included). */
-  hasPending(server: string): boolean {
-    return (
-      this.db
+  async hasPending(server: string, db: Db = this.db): Promise<boolean> {
+    const row = await first(
+      db
         .select({ s: oauthPending.server })
         .from(oauthPending)
         .where(eq(oauthPending.server, server))
-        .get() !== undefined
+        .limit(1),
     );
+    return row !== undefined;
   }
 
   /** Forgets every started sign-in of `server` (a Disconnect ends those too). */
-  dropPending(server: string): void {
-    this.db.delete(oauthPending).where(eq(oauthPending.server, server)).run();
+  async dropPending(server: string, db: Db = this.db): Promise<void> {
+    await db.delete(oauthPending).where(eq(oauthPending.server, server));
   }
 }

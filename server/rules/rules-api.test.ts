@@ -37,24 +37,21 @@ const config = {
 describe("GET /api/rules", () => {
   it("lists the rules in order with hits and the enabled tools they match, for reviewers and owners", async () => {
     rt = await startTestRuntime({ config });
-    enableTool(rt.runtime, LIST_NOTES);
-    rt.runtime.db
-      .insert(calls)
-      .values({
-        id: "c1",
-        tool: LIST_NOTES,
-        server: "demo",
-        remoteName: "list_notes",
-        arguments: "{}",
-        argumentsDigest: "d",
-        destructive: false,
-        requesterKind: "agent",
-        requesterName: "bot",
-        status: "succeeded",
-        createdAt: "2026-02-01T09:00:00.000Z",
-        rule: "demo-reads",
-      })
-      .run();
+    await enableTool(rt.runtime, LIST_NOTES);
+    await rt.runtime.db.insert(calls).values({
+      id: "c1",
+      tool: LIST_NOTES,
+      server: "demo",
+      remoteName: "list_notes",
+      arguments: "{}",
+      argumentsDigest: "d",
+      destructive: false,
+      requesterKind: "agent",
+      requesterName: "bot",
+      status: "succeeded",
+      createdAt: "2026-02-01T09:00:00.000Z",
+      rule: "demo-reads",
+    });
     const reviewer = await createTestUser(rt.runtime, "rita", ["reviewer"]);
     const owner = await createTestUser(rt.runtime, "olga", ["owner"]);
     for (const cookie of [reviewer.cookie, owner.cookie]) {
@@ -79,7 +76,7 @@ describe("GET /api/rules", () => {
 
   it("is not for agents", async () => {
     rt = await startTestRuntime({ config });
-    const res = await request("GET", "/api/rules", { bearer: createAgentToken(rt.runtime, "robot") });
+    const res = await request("GET", "/api/rules", { bearer: await createAgentToken(rt.runtime, "robot") });
     expect(res.status).toBe(403);
     expect((await bodyOf<{ error: { code: string } }>(res)).error.code).toBe("forbidden");
   });

@@ -1,5 +1,5 @@
 import "server-only";
-import { asc, count, eq, isNotNull, max } from "drizzle-orm";
+import { count, eq, isNotNull, max } from "drizzle-orm";
 import type { RuleListView, RuleView } from "@/lib/api-types";
 import type { RuleConfig } from "../config/types";
 import type { Db } from "../store/db";
@@ -10,16 +10,17 @@ import { anyGlobMatches } from "./glob";
  * Rules as the owner sees them (`GET /api/rules`): each with its hit count (calls whose `rule`
  * is its name, counted in one grouped query) and the enabled tools its globs match now.
  */
-export function ruleViews(db: Db, rules: readonly RuleConfig[], enabledTools: readonly string[]): RuleView[] {
-  const hits = new Map(
-    db
-      .select({ rule: calls.rule, hits: count(), lastHitAt: max(calls.createdAt) })
-      .from(calls)
-      .where(isNotNull(calls.rule))
-      .groupBy(calls.rule)
-      .all()
-      .map((row) => [row.rule, row] as const),
-  );
+export async function ruleViews(
+  db: Db,
+  rules: readonly RuleConfig[],
+  enabledTools: readonly string[],
+): Promise<RuleView[]> {
+  const grouped = await db
+    .select({ rule: calls.rule, hits: count(), lastHitAt: max(calls.createdAt) })
+    .from(calls)
+    .where(isNotNull(calls.rule))
+    .groupBy(calls.rule);
+  const hits = new Map(grouped.map((row) => [row.rule, row] as const));
   return rules.map((rule) => {
     const counted = hits.get(rule.name);
     return {
@@ -37,20 +38,19 @@ export function ruleViews(db: Db, rules: readonly RuleConfig[], enabledTools: re
   });
 }
 
-/** Local names of the tools an owner has enabled, in name order. */
-export function enabledToolNames(db: Db): string[] {
-  return db
-    .select({ name: tools.localName })
-    .from(tools)
-    .where(eq(tools.status, "enabled"))
-    .orderBy(asc(tools.localName))
-    .all()
-    .map((row) => row.name);
+/**
+ * Local names of the tools an owner has enabled, in name order: code-unit order, sorted here
+ * rather than by ORDER BY, which follows the database's collation on PostgreSQL (`db_x` after
+ * `dba` in most locales) and byte order on SQLite.
+ */
+export async function enabledToolNames(db: Db): Promise<string[]> {
+  const rows = await db.select({ name: tools.localName }).from(tools).where(eq(tools.status, "enabled"));
+  return rows.map((row) => row.name).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
 /** `GET /api/rules`: the rules in the order they are tried, with hits and matching enabled tools. */
-export function listRules(db: Db, rules: readonly RuleConfig[]): RuleListView {
-  return { rules: ruleViews(db, rules, enabledToolNames(db)) };
+export async function listRules(db: Db, rules: readonly RuleConfig[]): Promise<RuleListView> {
+  return { rules: await ruleViews(db, rules, await enabledToolNames(db)) };
 }
 
 /**

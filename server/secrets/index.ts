@@ -1,6 +1,7 @@
 /**
- * Secrets at rest: the key (GATEHOUSE_SECRET_KEY, or a 0600 key file beside the store) and the box
- * that seals values with it. Imports nothing of `server/` but itself: any room may use it.
+ * Secrets at rest: the key (GATEHOUSE_SECRET_KEY, or a 0600 key file beside the SQLite store;
+ * on PostgreSQL GATEHOUSE_SECRET_KEY alone) and the box that seals values with it. Imports
+ * nothing of `server/` but itself: any room may use it.
  */
 export { SecretBox, SecretBoxError, type SecretBoxFailure } from "./box";
 export {

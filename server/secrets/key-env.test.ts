@@ -108,6 +108,54 @@ describe("GATEHOUSE_SECRET_KEY", () => {
   });
 });
 
+describe("GATEHOUSE_SECRET_KEY on PostgreSQL", () => {
+  const DATABASE_URL = "postgres://gatehouse:s3cret@db.example:5432/gatehouse";
+
+  function refusal(fn: () => unknown): SecretKeyError {
+    try {
+      fn();
+    } catch (err) {
+      if (err instanceof SecretKeyError) return err;
+      throw err;
+    }
+    throw new Error("the key was accepted");
+  }
+
+  it("is required: no key file is made or read for a store every replica shares", () => {
+    const dbFile = dbFileInTempDir();
+    // A key file beside GATEHOUSE_DB is not a key for PostgreSQL either: each replica would have its own.
+    const viaEnv = refusal(() => loadSecretKey({ env: { DATABASE_URL }, dbFile }));
+    expect(viaEnv.message).toContain("GATEHOUSE_SECRET_KEY is required with PostgreSQL");
+    expect(viaEnv.message).toContain("every replica");
+    expect(viaEnv.message).not.toContain("s3cret");
+    expect(existsSync(keyFilePath(dbFile))).toBe(false);
+    // Said so by the option too, whatever the environment holds, and by `config check`.
+    const viaOption = refusal(() => loadSecretKey({ env: {}, dbFile, dialect: "postgres" }));
+    expect(viaOption.message).toBe(viaEnv.message);
+    expect(refusal(() => checkSecretKey({ env: { DATABASE_URL }, dbFile })).message).toBe(viaEnv.message);
+    writeFileSync(keyFilePath(dbFile), randomBytes(32), { mode: 0o600 });
+    expect(refusal(() => loadSecretKey({ env: { DATABASE_URL }, dbFile })).message).toBe(viaEnv.message);
+    // Set but empty: the hint is not "unset it", which would not help here.
+    const empty = refusal(() => loadSecretKey({ env: { DATABASE_URL, GATEHOUSE_SECRET_KEY: "" }, dbFile }));
+    expect(empty.message).toContain("is set but empty");
+    expect(empty.message).not.toContain("unset it");
+  });
+
+  it("is the key when set, with no key file named as unused", () => {
+    const dbFile = dbFileInTempDir();
+    writeFileSync(keyFilePath(dbFile), randomBytes(32), { mode: 0o600 });
+    const key = loadSecretKey({ env: { DATABASE_URL, GATEHOUSE_SECRET_KEY: bytes.toString("hex") }, dbFile });
+    expect(key).toMatchObject({
+      source: "env",
+      file: null,
+      unusedFile: null,
+      id: load(bytes.toString("hex")).id,
+    });
+    // An explicit SQLite wins over the environment (a test store beside a PostgreSQL deployment).
+    expect(loadSecretKey({ env: { DATABASE_URL }, dbFile, dialect: "sqlite" }).source).toBe("file");
+  });
+});
+
 describe("what of GATEHOUSE_SECRET_KEY the log redacts", () => {
   it("the value as set and as read, trimmed; nothing when it is unset or empty", () => {
     const hex = randomBytes(32).toString("hex");

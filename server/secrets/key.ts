@@ -57,8 +57,20 @@ export class SecretKeyError extends Error {
 export interface SecretKeyOptions {
   /** The environment to read GATEHOUSE_SECRET_KEY from (the process's, at boot). */
   env: Record<string, string | undefined>;
-  /** The SQLite file (GATEHOUSE_DB, resolved), or ":memory:". */
+  /** The SQLite file (GATEHOUSE_DB, resolved), or ":memory:". Not used on PostgreSQL. */
   dbFile: string;
+  /**
+   * The store the key is for. Default: PostgreSQL when `env.DATABASE_URL` names it (as
+   * `storeLocation` reads it), else SQLite. On PostgreSQL there is no key file:
+   * GATEHOUSE_SECRET_KEY is required.
+   */
+  dialect?: "sqlite" | "postgres";
+}
+
+/** Whether `env.DATABASE_URL` names PostgreSQL: `isPostgresUrl` of server/store/location.ts, which this room does not import. */
+function storeDialect(opts: SecretKeyOptions): "sqlite" | "postgres" {
+  if (opts.dialect) return opts.dialect;
+  return /^postgres(ql)?:\/\//i.test(opts.env.DATABASE_URL?.trim() ?? "") ? "postgres" : "sqlite";
 }
 
 /**
@@ -77,8 +89,11 @@ export function keyFilePath(dbFile: string): string {
  *    base64 / base64url (43 characters, or 44 ending in `=`); surrounding whitespace is ignored.
  *    Anything else throws {@link SecretKeyError} naming the variable and the forms it takes. **It
  *    wins over a key file**: the file is then neither read nor created (`unusedFile` names it).
- * 2. For `":memory:"`, a random key held in memory for this process (tests).
- * 3. The key file {@link keyFilePath}, created on first need: 32 random bytes written to a
+ * 2. On PostgreSQL (`dialect`, or DATABASE_URL), nothing else: without GATEHOUSE_SECRET_KEY it
+ *    throws {@link SecretKeyError}. Every replica seals and opens the shared store's secrets, so
+ *    all must hold the same key; a key file would be one replica's own.
+ * 3. For `":memory:"`, a random key held in memory for this process (tests).
+ * 4. The key file {@link keyFilePath}, created on first need: 32 random bytes written to a
  *    temporary file of mode 0600 in the same folder, flushed to disk, then hard-linked into place,
  *    which never replaces an existing file — so a crash leaves no half key, and of two processes
  *    starting at once one creates the key and the other reads it. The store's folder is created
@@ -87,7 +102,7 @@ export function keyFilePath(dbFile: string): string {
  *
  * Changing the key (another GATEHOUSE_SECRET_KEY, a deleted or replaced key file) makes every
  * value sealed with the old one unreadable: back the key up with the database, and restore both.
- * Synchronous, like the rest of the start (`boot`, `createRuntime`).
+ * Synchronous: it reads and writes files only, before the store opens.
  */
 export function loadSecretKey(opts: SecretKeyOptions): SecretKey {
   const key = resolveKey(opts, true);
@@ -124,11 +139,20 @@ export function describeSecretKey(key: SecretKey): string {
 
 function resolveKey(opts: SecretKeyOptions, create: boolean): SecretKey | null {
   const given = opts.env[SECRET_KEY_ENV];
+  const postgres = storeDialect(opts) === "postgres";
   const memory = opts.dbFile === ":memory:";
   if (given !== undefined) {
-    const file = memory ? null : keyFilePath(opts.dbFile);
+    // On PostgreSQL a key file beside GATEHOUSE_DB belongs to no store: it is not named.
+    const file = memory || postgres ? null : keyFilePath(opts.dbFile);
     const unusedFile = file !== null && existsSync(file) ? file : null;
-    return makeKey(keyFromEnv(given), { source: "env", file: null, created: false, unusedFile });
+    return makeKey(keyFromEnv(given, postgres), { source: "env", file: null, created: false, unusedFile });
+  }
+  if (postgres) {
+    throw new SecretKeyError(
+      `${SECRET_KEY_ENV} is required with PostgreSQL (DATABASE_URL): every replica must seal and open ` +
+        "the stored secrets with the same key, and there is no key file beside a shared store. Make one " +
+        "with: openssl rand -base64 32, and give every replica that same value",
+    );
   }
   if (memory) return makeKey(randomBytes(SECRET_KEY_BYTES), { source: "memory", file: null, created: false });
   const file = keyFilePath(opts.dbFile);
@@ -164,7 +188,7 @@ const HEX_KEY = /^[0-9a-fA-F]{64}$/;
 const BASE64_KEY = /^(?:[A-Za-z0-9+/]{43}|[A-Za-z0-9_-]{43})=?$/;
 
 /** GATEHOUSE_SECRET_KEY as 32 bytes. The error says the forms, never the value. */
-function keyFromEnv(given: string): Buffer {
+function keyFromEnv(given: string, postgres: boolean): Buffer {
   const text = given.trim();
   if (HEX_KEY.test(text)) return Buffer.from(text, "hex");
   if (BASE64_KEY.test(text)) {
@@ -176,7 +200,9 @@ function keyFromEnv(given: string): Buffer {
   }
   const what =
     text.length === 0
-      ? "is set but empty (unset it to use the key file beside the database)"
+      ? postgres
+        ? "is set but empty (PostgreSQL needs the key itself)"
+        : "is set but empty (unset it to use the key file beside the database)"
       : `is not in one of those forms (it is ${text.length} characters long)`;
   throw new SecretKeyError(
     `${SECRET_KEY_ENV} must be 32 bytes written as 64 hex characters, or as base64 or base64url ` +

@@ -92,6 +92,16 @@ describe("the secret key at start", () => {
     expect(await startServer(env)).toMatchObject({ code: 0, booted: true });
   });
 
+  it("on PostgreSQL without GATEHOUSE_SECRET_KEY the server stops before the store is reached, making no key file", async () => {
+    const { dir, env } = store();
+    // Nobody listens there: the key is refused before any connection is tried.
+    const run = await startServer({ ...env, DATABASE_URL: "postgres://gh:Pw-for-nobody@127.0.0.1:9/gh" });
+    expect(run).toMatchObject({ code: 1, booted: false });
+    expect(run.stderr).toContain("Gatehouse cannot start: GATEHOUSE_SECRET_KEY is required with PostgreSQL");
+    expect(run.stderr).not.toContain("Pw-for-nobody");
+    expect(readdirSync(dir)).toEqual(["gatehouse.json"]);
+  });
+
   it("the first start creates the key file 0600 beside the store and says so in its log", async () => {
     const { dbFile, env } = store();
     const run = await startServer(env);
@@ -109,7 +119,7 @@ describe("the secret key at start", () => {
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain("secret key: GATEHOUSE_SECRET_KEY must be 32 bytes");
     expect(bad.stderr).not.toContain(value);
-    expect(bad.stdout).not.toContain("OK");
+    expect(bad.stdout).not.toContain(": OK (");
 
     const empty = await runCli(["config", "check", config], { ...env, GATEHOUSE_SECRET_KEY: "" });
     expect(empty.code).toBe(1);
@@ -118,7 +128,7 @@ describe("the secret key at start", () => {
     // No key yet: fine, and nothing is created (the server's first start makes it).
     const fresh = await runCli(["config", "check", config], env);
     expect(fresh).toMatchObject({ code: 0 });
-    expect(fresh.stdout).toContain("OK");
+    expect(fresh.stdout).toContain(": OK (");
     expect(readdirSync(dir)).toEqual(["gatehouse.json"]);
 
     writeFileSync(keyFilePath(dbFile), randomBytes(12), { mode: 0o600 });
@@ -132,11 +142,11 @@ describe("the secret key at start", () => {
   it("a runtime seals with the key file beside its store, and the next start's runtime opens what it sealed", async () => {
     const { dbFile } = store();
     const config = emptyConfig();
-    const first = createRuntime({ config, dbFile });
+    const first = await createRuntime({ config, dbFile });
     const sealed = first.secrets.seal("refresh-token-value", CONTEXT);
     await first.stop();
     expect(statSync(keyFilePath(dbFile)).mode & 0o777).toBe(0o600);
-    const second = createRuntime({ config, dbFile });
+    const second = await createRuntime({ config, dbFile });
     try {
       expect(second.secrets.open(sealed, CONTEXT)).toBe("refresh-token-value");
       expect(second.secrets.keyId).toBe(loadSecretKey({ env: {}, dbFile }).id);
@@ -145,12 +155,12 @@ describe("the secret key at start", () => {
     }
   });
 
-  it("a runtime on a refused key file is not created, and leaves the store's lock free", () => {
+  it("a runtime on a refused key file is not created, and leaves the store's lock free", async () => {
     const { dbFile } = store();
     const config = emptyConfig();
     writeFileSync(keyFilePath(dbFile), randomBytes(32), { mode: 0o600 });
     chmodSync(keyFilePath(dbFile), 0o640);
-    expect(() => createRuntime({ config, dbFile })).toThrow(SecretKeyError);
+    await expect((async () => createRuntime({ config, dbFile }))()).rejects.toThrow(SecretKeyError);
     expect(existsSync(`${dbFile}.lock`)).toBe(false);
     expect(existsSync(dbFile)).toBe(false);
   });

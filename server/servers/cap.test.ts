@@ -37,8 +37,13 @@ afterEach(async () => {
   await rt?.stop();
 });
 
-async function start(maxTools: number, dir: string) {
-  const t = await startTestRuntime({ dir, servers: { many: many(maxTools) } });
+/** A runtime in `dir`; given `databaseUrl` (postgres project), on that database again: a restart. */
+async function start(maxTools: number, dir: string, databaseUrl?: string) {
+  const t = await startTestRuntime({
+    dir,
+    servers: { many: many(maxTools) },
+    ...(databaseUrl ? { databaseUrl } : {}),
+  });
   rt = t;
   await waitForServersReady(t.runtime, ["many"]);
   const listed = () => t.runtime.manager.get("many").snapshot().listedTools > 0;
@@ -56,7 +61,7 @@ const tools = (from: number, to: number) =>
 describe("tools over a server's cap", () => {
   it("the server's card names the tools over its cap and says where to raise maxTools", async () => {
     const t = await start(4, tmp());
-    const { cap } = serverView(t.runtime.manager, t.runtime.db, "many");
+    const { cap } = await serverView(t.runtime.manager, t.runtime.db, "many");
     expect(cap.overCapTools).toEqual(tools(2, 9));
     expect(cap.maxTools).toBe(4);
     expect(cap.hint).toContain('raise "maxTools"');
@@ -65,7 +70,7 @@ describe("tools over a server's cap", () => {
 
   it("an agent calling a tool over the cap is told tool_over_cap with where to raise it, not that no such tool exists", async () => {
     const t = await start(4, tmp());
-    const bearer = createAgentToken(t.runtime, "bot");
+    const bearer = await createAgentToken(t.runtime, "bot");
     const res = await request("POST", "/api/calls", {
       bearer,
       body: { tool: "many_tool_009", arguments: {} },
@@ -85,7 +90,7 @@ describe("tools over a server's cap", () => {
     const dir = tmp();
     const first = await start(6, dir);
     for (const name of tools(0, 3)) {
-      setToolStatus(first.runtime.db, { localName: `many_${name}`, status: "enabled", actor: "olga" });
+      await setToolStatus(first.runtime.db, { localName: `many_${name}`, status: "enabled", actor: "olga" });
     }
     await first.stop({ keepDir: true });
 
@@ -95,9 +100,11 @@ describe("tools over a server's cap", () => {
       lines.push(String(chunk));
       return (write as (c: string | Uint8Array, ...r: unknown[]) => boolean)(chunk, ...rest);
     });
-    const second = await start(2, dir);
+    const second = await start(2, dir, first.databaseUrl);
     const warning = '4 tools are enabled but "maxTools" is 2';
     expect(lines.filter((l) => l.includes("WARN") && l.includes(warning))).toHaveLength(1);
-    expect(serverView(second.runtime.manager, second.runtime.db, "many").cap.warning).toContain(warning);
+    expect((await serverView(second.runtime.manager, second.runtime.db, "many")).cap.warning).toContain(
+      warning,
+    );
   });
 });

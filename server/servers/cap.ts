@@ -32,28 +32,29 @@ export function capWarning(server: ServerConfig, enabled: number): string | null
   );
 }
 
-function enabledCounts(db: Db): Map<string, number> {
+async function enabledCounts(db: Db): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
-  const rows = db
+  const rows = await db
     .select({ server: tools.server })
     .from(tools)
-    .where(and(eq(tools.status, "enabled"), eq(tools.excluded, false)))
-    .all();
+    .where(and(eq(tools.status, "enabled"), eq(tools.excluded, false)));
   for (const r of rows) counts.set(r.server, (counts.get(r.server) ?? 0) + 1);
   return counts;
 }
 
 /** Every server's {@link ServerCapView}, by name. */
-export function serverCaps(db: Db, servers: readonly ServerConfig[]): Map<string, ServerCapView> {
+export async function serverCaps(
+  db: Db,
+  servers: readonly ServerConfig[],
+): Promise<Map<string, ServerCapView>> {
   const over = new Map<string, string[]>();
-  const rows = db
+  const rows = await db
     .select({ server: overCapTools.server, name: overCapTools.remoteName })
     .from(overCapTools)
-    .orderBy(asc(overCapTools.server), asc(overCapTools.remoteName))
-    .all();
+    .orderBy(asc(overCapTools.server), asc(overCapTools.remoteName));
   // A listed name is the server's text: shown clean, like every name in the catalogue.
   for (const r of rows) over.set(r.server, [...(over.get(r.server) ?? []), cleanDescription(r.name)]);
-  const enabled = enabledCounts(db);
+  const enabled = await enabledCounts(db);
   return new Map(
     servers.map((s) => {
       const at = entryAt(s);
@@ -72,7 +73,7 @@ export function serverCaps(db: Db, servers: readonly ServerConfig[]): Map<string
 }
 
 /** The warnings of {@link capWarning} for every server, for the start's log. */
-export function capWarnings(db: Db, servers: readonly ServerConfig[]): string[] {
-  const enabled = enabledCounts(db);
+export async function capWarnings(db: Db, servers: readonly ServerConfig[]): Promise<string[]> {
+  const enabled = await enabledCounts(db);
   return servers.flatMap((s) => capWarning(s, enabled.get(s.name) ?? 0) ?? []);
 }

@@ -13,7 +13,10 @@ describe("a server's history across a Gatehouse restart", () => {
     const dir = first.dir;
     await first.stop({ keepDir: true });
 
-    const second = await startTestRuntime({ dir });
+    const second = await startTestRuntime({
+      dir,
+      ...(first.databaseUrl ? { databaseUrl: first.databaseUrl } : {}),
+    });
     try {
       const history = second.runtime.manager.get("demo").snapshot().history;
       // The earlier run's changes (a stop records none), then this run's, which starts afresh.

@@ -25,15 +25,16 @@ beforeEach(async () => {
   rt = await startTestRuntime({
     servers: { everything: { command: "node", args: [EVERYTHING, "stdio"], enabled: true } },
   });
-  const ready = () =>
-    serverViews(rt.runtime.manager, rt.runtime.db).find((s) => s.name === "everything")?.state === "ready";
-  await waitForEvent(rt.runtime.bus, (e) => e.type === "server" && ready(), {
+  const ready = async () =>
+    (await serverViews(rt.runtime.manager, rt.runtime.db)).find((s) => s.name === "everything")?.state ===
+    "ready";
+  await waitForEvent(rt.runtime.bus, async (e) => e.type === "server" && (await ready()), {
     already: ready,
     timeoutMs: 20_000,
     what: () => "server-everything to be ready",
   });
   const owner = await createTestUser(rt.runtime, "olga", ["owner"]);
-  cookie = sessionCookieFor(rt.runtime, owner.user.id);
+  cookie = await sessionCookieFor(rt.runtime, owner.user.id);
 }, 30_000);
 
 afterEach(() => rt.stop());

@@ -22,30 +22,30 @@ let cookie: string;
 beforeEach(async () => {
   rt = await startTestRuntime();
   const owner = await createTestUser(rt.runtime, "olga", ["owner"]);
-  cookie = sessionCookieFor(rt.runtime, owner.user.id);
+  cookie = await sessionCookieFor(rt.runtime, owner.user.id);
 }, 30_000);
 
 afterEach(() => rt.stop());
 
 describe("reconnecting a server", () => {
   it("dials again, writes the owner's audit row and answers with the server's view", async () => {
-    const demo = () => serverViews(rt.runtime.manager, rt.runtime.db).find((s) => s.name === "demo");
-    const dials = () => demo()?.history.filter((h) => h.state === "connecting").length ?? 0;
-    const before = dials();
+    const demo = async () =>
+      (await serverViews(rt.runtime.manager, rt.runtime.db)).find((s) => s.name === "demo");
+    const dials = async () => (await demo())?.history.filter((h) => h.state === "connecting").length ?? 0;
+    const before = await dials();
     const res = await request("POST", "/api/servers/demo/reconnect", { cookie });
     expect(res.status).toBe(202);
     const body = (await res.json()) as { server: ServerView };
     expect(body.server.name).toBe("demo");
-    const redialled = () => dials() > before && demo()?.state === "ready";
-    await waitForEvent(rt.runtime.bus, (e) => e.type === "server" && redialled(), {
+    const redialled = async () => (await dials()) > before && (await demo())?.state === "ready";
+    await waitForEvent(rt.runtime.bus, async (e) => e.type === "server" && (await redialled()), {
       already: redialled,
       what: () => "the demo server to be dialled again and ready",
     });
-    const rows = rt.runtime.db
+    const rows = await rt.runtime.db
       .select()
       .from(auditEvents)
-      .where(and(eq(auditEvents.action, "server.reconnect"), eq(auditEvents.subject, "demo")))
-      .all();
+      .where(and(eq(auditEvents.action, "server.reconnect"), eq(auditEvents.subject, "demo")));
     expect(rows).toEqual([expect.objectContaining({ actor: "olga", callId: null, detail: null })]);
   });
 
@@ -62,11 +62,10 @@ describe("reconnecting a server", () => {
   it("an unknown server answers 404 and writes nothing", async () => {
     const res = await request("POST", "/api/servers/nowhere/reconnect", { cookie });
     expect(res.status).toBe(404);
-    const rows = rt.runtime.db
+    const rows = await rt.runtime.db
       .select()
       .from(auditEvents)
-      .where(eq(auditEvents.action, "server.reconnect"))
-      .all();
+      .where(eq(auditEvents.action, "server.reconnect"));
     expect(rows).toEqual([]);
   });
 });

@@ -9,13 +9,13 @@ import { type AuthViews, serverView } from "./status";
  * The owner's "Reconnect": drops the server's connection and dials again now, records who asked
  * (`server.reconnect`), and returns the server's view right after. `not_found` for an unknown name.
  */
-export function reconnectServer(
+export async function reconnectServer(
   manager: McpManager,
   db: Db,
   params: { name: string; actor: string },
   signIns?: AuthViews,
-): ServerView {
+): Promise<ServerView> {
   manager.get(params.name).reconnectNow();
-  writeAudit(db, { actor: params.actor, action: "server.reconnect", subject: params.name });
-  return serverView(manager, db, params.name, signIns);
+  await writeAudit(db, { actor: params.actor, action: "server.reconnect", subject: params.name });
+  return await serverView(manager, db, params.name, signIns);
 }

@@ -19,14 +19,14 @@ const shown = (text: string | null): string | null => (text === null ? null : re
  * version it gives) passes through redaction: a server may echo a credential it was sent.
  * `signIns` gives each server's OAuth part (the runtime's `OAuthSignIns`); without it none has one.
  */
-export function serverViews(manager: McpManager, db: Db, signIns?: AuthViews): ServerView[] {
-  const counts = toolCounts(db);
+export async function serverViews(manager: McpManager, db: Db, signIns?: AuthViews): Promise<ServerView[]> {
+  const counts = await toolCounts(db);
   const listed = manager.list();
-  const caps = serverCaps(
+  const caps = await serverCaps(
     db,
     listed.map((s) => s.config),
   );
-  const switched = switchedOnServers(db);
+  const switched = await switchedOnServers(db);
   return listed.map(({ config: c, status }) => {
     const n = counts.get(c.name) ?? { proposed: 0, enabled: 0, disabled: 0, overCap: 0 };
     return {
@@ -66,8 +66,13 @@ export interface AuthViews {
 }
 
 /** One server's view; `not_found` when no server of that name is configured. */
-export function serverView(manager: McpManager, db: Db, name: string, signIns?: AuthViews): ServerView {
-  const view = serverViews(manager, db, signIns).find((s) => s.name === name);
+export async function serverView(
+  manager: McpManager,
+  db: Db,
+  name: string,
+  signIns?: AuthViews,
+): Promise<ServerView> {
+  const view = (await serverViews(manager, db, signIns)).find((s) => s.name === name);
   if (!view) throw new GatehouseError("not_found", `no server named "${name}" is configured`);
   return view;
 }

@@ -4,9 +4,9 @@
  * outlives a restart and is undone by "Switch off"; the file's own `"enabled"` always wins, and a
  * server that refers to an unset `${VAR}` is refused by the variable's path.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { and, eq } from "drizzle-orm";
+import { and, asc, eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ServerView } from "@/lib/api-types";
 import { auditEvents } from "@/server/store/schema";
@@ -33,30 +33,37 @@ const pasted = (dir: string, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
+/** A runtime in `dir` (default a new one); given `databaseUrl` (postgres project), on it again: a restart. */
 async function start(
   servers: (dir: string) => Record<string, unknown>,
   dir?: string,
   env: Record<string, string> = {},
+  databaseUrl?: string,
 ) {
   const base =
     dir ?? (await import("node:fs")).mkdtempSync(path.join((await import("node:os")).tmpdir(), "gh-switch-"));
-  rt = await startTestRuntime({ dir: base, servers: servers(base), env });
+  rt = await startTestRuntime({
+    dir: base,
+    servers: servers(base),
+    env,
+    ...(databaseUrl ? { databaseUrl } : {}),
+  });
   const owner = await createTestUser(rt.runtime, `olga${Date.now()}`, ["owner"]);
-  return { rt, cookie: owner.cookie, dir: base };
+  return { rt, cookie: owner.cookie, dir: base, databaseUrl: rt.databaseUrl };
 }
 
-const view = (t: TestRuntime, name: string): ServerView => serverView(t.runtime.manager, t.runtime.db, name);
+const view = (t: TestRuntime, name: string): Promise<ServerView> =>
+  serverView(t.runtime.manager, t.runtime.db, name);
 const switchRows = (t: TestRuntime, action: string) =>
   t.runtime.db
     .select()
     .from(auditEvents)
-    .where(and(eq(auditEvents.action, action), eq(auditEvents.subject, "files")))
-    .all();
+    .where(and(eq(auditEvents.action, action), eq(auditEvents.subject, "files")));
 
 describe("switching a dark server on from the Servers page", () => {
   it('a server without "enabled" switched on connects, is audited, stays on across a restart, and Switch off makes it dark', async () => {
     const first = await start((dir) => ({ files: pasted(dir) }));
-    expect(view(first.rt, "files")).toMatchObject({
+    expect(await view(first.rt, "files")).toMatchObject({
       state: "dark",
       switch: { switchedOn: null, refusal: null },
     });
@@ -67,45 +74,45 @@ describe("switching a dark server on from the Servers page", () => {
     });
     expect(res.status).toBe(200);
     await waitForServersReady(first.rt.runtime, ["files"]);
-    const on = view(first.rt, "files");
+    const on = await view(first.rt, "files");
     expect(on).toMatchObject({ enabled: true, state: "ready", switch: { refusal: null } });
     expect(on.switch?.switchedOn?.by).toMatch(/^olga/);
     // Its history goes on: switching on is no restart of Gatehouse.
     expect(on.history.filter((h) => h.started)).toHaveLength(1);
-    expect(switchRows(first.rt, "server.switch_on")).toHaveLength(1);
+    expect(await switchRows(first.rt, "server.switch_on")).toHaveLength(1);
 
     await first.rt.stop({ keepDir: true });
-    const second = await start((dir) => ({ files: pasted(dir) }), first.dir);
+    const second = await start((dir) => ({ files: pasted(dir) }), first.dir, {}, first.databaseUrl);
     await waitForServersReady(second.rt.runtime, ["files"]);
-    expect(view(second.rt, "files")).toMatchObject({ enabled: true, state: "ready" });
+    expect(await view(second.rt, "files")).toMatchObject({ enabled: true, state: "ready" });
 
     const off = await request("POST", "/api/servers/files/switch", {
       cookie: second.cookie,
       body: { on: false },
     });
     expect(off.status).toBe(200);
-    expect(view(second.rt, "files")).toMatchObject({
+    expect(await view(second.rt, "files")).toMatchObject({
       enabled: false,
       state: "dark",
       switch: { switchedOn: null },
     });
-    expect(switchRows(second.rt, "server.switch_off")).toHaveLength(1);
+    expect(await switchRows(second.rt, "server.switch_off")).toHaveLength(1);
 
     await second.rt.stop({ keepDir: true });
-    const third = await start((dir) => ({ files: pasted(dir) }), first.dir);
-    expect(view(third.rt, "files")).toMatchObject({ enabled: false, state: "dark" });
+    const third = await start((dir) => ({ files: pasted(dir) }), first.dir, {}, first.databaseUrl);
+    expect(await view(third.rt, "files")).toMatchObject({ enabled: false, state: "dark" });
   }, 60_000);
 
   it('a server whose entry says "enabled": false cannot be switched on from the page', async () => {
     const { rt: t, cookie } = await start((dir) => ({ files: pasted(dir, { enabled: false }) }));
-    expect(view(t, "files").switch).toBeNull();
+    expect((await view(t, "files")).switch).toBeNull();
     const res = await request("POST", "/api/servers/files/switch", { cookie, body: { on: true } });
     expect(res.status).toBe(409);
     const body = await bodyOf<{ error: { code: string; message: string } }>(res);
     expect(body.error.code).toBe("enabled_in_file");
     expect(body.error.message).toContain('"enabled": false');
-    expect(view(t, "files").state).toBe("dark");
-    expect(switchRows(t, "server.switch_on")).toEqual([]);
+    expect((await view(t, "files")).state).toBe("dark");
+    expect(await switchRows(t, "server.switch_on")).toEqual([]);
   });
 
   it("switching on a server that uses an unset ${VAR} is refused, naming the variable's path and no value", async () => {
@@ -114,7 +121,7 @@ describe("switching a dark server on from the Servers page", () => {
         env: { DEMO_STATE_FILE: path.join(dir, "s.json"), API_TOKEN: "${GH_TEST_UNSET_TOKEN}" },
       }),
     }));
-    expect(view(t, "files").switch?.refusal).toContain(
+    expect((await view(t, "files")).switch?.refusal).toContain(
       "mcpServers.files.env.API_TOKEN uses ${GH_TEST_UNSET_TOKEN}",
     );
     const res = await request("POST", "/api/servers/files/switch", { cookie, body: { on: true } });
@@ -122,7 +129,7 @@ describe("switching a dark server on from the Servers page", () => {
     const body = await bodyOf<{ error: { code: string; message: string } }>(res);
     expect(body.error).toMatchObject({ code: "unset_variable" });
     expect(body.error.message).toContain("mcpServers.files.env.API_TOKEN uses ${GH_TEST_UNSET_TOKEN}");
-    expect(view(t, "files").state).toBe("dark");
+    expect((await view(t, "files")).state).toBe("dark");
   });
 
   it("a switched-on server whose ${VAR} is unset at the next start stays dark, with a warning naming the path", async () => {
@@ -146,8 +153,8 @@ describe("switching a dark server on from the Servers page", () => {
       lines.push(String(chunk));
       return (write as (c: string | Uint8Array, ...r: unknown[]) => boolean)(chunk, ...rest);
     });
-    const second = await start(uses, first.dir);
-    expect(view(second.rt, "files")).toMatchObject({ enabled: false, state: "dark" });
+    const second = await start(uses, first.dir, {}, first.databaseUrl);
+    expect(await view(second.rt, "files")).toMatchObject({ enabled: false, state: "dark" });
     const warned = lines.filter((l) => l.includes("WARN") && l.includes("stays dark"));
     expect(warned).toHaveLength(1);
     // The reference itself sits in a credential's field, so the line redacts it; path and name stay.
@@ -170,14 +177,17 @@ describe("switching a dark server on from the Servers page", () => {
       origin: "http://evil.example",
     });
     expect(crossSite.status).toBe(403);
-    expect(view(t, "files").state).toBe("dark");
-    expect(switchRows(t, "server.switch_on")).toEqual([]);
+    expect((await view(t, "files")).state).toBe("dark");
+    expect(await switchRows(t, "server.switch_on")).toEqual([]);
   });
 
-  it("switches sent at the same moment leave one tool server running, the last one asked for", async () => {
+  it("switches sent at the same moment take turns: the server ends as the last to take its turn left it, with no tool server orphaned", async () => {
     const slow = path.join(REPO_ROOT, "test", "fixtures", "servers", "slow.mjs");
+    // No file: the server was never started (switched off before its turn to start came).
     const pids = (dir: string) =>
-      readFileSync(path.join(dir, "pids"), "utf8").split("\n").filter(Boolean).map(Number);
+      existsSync(path.join(dir, "pids"))
+        ? readFileSync(path.join(dir, "pids"), "utf8").split("\n").filter(Boolean).map(Number)
+        : [];
     const {
       rt: t,
       cookie,
@@ -193,8 +203,21 @@ describe("switching a dark server on from the Servers page", () => {
       [true, false, true].map((on) => request("POST", "/api/servers/files/switch", { cookie, body: { on } })),
     );
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
-    await waitForServersReady(t.runtime, ["files"]);
-    expect(view(t, "files")).toMatchObject({ enabled: true, state: "ready" });
+    // Which of them came last is the order they reached the switch, after each request's sign-in
+    // check (on PostgreSQL those run side by side): the audit says it.
+    const switches = await t.runtime.db
+      .select({ action: auditEvents.action })
+      .from(auditEvents)
+      .where(eq(auditEvents.subject, "files"))
+      .orderBy(asc(auditEvents.id));
+    const last = switches.filter((r) => r.action.startsWith("server.switch_")).at(-1)?.action;
+    if (last === "server.switch_on") {
+      await waitForServersReady(t.runtime, ["files"]);
+      expect(await view(t, "files")).toMatchObject({ enabled: true, state: "ready" });
+    } else {
+      expect(last).toBe("server.switch_off");
+      expect(await view(t, "files")).toMatchObject({ enabled: false, state: "dark" });
+    }
     await t.stop({ keepDir: true });
     rt = undefined;
     // Stopping Gatehouse stops every child it started: one left alive was started by a

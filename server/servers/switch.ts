@@ -5,7 +5,7 @@ import { type ErrorCode, GatehouseError } from "@/lib/errors";
 import { type ServerConfig, writeRefs } from "../config";
 import type { McpManager } from "../mcp/manager";
 import { writeAudit } from "../store/audit";
-import type { Db } from "../store/db";
+import { type Db, transaction } from "../store/db";
 import { serverSwitches } from "../store/schema";
 
 /**
@@ -21,14 +21,9 @@ export interface SwitchedOn {
 }
 
 /** Every server an owner switched on from the page, by name. */
-export function switchedOnServers(db: Db): Map<string, SwitchedOn> {
-  return new Map(
-    db
-      .select()
-      .from(serverSwitches)
-      .all()
-      .map((r) => [r.name, { by: r.switchedBy, at: r.switchedAt }]),
-  );
+export async function switchedOnServers(db: Db): Promise<Map<string, SwitchedOn>> {
+  const rows = await db.select().from(serverSwitches);
+  return new Map(rows.map((r) => [r.name, { by: r.switchedBy, at: r.switchedAt }]));
 }
 
 /** Why `server` cannot be switched on from the page (code and sentence), or null when it can. */
@@ -70,9 +65,9 @@ export function switchView(server: ServerConfig, on: SwitchedOn | undefined): Se
  * stays dark, with a warning; a switch the file now overrules is ignored, with a warning.
  * Returns the warnings.
  */
-export function applyServerSwitches(db: Db, servers: ServerConfig[]): string[] {
+export async function applyServerSwitches(db: Db, servers: ServerConfig[]): Promise<string[]> {
   const warnings: string[] = [];
-  const on = switchedOnServers(db);
+  const on = await switchedOnServers(db);
   servers.forEach((server, i) => {
     const switched = on.get(server.name);
     if (!switched || server.enabled) return;
@@ -95,14 +90,35 @@ export function applyServerSwitches(db: Db, servers: ServerConfig[]): string[] {
  * the server is in changes nothing. `not_found` for an unknown server; `enabled_in_file` when the
  * entry says `"enabled"`; `unset_variable` (naming the paths, never values) when switching on a
  * server whose entry refers to an unset `${VAR}`.
+ *
+ * Switches take turns, in the order they were asked for: each decides on what the one before it
+ * left (the store and the supervisor in place), so of switches sent at the same moment the last
+ * one asked for is the one that holds.
  */
-export async function switchServer(
+export function switchServer(
+  manager: McpManager,
+  db: Db,
+  params: { name: string; on: boolean; actor: string },
+): Promise<void> {
+  const before = switching.get(manager) ?? Promise.resolve();
+  const turn = before.then(
+    () => switchNow(manager, db, params),
+    () => switchNow(manager, db, params),
+  );
+  switching.set(manager, turn);
+  return turn;
+}
+
+/** The latest switch of each manager's servers, the next one's turn comes after it. */
+const switching = new WeakMap<McpManager, Promise<void>>();
+
+async function switchNow(
   manager: McpManager,
   db: Db,
   params: { name: string; on: boolean; actor: string },
 ): Promise<void> {
   const server = manager.get(params.name).config;
-  const stored = switchedOnServers(db).has(server.name);
+  const stored = (await switchedOnServers(db)).has(server.name);
   if (params.on) {
     const refusal = switchOnRefusal(server);
     if (refusal) throw new GatehouseError(refusal.code, refusal.message);
@@ -112,17 +128,17 @@ export async function switchServer(
     if (said !== null) throw new GatehouseError("enabled_in_file", switchOnRefusal(server)?.message ?? "");
     if (!stored && !server.enabled) return;
   }
-  db.transaction((tx) => {
+  await transaction(db, async (tx) => {
     if (params.on) {
-      tx.insert(serverSwitches)
+      await tx
+        .insert(serverSwitches)
         .values({ name: server.name, switchedBy: params.actor })
-        .onConflictDoNothing()
-        .run();
+        .onConflictDoNothing();
     } else {
-      tx.delete(serverSwitches).where(eq(serverSwitches.name, server.name)).run();
+      await tx.delete(serverSwitches).where(eq(serverSwitches.name, server.name));
     }
-    // On the store's connection, so inside this transaction.
-    writeAudit(db, {
+    // On the transaction's `tx`, so part of it.
+    await writeAudit(tx, {
       actor: params.actor,
       action: params.on ? "server.switch_on" : "server.switch_off",
       subject: server.name,

@@ -18,7 +18,7 @@ export interface AuditParams {
  * Appends one audit row. Prepared once per store, since the call path writes one on every
  * transition; it runs on the store's connection, so inside a transaction it is part of it.
  */
-export function writeAudit(db: Db, params: AuditParams): void {
+export async function writeAudit(db: Db, params: AuditParams): Promise<void> {
   const insert = prepared(db, "audit.write", () =>
     db
       .insert(auditEvents)
@@ -32,7 +32,7 @@ export function writeAudit(db: Db, params: AuditParams): void {
       })
       .prepare(),
   );
-  insert.run({
+  await insert.execute({
     actor: params.actor,
     action: params.action,
     subject: params.subject,
@@ -57,12 +57,12 @@ export interface AuditRow {
  * Audit rows with one of `actions` (e.g. `resource.read`, `resource.refused`: reads that are no
  * call), newest first, at most `limit`; page on with `beforeId`, the last row's id.
  */
-export function listAuditByActions(
+export async function listAuditByActions(
   db: Db,
   params: { actions: readonly string[]; limit: number; beforeId?: number },
-): AuditRow[] {
+): Promise<AuditRow[]> {
   if (params.actions.length === 0) return [];
-  return db
+  return await db
     .select({
       id: auditEvents.id,
       at: auditEvents.at,
@@ -80,6 +80,5 @@ export function listAuditByActions(
       ),
     )
     .orderBy(desc(auditEvents.id))
-    .limit(params.limit)
-    .all();
+    .limit(params.limit);
 }

@@ -2,16 +2,54 @@ import "server-only";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { type BetterSQLite3Database, drizzle } from "drizzle-orm/better-sqlite3";
+import type { SQL } from "drizzle-orm";
+import { drizzle as betterSqlite } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
+import { type BaseSQLiteDatabase, SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { GatehouseError } from "@/lib/errors";
-import * as schema from "./schema";
+import type { StoreLocation } from "./location";
+import { assertNotNewer, localMigrations } from "./migrations";
+import { openPg, type PgDb } from "./pg-driver";
+import "./query-errors";
+import { tablesDialect } from "./schema";
+import { sqliteDriver } from "./sqlite-driver";
 
-export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Database };
+/**
+ * The store, as every query sees it: drizzle's async SQLite API, whichever store is underneath.
+ * On PostgreSQL the object is drizzle's pg database, built on schema.ts's PostgreSQL tables; the
+ * code uses only what both share: awaited builders, `.returning()`, `prepare().execute()`,
+ * {@link first} and {@link transaction} (never SQLite's `.get()`/`.all()`/`.run()`, nor
+ * `db.transaction`; test/architecture.test.ts checks).
+ */
+export type Db = BaseSQLiteDatabase<"async", unknown>;
 
-/** Folder of the committed drizzle-kit migrations; resolved from the working directory. */
-export function migrationsFolder(): string {
-  return process.env.GATEHOUSE_MIGRATIONS ?? path.join(/*turbopackIgnore: true*/ process.cwd(), "drizzle");
+export type Dialect = "sqlite" | "postgres";
+
+interface Handle {
+  dialect: Dialect;
+  /** Raw SQL on this handle's store (or transaction), rows as objects keyed by column alias. */
+  rows(query: SQL): Promise<Record<string, unknown>[]>;
+  /** Runs `fn` in a transaction on this handle's store; nested when the handle is a transaction's. */
+  transaction<T>(fn: (tx: Db) => Promise<T>, opts: TransactionOptions): Promise<T>;
+  close(): Promise<void>;
+  /** The SQLite connection (SQLite only): the lock, backups and tests reach it through here. */
+  sqlite?: Database.Database;
+}
+
+/** The handle of every store and transaction object this process opened. */
+const handles = new WeakMap<object, Handle>();
+
+function handleOf(db: Db): Handle {
+  const handle = handles.get(db);
+  if (!handle) throw new Error("not a Gatehouse store (open it with openDb or openStore)");
+  return handle;
+}
+
+/** Folder of the committed drizzle-kit migrations for `dialect`; resolved from the working directory. */
+export function migrationsFolder(dialect: Dialect = "sqlite"): string {
+  const root =
+    process.env.GATEHOUSE_MIGRATIONS ?? path.join(/*turbopackIgnore: true*/ process.cwd(), "drizzle");
+  return dialect === "postgres" ? path.join(root, "pg") : root;
 }
 
 /** `GATEHOUSE_DB`, default `data/gatehouse.db` under the working directory. */
@@ -19,14 +57,109 @@ export function dbPathFromEnv(env: Record<string, string | undefined> = process.
   return path.resolve(/*turbopackIgnore: true*/ env.GATEHOUSE_DB ?? path.join("data", "gatehouse.db"));
 }
 
-/** How long a request waits for another process's write lock before `store_busy` (ms). */
+/** How long a request waits for another process's write lock on SQLite before `store_busy` (ms). */
 export const BUSY_TIMEOUT_MS = 5000;
+
+export interface TransactionOptions {
+  /**
+   * `false`: on SQLite, fail at once (SQLITE_BUSY) when another process holds the write lock,
+   * instead of after {@link BUSY_TIMEOUT_MS}. For background ticks (expiry), tried again shortly
+   * anyway: better-sqlite3 is synchronous, so a wait for the lock is a wait of the whole process.
+   * No effect on PostgreSQL. Default `true`.
+   */
+  wait?: boolean;
+}
+
+/**
+ * Runs `fn` in one transaction: all of its writes or none. On SQLite one transaction runs at a
+ * time and statements from outside wait for it; on PostgreSQL it is SERIALIZABLE and tried again
+ * when PostgreSQL rolls it back for a concurrent one, so `fn` may run more than once and must do
+ * nothing outside the store (publish, call, send) before it resolves. Given a transaction's `tx`,
+ * nests (a savepoint: a failing inner part rolls back alone).
+ */
+export function transaction<T>(
+  db: Db,
+  fn: (tx: Db) => Promise<T>,
+  opts: TransactionOptions = {},
+): Promise<T> {
+  return handleOf(db).transaction(fn, opts);
+}
+
+/** The first row `query` returns, or undefined: SQLite's `.get()`, on either store. */
+export async function first<T>(query: PromiseLike<T[]>): Promise<T | undefined> {
+  return (await query)[0];
+}
+
+/**
+ * Rows of raw SQL (`sql\`…\``, spelled so that both stores read it the same), as objects keyed
+ * by the column names or aliases of the query: for the few queries the builder cannot say.
+ * drizzle's `db.all(sql)` answers arrays on SQLite and does not exist on PostgreSQL.
+ */
+export async function rows<T extends Record<string, unknown>>(db: Db, query: SQL): Promise<T[]> {
+  return (await handleOf(db).rows(query)) as T[];
+}
+
+/** Which store `db` is. */
+export function dialectOf(db: Db): Dialect {
+  return handleOf(db).dialect;
+}
+
+/** The SQLite connection under `db`, or undefined on PostgreSQL. */
+export function sqliteOf(db: Db): Database.Database | undefined {
+  return handleOf(db).sqlite;
+}
+
+/** Closes the store (waits for PostgreSQL's connections to end). */
+export function closeDb(db: Db): Promise<void> {
+  return handleOf(db).close();
+}
+
+function sqliteStore(sqlite: Database.Database): Db {
+  const driver = sqliteDriver(sqlite, {});
+  const outer = driver.outer as unknown as Db;
+  const inner = driver.inner as unknown as Db;
+  const close = async () => {
+    if (sqlite.open) sqlite.close();
+  };
+  const dialect = new SQLiteAsyncDialect();
+  const rawRows = (query: SQL, inside: boolean) => {
+    const { sql: text, params } = dialect.sqlToQuery(query);
+    return driver.rows(text, params, inside);
+  };
+  handles.set(outer, {
+    dialect: "sqlite",
+    rows: (query) => rawRows(query, false),
+    sqlite,
+    close,
+    transaction: (fn, opts) =>
+      driver.transaction(
+        () => fn(inner),
+        false,
+        opts.wait === false ? { busyTimeoutMs: BUSY_TIMEOUT_MS } : undefined,
+      ),
+  });
+  handles.set(inner, {
+    dialect: "sqlite",
+    rows: (query) => rawRows(query, true),
+    sqlite,
+    close,
+    transaction: (fn) => driver.transaction(() => fn(inner), true),
+  });
+  return outer;
+}
 
 /**
  * Opens (creating the folder and file when missing) the SQLite store, switches it to WAL and
- * applies pending migrations. `":memory:"` opens a private in-memory store (tests).
+ * applies pending migrations, after refusing one migrated by a newer Gatehouse. `":memory:"`
+ * opens a private in-memory store (tests).
  */
 export function openDb(file: string): Db {
+  if (tablesDialect !== "sqlite") {
+    throw new GatehouseError(
+      "store_config",
+      "this process queries PostgreSQL tables (DATABASE_URL): it cannot open a SQLite store",
+    );
+  }
   if (file !== ":memory:") mkdirSync(path.dirname(/*turbopackIgnore: true*/ file), { recursive: true });
   const sqlite = new Database(file);
   sqlite.pragma("journal_mode = WAL");
@@ -35,31 +168,71 @@ export function openDb(file: string): Db {
   // WAL with NORMAL sync is durable across process crashes (not power loss), which is what the
   // "never lose a pending call" promise is about.
   sqlite.pragma("synchronous = NORMAL");
-  const db = drizzle(sqlite, { schema }) as Db;
-  migrate(db, { migrationsFolder: migrationsFolder() });
+  try {
+    const folder = migrationsFolder("sqlite");
+    const hasTable = sqlite.prepare("SELECT 1 FROM sqlite_master WHERE name = '__drizzle_migrations'").get();
+    const applied = hasTable
+      ? (sqlite.prepare('SELECT created_at AS "when" FROM __drizzle_migrations').all() as Array<{
+          when: number;
+        }>)
+      : [];
+    assertNotNewer(
+      applied.map((a) => ({ when: Number(a.when) })),
+      localMigrations(folder),
+    );
+    migrate(betterSqlite(sqlite), { migrationsFolder: folder });
+  } catch (err) {
+    sqlite.close();
+    throw err;
+  }
+  return sqliteStore(sqlite);
+}
+
+/**
+ * Opens the store at `location` (see `storeLocation`), migrated. PostgreSQL: connects, migrates
+ * under an advisory lock; throws `store_unavailable` when it cannot be reached.
+ */
+export async function openStore(location: StoreLocation): Promise<Db> {
+  if (location.dialect === "sqlite") return openDb(location.file);
+  if (tablesDialect !== "postgres") {
+    throw new GatehouseError(
+      "store_config",
+      "this process queries SQLite tables: set DATABASE_URL before Gatehouse starts to use PostgreSQL",
+    );
+  }
+  const folder = migrationsFolder("postgres");
+  const driver = await openPg(location.url, folder, localMigrations(folder));
+  const db = driver.db as unknown as Db;
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= driver.pool.end();
+    return closing;
+  };
+  const register = (tx: PgDb): Db => {
+    handles.set(tx, {
+      dialect: "postgres",
+      rows: async (query) => (await tx.execute(query)).rows,
+      close,
+      transaction: (fn) =>
+        (
+          tx as unknown as { transaction: (f: (t: PgDb) => Promise<unknown>) => Promise<unknown> }
+        ).transaction((inner) => fn(register(inner))) as never,
+    });
+    return tx as unknown as Db;
+  };
+  handles.set(db, {
+    dialect: "postgres",
+    rows: async (query) => (await driver.db.execute(query)).rows,
+    close,
+    transaction: (fn) => driver.transaction((tx) => fn(register(tx))),
+  });
   return db;
 }
 
 /**
- * Runs `fn` on `db` without waiting for another process's write lock: a busy store fails it at
- * once (SQLITE_BUSY) instead of after {@link BUSY_TIMEOUT_MS}. For background ticks (expiry),
- * which are tried again shortly anyway: better-sqlite3 is synchronous, so every wait for the
- * lock is a wait of the whole process, and a tick each second that waited five would leave no
- * time for anything else while the lock is held.
- */
-export function withoutWaiting<T>(db: Db, fn: () => T): T {
-  db.$client.pragma("busy_timeout = 0");
-  try {
-    return fn();
-  } finally {
-    db.$client.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-  }
-}
-
-/**
- * Opens an existing store for reading only: no folder or file is created, no migration applied,
- * nothing can be written (SQLite refuses). For looking at a store a server owns (`rules test`).
- * Throws `not_found` when there is no store at `file`.
+ * Opens an existing SQLite store for reading only: no folder or file is created, no migration
+ * applied, nothing can be written (SQLite refuses). For looking at a store a server owns (`rules
+ * test`). Throws `not_found` when there is no store at `file`.
  */
 export function openDbReadOnly(file: string): Db {
   let sqlite: Database.Database;
@@ -75,5 +248,5 @@ export function openDbReadOnly(file: string): Db {
     );
   }
   sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-  return drizzle(sqlite, { schema }) as Db;
+  return sqliteStore(sqlite);
 }

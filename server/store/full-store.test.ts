@@ -2,7 +2,9 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import type Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
+import { sqliteOf } from "@/server/store/db";
 import {
   bodyOf,
   createAgentToken,
@@ -77,8 +79,15 @@ function expectFullRefusal(refusal: Response, body: CallAnswer): void {
   }
 }
 
+/** The runtime's SQLite connection (this file is about SQLite alone). */
+function connection(t: TestRuntime): Database.Database {
+  const sqlite = sqliteOf(t.runtime.db);
+  if (!sqlite) throw new Error("not a SQLite store");
+  return sqlite;
+}
+
 function callRows(t: TestRuntime): { status: string; n: number }[] {
-  return t.runtime.db.$client
+  return connection(t)
     .prepare("SELECT status, count(*) AS n FROM calls GROUP BY status ORDER BY status")
     .all() as { status: string; n: number }[];
 }
@@ -86,9 +95,9 @@ function callRows(t: TestRuntime): { status: string; n: number }[] {
 describe("a store that cannot grow", () => {
   it("keeps every committed call readable, refuses the next with store_full, and works again once there is room", async () => {
     rt = await startTestRuntime();
-    enableTool(rt.runtime, LIST_NOTES);
-    const agent = createAgentToken(rt.runtime, "filler");
-    const sqlite = rt.runtime.db.$client;
+    await enableTool(rt.runtime, LIST_NOTES);
+    const agent = await createAgentToken(rt.runtime, "filler");
+    const sqlite = connection(rt);
     const pages = sqlite.pragma("page_count", { simple: true }) as number;
     // The file may not grow past a few pages more than it has now.
     sqlite.pragma(`max_page_count = ${pages + 8}`);
@@ -120,8 +129,8 @@ describe("a store that cannot grow", () => {
       mounted = dir;
       // The runtime removes its directory on stop; the mount point itself is ours.
       rt = await startTestRuntime({ dir: path.join(dir, "store") });
-      enableTool(rt.runtime, LIST_NOTES);
-      const agent = createAgentToken(rt.runtime, "filler");
+      await enableTool(rt.runtime, LIST_NOTES);
+      const agent = await createAgentToken(rt.runtime, "filler");
 
       const { stored, refusal, body } = await callUntilFull(agent);
       expectFullRefusal(refusal, body);

@@ -22,6 +22,7 @@ import {
   type TestRuntime,
   waitForEvent,
 } from "@/test/support/runtime";
+import { sqliteOf } from "./db";
 import { auditEvents } from "./schema";
 
 const BOOT_HOST = path.join(REPO_ROOT, "test", "fixtures", "boot-host.ts");
@@ -159,23 +160,23 @@ describe("one Gatehouse process per store", () => {
         },
       });
       const { runtime, dbFile } = rt;
-      const slowReady = () =>
+      const slowReady = async () =>
         runtime.manager.get("slow").snapshot().state === "ready" &&
-        getToolRow(runtime.db, "slow_write") !== null;
+        (await getToolRow(runtime.db, "slow_write")) !== null;
       await waitForEvent(runtime.bus, slowReady, {
         already: slowReady,
         timeoutMs: 20_000,
         what: () => "slow",
       });
-      enableTool(runtime, "slow_write");
+      await enableTool(runtime, "slow_write");
       const { call } = await runtime.broker.request(
         { kind: "agent", name: "agent-a" },
         { tool: "slow_write", arguments: {} },
       );
       expect(call.status).toBe("pending");
       await runtime.broker.approve("alice", call.id);
-      expect(callStatus(runtime, call.id)).toBe("running");
-      const auditBefore = runtime.db.select().from(auditEvents).where(eq(auditEvents.callId, call.id)).all();
+      expect(await callStatus(runtime, call.id)).toBe("running");
+      const auditBefore = await runtime.db.select().from(auditEvents).where(eq(auditEvents.callId, call.id));
       const lockBefore = existsSync(`${dbFile}.lock`) ? readFileSync(`${dbFile}.lock`, "utf8") : null;
 
       const config = path.join(work, "gatehouse.json");
@@ -192,8 +193,8 @@ describe("one Gatehouse process per store", () => {
       const out = await second.outcome;
 
       // Nothing changed: the call still runs, no audit row was added, the lock is still the first's.
-      expect(callStatus(runtime, call.id)).toBe("running");
-      expect(runtime.db.select().from(auditEvents).where(eq(auditEvents.callId, call.id)).all()).toEqual(
+      expect(await callStatus(runtime, call.id)).toBe("running");
+      expect(await runtime.db.select().from(auditEvents).where(eq(auditEvents.callId, call.id))).toEqual(
         auditBefore,
       );
       expect(out.stdout).not.toContain("BOOTED");
@@ -311,7 +312,7 @@ describe("one Gatehouse process per store", () => {
       expect(dry.stdout).toContain("demo_list_notes");
 
       // The running server sees what the CLI wrote, and still holds its lock.
-      expect(runtime.db.$client.prepare("select name from users").all()).toEqual([{ name: "rita" }]);
+      expect(sqliteOf(runtime.db)?.prepare("select name from users").all()).toEqual([{ name: "rita" }]);
       expect(lockRecord(dbFile)).toEqual(held);
     },
     SLOW_TEST,

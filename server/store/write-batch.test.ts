@@ -2,29 +2,31 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
+import { sql } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { closeDb, type Db, openDb, sqliteOf } from "./db";
 import { WriteBatch } from "./write-batch";
 
+// About SQLite's group commit; on PostgreSQL each write is its own transaction (write-batch.ts).
 let dir: string;
-let main: Database.Database;
+let main: Db;
 let other: Database.Database;
 
 beforeEach(() => {
   dir = mkdtempSync(path.join(os.tmpdir(), "gatehouse-batch-"));
-  main = new Database(path.join(dir, "t.db"));
-  main.pragma("journal_mode = WAL");
-  main.exec("create table t (id integer primary key, v text not null)");
+  main = openDb(path.join(dir, "t.db"));
+  sqliteOf(main)?.exec("create table t (id integer primary key, v text not null)");
   // A second connection sees only what is committed.
   other = new Database(path.join(dir, "t.db"));
 });
-afterEach(() => {
-  main.close();
+afterEach(async () => {
+  await closeDb(main);
   other.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
-const insert = (v: string) => () => {
-  main.prepare("insert into t (v) values (?)").run(v);
+const insert = (v: string) => async (tx: Db) => {
+  await tx.run(sql`insert into t (v) values (${v})`);
 };
 const committed = () =>
   (other.prepare("select v from t order by id").all() as { v: string }[]).map((r) => r.v);
@@ -42,10 +44,10 @@ describe("group commit", () => {
     const batch = new WriteBatch(main);
     let seenByOtherDuringSecond: string[] | null = null;
     const first = batch.write(insert("a"));
-    const second = batch.write(() => {
+    const second = batch.write(async (tx) => {
       // The first write is done but not committed: another connection cannot see it yet.
       seenByOtherDuringSecond = committed();
-      insert("b")();
+      await insert("b")(tx);
     });
     await Promise.all([first, second]);
     expect(seenByOtherDuringSecond).toEqual([]);
@@ -55,8 +57,8 @@ describe("group commit", () => {
   it("a write that throws is rolled back alone: only its promise rejects, the others commit", async () => {
     const batch = new WriteBatch(main);
     const a = batch.write(insert("a"));
-    const bad = batch.write(() => {
-      insert("half-written")();
+    const bad = batch.write(async (tx) => {
+      await insert("half-written")(tx);
       throw new Error("boom");
     });
     const c = batch.write(insert("c"));
@@ -68,7 +70,7 @@ describe("group commit", () => {
   it("flush commits what is queued at once (as shutdown does before the store closes)", async () => {
     const batch = new WriteBatch(main);
     const done = batch.write(insert("a"));
-    batch.flush();
+    await batch.flush();
     expect(committed()).toEqual(["a"]);
     await done;
   });
@@ -79,7 +81,7 @@ describe("group commit", () => {
     const b = batch.write(insert("b"));
     // Another connection holds the write lock, and this one does not wait for it.
     other.exec("begin immediate");
-    main.pragma("busy_timeout = 0");
+    sqliteOf(main)?.pragma("busy_timeout = 0");
     await expect(a).rejects.toThrow(/locked|busy/i);
     await expect(b).rejects.toThrow(/locked|busy/i);
     other.exec("rollback");
@@ -87,7 +89,7 @@ describe("group commit", () => {
   });
 
   it("a write that makes SQLite roll back the whole transaction fails the whole batch, and nothing after it is stored", async () => {
-    main.exec(
+    sqliteOf(main)?.exec(
       "create trigger no_bad before insert on t when new.v = 'bad' begin select raise(rollback, 'bad row'); end",
     );
     const batch = new WriteBatch(main);

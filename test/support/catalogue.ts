@@ -1,8 +1,8 @@
 /** What the catalogue's tests share: a validated server config, tool definitions, a memory store. */
 import type { Tool } from "@modelcontextprotocol/client";
-import { afterEach } from "vitest";
 import { type ServerConfig, validateConfig } from "@/server/config";
-import { type Db, openDb } from "@/server/store/db";
+import type { Db } from "@/server/store/db";
+import { openTestDb } from "./store";
 
 /** A stdio server config with the product's defaults, through `validateConfig`. */
 export function serverConfig(name: string, extra: Record<string, unknown> = {}): ServerConfig {
@@ -26,14 +26,7 @@ export function tool(name: string, over: Partial<Tool> = {}): Tool {
 
 export const OPTS = { descriptionMaxChars: 1024 };
 
-let db: Db | undefined;
-afterEach(() => {
-  db?.$client.close();
-  db = undefined;
-});
-
-/** An in-memory store with migrations applied, closed after the test. */
-export function memoryDb(): Db {
-  db = openDb(":memory:");
-  return db;
+/** A migrated, empty store (SQLite in memory, or PostgreSQL in that project), closed after the test. */
+export function memoryDb(): Promise<Db> {
+  return openTestDb();
 }

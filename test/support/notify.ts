@@ -1,15 +1,20 @@
 /**
  * A runtime for the notification tests: the demo tool server and the given config, installed as
  * the process runtime (the route modules read it), resolved once `demo_add_note` has its row and
- * is enabled. What it started is stopped by the `cleanup` list the caller drains after each test.
+ * is enabled, on the demo's SQLite file or (postgres project) a fresh PostgreSQL database. What
+ * it started is stopped by the `cleanup` list the caller drains after each test.
  */
 import { afterEach } from "vitest";
 import type { LiveEvent } from "@/lib/api-types";
 import type { GatehouseConfig } from "@/server/config";
 import { type Answer, type DemoConfig, type Receiver, receiver } from "@/server/notify/notify-fixtures";
 import { createRuntime, type Runtime, setRuntime } from "@/server/runtime";
+import { loadSecretKey } from "@/server/secrets";
+import { closeDb, type Db, openStore } from "@/server/store/db";
+import type { StoreLocation } from "@/server/store/location";
 import { tools } from "@/server/store/schema";
 import { ADD_NOTE, enableTool, waitForEvent } from "./runtime";
+import { freshDatabaseUrl, testDialect } from "./store";
 
 /** What a test started, stopped after it in reverse order. */
 export type Cleanup = (() => Promise<void> | void)[];
@@ -30,12 +35,48 @@ export async function startReceiver(cleanup: Cleanup, answers?: Answer[]): Promi
   return rx;
 }
 
+const locations = new WeakMap<DemoConfig, Promise<StoreLocation>>();
+
+/**
+ * Where `demo`'s runtime keeps its store: its SQLite file, or in the postgres project a fresh
+ * database, the same one for every use of `demo` (a test that prepares the store first).
+ */
+export function demoStoreLocation(demo: DemoConfig): Promise<StoreLocation> {
+  let location = locations.get(demo);
+  if (!location) {
+    location =
+      testDialect === "postgres"
+        ? freshDatabaseUrl().then((url) => ({ dialect: "postgres", url }))
+        : Promise.resolve({ dialect: "sqlite", file: demo.dbFile });
+    locations.set(demo, location);
+  }
+  return location;
+}
+
+/** Opens `demo`'s store (migrated) before its runtime starts, hands it to `fill`, and closes it. */
+export async function prepareDemoStore(demo: DemoConfig, fill: (db: Db) => Promise<void>): Promise<void> {
+  const db = await openStore(await demoStoreLocation(demo));
+  try {
+    await fill(db);
+  } finally {
+    await closeDb(db);
+  }
+}
+
+/** The key a runtime on PostgreSQL must be given (it has no key file beside a store). */
+const secretKey = loadSecretKey({ env: { GATEHOUSE_SECRET_KEY: "b".repeat(64) }, dbFile: ":memory:" });
+
 export async function startDemoRuntime(
   demo: DemoConfig,
   cleanup: Cleanup,
   opts: { config?: GatehouseConfig; onEvent?: (e: LiveEvent, runtime: Runtime) => void } = {},
 ): Promise<Runtime> {
-  const runtime = createRuntime({ config: opts.config ?? demo.config, dbFile: demo.dbFile });
+  const location = await demoStoreLocation(demo);
+  const runtime = await createRuntime({
+    config: opts.config ?? demo.config,
+    dbFile: demo.dbFile,
+    ...(location.dialect === "postgres" ? { databaseUrl: location.url, secretKey } : {}),
+  });
   setRuntime(runtime);
   const { onEvent } = opts;
   if (onEvent) cleanup.push(runtime.bus.subscribe((e) => onEvent(e, runtime)));
@@ -44,16 +85,12 @@ export async function startDemoRuntime(
     setRuntime(undefined);
     demo.remove();
   });
-  const ready = () =>
-    runtime.db
-      .select()
-      .from(tools)
-      .all()
-      .some((t) => t.localName === ADD_NOTE);
-  await waitForEvent(runtime.bus, (e) => e.type === "catalogue" && ready(), {
+  const ready = async () =>
+    (await runtime.db.select({ name: tools.localName }).from(tools)).some((t) => t.name === ADD_NOTE);
+  await waitForEvent(runtime.bus, async (e) => e.type === "catalogue" && (await ready()), {
     already: ready,
     timeoutMs: 20_000,
   });
-  enableTool(runtime, ADD_NOTE);
+  await enableTool(runtime, ADD_NOTE);
   return runtime;
 }

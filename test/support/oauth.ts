@@ -14,6 +14,7 @@ import type { ServerView, SignInOutcome } from "@/lib/api-types";
 import { finishSignIn } from "@/server/http/oauth";
 import { OAuthStore } from "@/server/oauth/store";
 import type { Runtime } from "@/server/runtime";
+import { first } from "@/server/store/db";
 import { tools } from "@/server/store/schema";
 import {
   type AuthorizationServer,
@@ -127,7 +128,12 @@ export async function startSignInHost(
 ): Promise<SignInHost> {
   const rt = await startTestRuntime({ ...opts, servers });
   const owner = await createTestUser(rt.runtime, "olga", ["owner"]);
-  return { rt, runtime: rt.runtime, cookie: sessionCookieFor(rt.runtime, owner.user.id), binding: null };
+  return {
+    rt,
+    runtime: rt.runtime,
+    cookie: await sessionCookieFor(rt.runtime, owner.user.id),
+    binding: null,
+  };
 }
 
 /** The owner's Connect through the real route; keeps the sign-in cookie it sets, as a browser would. */
@@ -204,8 +210,8 @@ export async function callRemote(
   args: Record<string, unknown> = {},
 ) {
   const local = tool;
-  const row = host.runtime.db.select().from(tools).where(eq(tools.localName, local)).get();
-  if (row?.status !== "enabled") enableTool(host.runtime, local);
+  const row = await first(host.runtime.db.select().from(tools).where(eq(tools.localName, local)));
+  if (row?.status !== "enabled") await enableTool(host.runtime, local);
   return host.runtime.broker.request({ kind: "user", name: "olga" }, { tool: local, arguments: args });
 }
 
@@ -234,10 +240,10 @@ export async function waitForState(
 }
 
 /** The tokens the store holds for `server`, opened with the runtime's key (to grep for, and to revoke). */
-export function storedTokens(
+export async function storedTokens(
   runtime: Runtime,
   server: string,
-): { access: string; refresh: string | null } | null {
-  const tokens = new OAuthStore(runtime.db, runtime.secrets).grant(server)?.secrets.tokens;
+): Promise<{ access: string; refresh: string | null } | null> {
+  const tokens = (await new OAuthStore(runtime.db, runtime.secrets).grant(server))?.secrets.tokens;
   return tokens ? { access: tokens.access_token, refresh: tokens.refresh_token ?? null } : null;
 }

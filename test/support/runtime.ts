@@ -16,7 +16,10 @@ import { setToolStatus } from "@/server/catalogue/catalogue";
 import { type ApprovalsConfig, formatIssues, type GatehouseConfig, validateConfig } from "@/server/config";
 import type { EventBus } from "@/server/events";
 import { createRuntime, type Runtime, setRuntime } from "@/server/runtime";
+import { loadSecretKey } from "@/server/secrets";
+import { first } from "@/server/store/db";
 import { calls, tools } from "@/server/store/schema";
+import { freshDatabaseUrl, testDialect } from "./store";
 
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const DEMO_SERVER = path.join(REPO_ROOT, "demo", "server.mjs");
@@ -39,6 +42,8 @@ export interface TestRuntimeOptions {
   config?: Record<string, unknown>;
   /** Reuse this directory (its gatehouse.db and demo state) instead of a new temp dir; it is removed on stop. */
   dir?: string;
+  /** Postgres project: reuse this database (a restart) instead of a new one. */
+  databaseUrl?: string;
   /** How long to wait for the demo server's catalogue before failing (default 20 s). */
   readyTimeoutMs?: number;
   /** The runtime's `publicOrigin` (`GATEHOUSE_PUBLIC_ORIGIN`); default none. */
@@ -52,7 +57,10 @@ export interface TestRuntimeOptions {
 export interface TestRuntime {
   runtime: Runtime;
   dir: string;
+  /** The SQLite file (sqlite project). */
   dbFile: string;
+  /** The PostgreSQL database (postgres project): pass it as `databaseUrl` to start on it again. */
+  databaseUrl?: string;
   /** How many times the demo server's `add_note` really ran (read from its state file). */
   demoRuns(): number;
   /** Stops the runtime and its children; removes the temp dir unless `keepDir`. */
@@ -84,9 +92,12 @@ export async function startTestRuntime(opts: TestRuntimeOptions = {}): Promise<T
     ...result.config,
     approvals: { ...result.config.approvals, ...opts.approvals },
   };
-  const runtime = createRuntime({
+  const databaseUrl =
+    testDialect === "postgres" ? (opts.databaseUrl ?? (await freshDatabaseUrl())) : undefined;
+  const runtime = await createRuntime({
     config,
     dbFile,
+    ...(databaseUrl ? { databaseUrl, secretKey: testSecretKey } : {}),
     ...(opts.publicOrigin ? { publicOrigin: opts.publicOrigin } : {}),
     ...(opts.refuseAddress ? { refuseAddress: opts.refuseAddress } : {}),
   });
@@ -104,12 +115,11 @@ export async function startTestRuntime(opts: TestRuntimeOptions = {}): Promise<T
     }
   };
 
-  const demoReady = () => {
-    const rows = runtime.db
+  const demoReady = async () => {
+    const rows = await runtime.db
       .select({ name: tools.localName })
       .from(tools)
-      .where(eq(tools.server, "demo"))
-      .all();
+      .where(eq(tools.server, "demo"));
     const names = new Set(rows.map((r) => r.name));
     return (
       names.has(LIST_NOTES) && names.has(ADD_NOTE) && runtime.manager.get("demo").snapshot().state === "ready"
@@ -131,6 +141,7 @@ export async function startTestRuntime(opts: TestRuntimeOptions = {}): Promise<T
     runtime,
     dir,
     dbFile,
+    ...(databaseUrl ? { databaseUrl } : {}),
     demoRuns() {
       if (!existsSync(stateFile)) return 0;
       const state = JSON.parse(readFileSync(stateFile, "utf8")) as { addNoteRuns?: number };
@@ -139,6 +150,9 @@ export async function startTestRuntime(opts: TestRuntimeOptions = {}): Promise<T
     stop,
   };
 }
+
+/** The key runtimes on PostgreSQL seal secrets with in tests (there is no key file beside a database). */
+const testSecretKey = loadSecretKey({ env: { GATEHOUSE_SECRET_KEY: "a".repeat(64) }, dbFile: ":memory:" });
 
 /**
  * Resolves once every server in `names` is `ready` (checked now and on each server event);
@@ -162,38 +176,52 @@ export async function waitForServersReady(
 
 /**
  * Resolves with the first bus event matching `match`, or with null when `already()` is true
- * right after subscribing (the thing happened before we listened). Rejects after `timeoutMs`
- * (a safety net for a broken build, not a wait).
+ * right after subscribing (the thing happened before we listened). Either may be async (a look
+ * into the store). Rejects after `timeoutMs` (a safety net for a broken build, not a wait).
  */
 export function waitForEvent(
   bus: EventBus,
-  match: (e: LiveEvent) => boolean,
-  opts: { already?: () => boolean; timeoutMs?: number; what?: () => string } = {},
+  match: (e: LiveEvent) => boolean | Promise<boolean>,
+  opts: {
+    already?: () => boolean | Promise<boolean>;
+    timeoutMs?: number;
+    what?: () => string | Promise<string>;
+  } = {},
 ): Promise<LiveEvent | null> {
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
+    let done = false;
+    const finish = (fn: () => void) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
       unsubscribe();
-      reject(new Error(`timed out waiting for ${opts.what?.() ?? "an event"}`));
+      fn();
+    };
+    const timer = setTimeout(() => {
+      void Promise.resolve(opts.what?.() ?? "an event").then(
+        (what) => finish(() => reject(new Error(`timed out waiting for ${what}`))),
+        (err: unknown) => finish(() => reject(err)),
+      );
     }, opts.timeoutMs ?? 10_000);
     const unsubscribe = bus.subscribe((e) => {
-      if (!match(e)) return;
-      clearTimeout(timer);
-      unsubscribe();
-      resolve(e);
+      void Promise.resolve(match(e)).then(
+        (yes) => yes && finish(() => resolve(e)),
+        (err: unknown) => finish(() => reject(err)),
+      );
     });
-    if (opts.already?.()) {
-      clearTimeout(timer);
-      unsubscribe();
-      resolve(null);
+    if (opts.already) {
+      void Promise.resolve(opts.already()).then(
+        (yes) => yes && finish(() => resolve(null)),
+        (err: unknown) => finish(() => reject(err)),
+      );
     }
   });
 }
 
 /** The stored status of a call, read straight from the db. */
-export function callStatus(runtime: Runtime, id: string): CallStatus | undefined {
-  return runtime.db.select({ status: calls.status }).from(calls).where(eq(calls.id, id)).get()?.status as
-    | CallStatus
-    | undefined;
+export async function callStatus(runtime: Runtime, id: string): Promise<CallStatus | undefined> {
+  const row = await first(runtime.db.select({ status: calls.status }).from(calls).where(eq(calls.id, id)));
+  return row?.status as CallStatus | undefined;
 }
 
 /** Resolves once call `id` has `status` (woken by the bus). */
@@ -204,9 +232,9 @@ export async function waitForCallStatus(
   timeoutMs = 10_000,
 ): Promise<void> {
   await waitForEvent(runtime.bus, (e) => e.type === "call" && e.id === id && e.status === status, {
-    already: () => callStatus(runtime, id) === status,
+    already: async () => (await callStatus(runtime, id)) === status,
     timeoutMs,
-    what: () => `call ${id} to become ${status} (it is ${callStatus(runtime, id)})`,
+    what: async () => `call ${id} to become ${status} (it is ${await callStatus(runtime, id)})`,
   });
 }
 
@@ -225,22 +253,22 @@ export async function createTestUser(
   password = `${name}-password-123`,
 ): Promise<TestUser> {
   const user = await createUser(runtime.db, { name, password, roles, actor: "test" });
-  return { user, password, cookie: sessionCookieFor(runtime, user.id) };
+  return { user, password, cookie: await sessionCookieFor(runtime, user.id) };
 }
 
 /** A `Cookie` header for a new session of `userId`. */
-export function sessionCookieFor(runtime: Runtime, userId: number): string {
-  return `${SESSION_COOKIE}=${createSession(runtime.db, userId).id}`;
+export async function sessionCookieFor(runtime: Runtime, userId: number): Promise<string> {
+  return `${SESSION_COOKIE}=${(await createSession(runtime.db, userId)).id}`;
 }
 
 /** Creates an agent token (as an owner would); returns its secret. */
-export function createAgentToken(runtime: Runtime, name: string): string {
-  return createToken(runtime.db, { name, actor: "test" }).secret;
+export async function createAgentToken(runtime: Runtime, name: string): Promise<string> {
+  return (await createToken(runtime.db, { name, actor: "test" })).secret;
 }
 
 /** Enables a catalogue tool (as an owner would). */
-export function enableTool(runtime: Runtime, localName: string): void {
-  setToolStatus(runtime.db, { localName, status: "enabled", actor: "test" });
+export async function enableTool(runtime: Runtime, localName: string): Promise<void> {
+  await setToolStatus(runtime.db, { localName, status: "enabled", actor: "test" });
 }
 
 // ---------------------------------------------------------------------------------------------

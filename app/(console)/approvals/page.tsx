@@ -10,5 +10,5 @@ export default async function ApprovalsPage() {
   const user = await currentPageUser();
   if (!user) redirect("/login");
   if (!canReview(user)) forbidden();
-  return <ApprovalsView viewer={pageViewer(user)} />;
+  return <ApprovalsView viewer={await pageViewer(user)} />;
 }

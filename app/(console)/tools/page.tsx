@@ -19,9 +19,9 @@ export default async function ToolsPage() {
     <>
       <NextSteps me={user.name} selfApproval={approvalSettings().selfApproval} />
       <ToolsView
-        initial={{ tools: listCatalogue(getRuntime().db) }}
+        initial={{ tools: await listCatalogue(getRuntime().db) }}
         renderedAt={Date.now()}
-        viewer={pageViewer(user)}
+        viewer={await pageViewer(user)}
       />
     </>
   );

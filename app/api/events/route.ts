@@ -9,8 +9,8 @@ export const dynamic = "force-dynamic";
 export const GET = route({ access: ["owner", "reviewer"] }, (ctx) => {
   const { runtime, req } = ctx;
   const reader = who(ctx);
-  const stillSignedIn = () => {
-    const now = authenticate(runtime.db, req.headers, isSecure(req));
+  const stillSignedIn = async () => {
+    const now = await authenticate(runtime.db, req.headers, isSecure(req));
     return now?.kind === "user" && reader.kind === "user" && now.user.id === reader.user.id;
   };
   return eventStream(runtime.bus, req.signal, stillSignedIn);

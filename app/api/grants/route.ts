@@ -2,6 +2,6 @@ import { listGrants } from "@/server/grants";
 import { route } from "@/server/http/route";
 
 /** `GET /api/grants`: live grants (newest first), then recently ended ones with why they ended. */
-export const GET = route({ access: ["owner", "reviewer"] }, ({ runtime }) => ({
-  grants: listGrants(runtime.db),
+export const GET = route({ access: ["owner", "reviewer"] }, async ({ runtime }) => ({
+  grants: await listGrants(runtime.db),
 }));

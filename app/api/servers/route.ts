@@ -1,6 +1,6 @@
 import { route } from "@/server/http/route";
 import { serverViews } from "@/server/servers/status";
 
-export const GET = route({ access: ["owner"] }, ({ runtime }) => ({
-  servers: serverViews(runtime.manager, runtime.db, runtime.signIns),
+export const GET = route({ access: ["owner"] }, async ({ runtime }) => ({
+  servers: await serverViews(runtime.manager, runtime.db, runtime.signIns),
 }));

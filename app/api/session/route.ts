@@ -22,9 +22,9 @@ export const POST = route({ access: ["public"], body: SignInBody }, async ({ req
 });
 
 // The session and the cookie of this scheme's name: the one route() signed the request in by.
-export const DELETE = route({ access: ["owner", "reviewer"] }, ({ req, runtime }) => {
+export const DELETE = route({ access: ["owner", "reviewer"] }, async ({ req, runtime }) => {
   const secure = isSecure(req);
   const sid = sessionIdFrom(req.headers.get("cookie"), secure);
-  if (sid) endSession(runtime.db, sid);
+  if (sid) await endSession(runtime.db, sid);
   return json(undefined, 204, { "Set-Cookie": sessionCookie("", null, secure) });
 });

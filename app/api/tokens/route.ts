@@ -3,8 +3,10 @@ import { principalName } from "@/server/auth/access";
 import { createToken, listTokens } from "@/server/auth/tokens";
 import { json, route, who } from "@/server/http/route";
 
-export const GET = route({ access: ["owner"] }, ({ runtime }) => ({ tokens: listTokens(runtime.db) }));
+export const GET = route({ access: ["owner"] }, async ({ runtime }) => ({
+  tokens: await listTokens(runtime.db),
+}));
 
-export const POST = route({ access: ["owner"], body: CreateTokenBody }, (ctx) =>
-  json(createToken(ctx.runtime.db, { name: ctx.body.name, actor: principalName(who(ctx)) }), 201),
+export const POST = route({ access: ["owner"], body: CreateTokenBody }, async (ctx) =>
+  json(await createToken(ctx.runtime.db, { name: ctx.body.name, actor: principalName(who(ctx)) }), 201),
 );

@@ -14,5 +14,5 @@ export default async function ApprovalPage({ params }: { params: Promise<{ id: s
   const user = await currentPageUser();
   if (!canReview(user)) forbidden();
   const { id } = await params;
-  return <ApprovalDecision id={id} viewer={pageViewer(user)} />;
+  return <ApprovalDecision id={id} viewer={await pageViewer(user)} />;
 }

@@ -3,8 +3,8 @@ import { principalName } from "@/server/auth/access";
 import { updateTool } from "@/server/catalogue/catalogue";
 import { route, who } from "@/server/http/route";
 
-export const PATCH = route({ access: ["owner"], body: UpdateToolBody }, (ctx) => {
-  const tool = updateTool(ctx.runtime.db, {
+export const PATCH = route({ access: ["owner"], body: UpdateToolBody }, async (ctx) => {
+  const tool = await updateTool(ctx.runtime.db, {
     localName: ctx.params.name ?? "",
     ...ctx.body,
     actor: principalName(who(ctx)),

@@ -3,6 +3,7 @@ import { principalName } from "@/server/auth/access";
 import { signedOutCookie } from "@/server/auth/signin";
 import { pendingWithdrawal, removeUser, updatePerson } from "@/server/auth/user-admin";
 import { transition } from "@/server/calls/transition";
+import { EventBus } from "@/server/events";
 import { json, route, who } from "@/server/http/route";
 
 /**
@@ -35,14 +36,22 @@ export const PATCH = route({ access: ["owner"], body: UpdateUserBody }, async (c
  * their pending calls are withdrawn, their sessions end; history keeps their name. Removing
  * yourself signs you out.
  */
-export const DELETE = route({ access: ["owner"] }, (ctx) => {
+export const DELETE = route({ access: ["owner"] }, async (ctx) => {
   const { db, bus } = ctx.runtime;
   const actor = principalName(who(ctx));
-  const removed = removeUser(db, {
+  // The calls withdrawn are told once the removal has committed: on PostgreSQL its transaction
+  // may run more than once, and an attempt rolled back must tell nobody.
+  let withdrawn: string[] = [];
+  const removed = await removeUser(db, {
     name: ctx.params.name ?? "",
     actor,
-    withdrawPending: (requester, why) => transition(db, bus, pendingWithdrawal(requester, why, actor)).length,
+    withdrawPending: async (tx, requester, why) => {
+      const moved = await transition(tx, new EventBus(), pendingWithdrawal(requester, why, actor));
+      withdrawn = moved.map((call) => call.id);
+      return moved.length;
+    },
   });
+  for (const id of withdrawn) bus.publish({ type: "call", id, status: "withdrawn" });
   bus.publish({ type: "grants" });
   const signedOut = removed.user.name === actor;
   return json(removed, 200, signedOut ? { "Set-Cookie": signedOutCookie(ctx.req) } : undefined);

@@ -9,5 +9,5 @@ export const POST = route({ access: ["owner"], body: SwitchServerBody }, async (
   const { manager, db, signIns } = ctx.runtime;
   const name = ctx.params.name ?? "";
   await switchServer(manager, db, { name, on: ctx.body.on, actor: principalName(who(ctx)) });
-  return json({ server: serverView(manager, db, name, signIns) });
+  return json({ server: await serverView(manager, db, name, signIns) });
 });
