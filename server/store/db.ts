@@ -36,8 +36,15 @@ interface Handle {
   sqlite?: Database.Database;
 }
 
-/** The handle of every store and transaction object this process opened. */
-const handles = new WeakMap<object, Handle>();
+/**
+ * The handle of every store and transaction object this process opened. On `globalThis`: Next
+ * evaluates server modules more than once (the server's bundle, each route), and a store opened
+ * by one copy of this module is used through the others.
+ */
+const HANDLES = Symbol.for("gatehouse.store.handles");
+const holder = globalThis as { [HANDLES]?: WeakMap<object, Handle> };
+holder[HANDLES] ??= new WeakMap();
+const handles: WeakMap<object, Handle> = holder[HANDLES];
 
 function handleOf(db: Db): Handle {
   const handle = handles.get(db);

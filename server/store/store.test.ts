@@ -5,7 +5,7 @@ import { count, eq, sql } from "drizzle-orm";
 import { getTableConfig } from "drizzle-orm/pg-core";
 import { getTableConfig as getSqliteTableConfig, type SQLiteTable } from "drizzle-orm/sqlite-core";
 import pg from "pg";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { freshDatabaseUrl, openTestDb, testDialect } from "@/test/support/store";
 import { closeDb, type Db, first, migrationsFolder, openDb, openStore, rows, transaction } from "./db";
 import { localMigrations } from "./migrations";
@@ -110,6 +110,20 @@ describe("text order", () => {
     for (const name of ["b", "B", "a", "_"]) await db.insert(users).values(user(name));
     const names = await db.select({ name: users.name }).from(users).orderBy(users.name);
     expect(names.map((u) => u.name).join("")).toBe("B_ab");
+  });
+});
+
+describe("one store, several copies of its module", () => {
+  it("a store opened through one copy of the module is used through another (Next bundles modules more than once)", async () => {
+    const db = await openTestDb();
+    vi.resetModules();
+    const other = await import("./db");
+    expect(other.transaction).not.toBe(transaction);
+    await other.transaction(db, async (tx) => {
+      await tx.insert(users).values(user("ann"));
+    });
+    expect(other.dialectOf(db)).toBe(testDialect);
+    expect((await db.select({ name: users.name }).from(users)).map((u) => u.name)).toEqual(["ann"]);
   });
 });
 
