@@ -4,6 +4,7 @@ import type { ServerState } from "@/lib/api-types";
 import { type Logger, redact } from "../log";
 import type { HistoryEntry, HistoryStore } from "../mcp/supervision";
 import { type Db, first, transaction } from "../store/db";
+import { errorCode } from "../store/pg-driver";
 import { serverHistory } from "../store/schema";
 
 /** Longest `detail` stored; a server's error text can be long, and 50 rows a server must stay small. */
@@ -189,9 +190,6 @@ function stored(detail: string | null): string | null {
  * five-character SQLSTATEs, and a PostgreSQL failure is logged like any other.
  */
 function busy(err: unknown): boolean {
-  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const code = "code" in e ? String(e.code) : "";
-    if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) return true;
-  }
-  return false;
+  const code = errorCode(err);
+  return code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED");
 }

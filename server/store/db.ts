@@ -59,10 +59,7 @@ export function migrationsFolder(dialect: Dialect = "sqlite"): string {
   return dialect === "postgres" ? path.join(root, "pg") : root;
 }
 
-/** `GATEHOUSE_DB`, default `data/gatehouse.db` under the working directory. */
-export function dbPathFromEnv(env: Record<string, string | undefined> = process.env): string {
-  return path.resolve(/*turbopackIgnore: true*/ env.GATEHOUSE_DB ?? path.join("data", "gatehouse.db"));
-}
+export { dbPathFromEnv } from "./location";
 
 /** How long a request waits for another process's write lock on SQLite before `store_busy` (ms). */
 export const BUSY_TIMEOUT_MS = 5000;

@@ -9,6 +9,11 @@ export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//i.test(url);
 }
 
+/** `GATEHOUSE_DB`, default `data/gatehouse.db` under the working directory. */
+export function dbPathFromEnv(env: Record<string, string | undefined> = process.env): string {
+  return path.resolve(/*turbopackIgnore: true*/ env.GATEHOUSE_DB ?? path.join("data", "gatehouse.db"));
+}
+
 /**
  * The store this process uses: `DATABASE_URL` (`postgres://…` or `postgresql://…`) selects
  * PostgreSQL; unset or empty, the SQLite file `GATEHOUSE_DB` (default `data/gatehouse.db` under
@@ -36,7 +41,7 @@ export function storeLocation(env: Record<string, string | undefined> = process.
   }
   return {
     dialect: "sqlite",
-    file: path.resolve(/*turbopackIgnore: true*/ env.GATEHOUSE_DB ?? path.join("data", "gatehouse.db")),
+    file: dbPathFromEnv(env),
   };
 }
 

@@ -76,7 +76,7 @@ export interface PgDriver {
 }
 
 /** The address of `url` without its credentials, for messages. */
-function where(url: string): string {
+export function where(url: string): string {
   const u = new URL(url);
   return `${u.hostname}:${u.port || "5432"}${u.pathname}`;
 }

@@ -2,7 +2,7 @@ import "server-only";
 import pg from "pg";
 import { GatehouseError } from "@/lib/errors";
 import { StoreInUseError } from "./lock";
-import { errorCode } from "./pg-driver";
+import { errorCode, where } from "./pg-driver";
 
 /** Advisory lock key a serving Gatehouse holds on its PostgreSQL database ("gh-serv"). */
 const SERVING_LOCK = 0x6768_7365;
@@ -24,18 +24,16 @@ export async function lockPostgres(url: string): Promise<{ release(): Promise<vo
       SERVING_LOCK,
     ]);
     if (!rows[0]?.ok) {
-      const u = new URL(url);
       throw new StoreInUseError(
-        `the PostgreSQL database ${u.hostname}:${u.port || "5432"}${u.pathname} is in use by another Gatehouse; stop it first`,
+        `the PostgreSQL database ${where(url)} is in use by another Gatehouse; stop it first`,
       );
     }
   } catch (err) {
     await client.end().catch(() => undefined);
     if (err instanceof StoreInUseError) throw err;
-    const u = new URL(url);
     throw new GatehouseError(
       "store_unavailable",
-      `PostgreSQL at ${u.hostname}:${u.port || "5432"}${u.pathname} cannot be reached (${errorCode(err) || (err as Error).message}); check DATABASE_URL and that the server is up`,
+      `PostgreSQL at ${where(url)} cannot be reached (${errorCode(err) || (err as Error).message}); check DATABASE_URL and that the server is up`,
       { cause: err },
     );
   }
