@@ -15,7 +15,9 @@ const onBothStores = [
   "server/auth/**/*.test.ts",
   "server/notify/**/*.test.ts",
   "server/servers/**/*.test.ts",
+  "server/replicas/**/*.test.ts",
   "server/cli/user-set-remove.test.ts",
+  "server/agent-mcp/stored-sessions*.test.ts",
 ];
 
 /**

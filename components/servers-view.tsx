@@ -95,6 +95,21 @@ function ServerCard({ server }: { server: ServerView }) {
             </dd>
           </>
         ) : null}
+        {server.replica ? (
+          <>
+            <dt className="text-zinc-500">Runs on</dt>
+            <dd className="break-all" data-testid="server-replica">
+              {server.replica.label === null ? (
+                <span className="text-amber-700">no replica right now: one takes it over within seconds</span>
+              ) : (
+                <>
+                  replica <span className="font-mono">{server.replica.label}</span>
+                  {server.replica.here ? " (this one)" : ""}
+                </>
+              )}
+            </dd>
+          </>
+        ) : null}
         {server.protocolVersion ? (
           <>
             <dt className="text-zinc-500">Protocol</dt>

@@ -117,7 +117,16 @@ export interface TokenView {
  * server asks for an OAuth sign-in (configured, or its own 401 naming its resource metadata) and
  * no usable grant is stored; nothing is dialled until an owner presses Connect.
  */
-export type ServerState = "dark" | "connecting" | "ready" | "backoff" | "failed" | "needs_auth" | "closed";
+export const serverStates = [
+  "dark",
+  "connecting",
+  "ready",
+  "backoff",
+  "failed",
+  "needs_auth",
+  "closed",
+] as const;
+export type ServerState = (typeof serverStates)[number];
 
 /** An OAuth server's sign-in as owners see it. Tokens and client secrets are never part of it. */
 export interface ServerAuthView {
@@ -176,6 +185,13 @@ export interface ServerView {
    * entry says `"enabled"` (the file decides) or the config came from no file.
    */
   switch: ServerSwitchView | null;
+  /**
+   * Where an enabled stdio server runs when Gatehouse runs as several replicas (each runs on one
+   * replica at a time): the label of the replica holding it (null: none holds it right now), and
+   * whether that is the replica answering. Null with one process, and for HTTP servers, which
+   * every replica dials.
+   */
+  replica: { label: string | null; here: boolean } | null;
 }
 
 /** A server's tool cap as the Servers page shows it. */
@@ -440,7 +456,12 @@ export type LiveEvent =
   /** Grants changed other than by a call (revoked, or ended by a token's or a role's loss). */
   | { type: "grants" }
   /** An agent read a resource through `/mcp`, or was refused one: the list of reads grew. */
-  | { type: "resources" };
+  | { type: "resources" }
+  /**
+   * A server's OAuth grant was stored or forgotten (a sign-in, a renewal, a refusal, a
+   * Disconnect): the other replicas read it again, and the sign-in part of the server's view changed.
+   */
+  | { type: "oauth"; server: string };
 
 /** A server's resource, as the owner sees it (text cleaned and capped). */
 export interface ResourceView {

@@ -42,6 +42,8 @@ export const errorStatus = {
   server_unavailable: 502,
   upstream_error: 502,
   upstream_timeout: 504,
+  /** A stdio server runs on another replica, which could not be reached: nothing was sent to it. */
+  upstream_elsewhere: 502,
   store_busy: 503,
   store_full: 507,
   store_unavailable: 503,

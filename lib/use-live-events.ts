@@ -10,6 +10,7 @@ const EVENT_TYPES = [
   "server",
   "grants",
   "resources",
+  "oauth",
 ] as const satisfies readonly LiveEvent["type"][];
 /** Used only when the browser gave up on the stream (HTTP error, wrong content type). */
 const REOPEN_MIN_MS = 1_000;
@@ -54,7 +55,9 @@ function keysFor(type: LiveEvent["type"]): { now: QueryKey[]; paced: QueryKey[];
         paced: [queryKeys.catalogue.all, queryKeys.servers.all, queryKeys.changes.all],
         gathered: slow,
       };
+    // A sign-in stored or forgotten changes the sign-in part of the server's view.
     case "server":
+    case "oauth":
       return { now: [queryKeys.servers.all], paced: [], gathered: [] };
     // A revoke or an ending also adds to the story of the call the grant was made with.
     case "grants":

@@ -3,6 +3,7 @@ import "server-only";
 import { GatehouseError } from "@/lib/errors";
 import { configPathFromEnv, formatIssues, loadConfigFile } from "./config";
 import { logger, registerSecrets } from "./log";
+import { replicaEnv } from "./replicas/env";
 import { announceSetup, createRuntime, getRuntime, type Runtime, setRuntime } from "./runtime";
 import {
   describeSecretKey,
@@ -70,6 +71,7 @@ export async function boot({ announce = true }: { announce?: boolean } = {}): Pr
   let location: StoreLocation;
   try {
     location = storeLocation();
+    const replica = replicaEnv();
     // At boot, not at the first sign-in: a refused key stops the start here, before anything
     // listens, and a new key file exists from the first start on, to be backed up with the store.
     secretKey = loadSecretKey({ env: process.env, dbFile: dbPathFromEnv(), dialect: location.dialect });
@@ -79,6 +81,8 @@ export async function boot({ announce = true }: { announce?: boolean } = {}): Pr
       ...(location.dialect === "postgres" ? { databaseUrl: location.url } : {}),
       publicOrigin: process.env.GATEHOUSE_PUBLIC_ORIGIN,
       secretKey,
+      internalUrl: replica.internalUrl,
+      replicaLeaseMs: replica.leaseMs,
     });
   } catch (err) {
     // Another Gatehouse owns the store, the key is refused, the store is unreachable or newer:
@@ -113,5 +117,12 @@ export async function boot({ announce = true }: { announce?: boolean } = {}): Pr
     void runtime.stop().finally(() => process.exit(0));
   };
   for (const signal of STOP_SIGNALS) process.on(signal, shutdown);
+  // A promise nobody awaited that failed is a bug, but one that must not stop every agent's
+  // calls (Node exits on it by default): a store that went away for a moment is the usual cause.
+  process.on("unhandledRejection", (reason) => {
+    log.error("a failure nobody handled (a bug: please report it); Gatehouse goes on", {
+      error: reason instanceof Error ? (reason.stack ?? reason.message) : String(reason),
+    });
+  });
   return runtime;
 }

@@ -89,6 +89,7 @@ function gatherWindow(event: LiveEvent): { key: string; ms: number } | null {
       return { key: "call", ms: CALL_GATHER_MS };
     case "server":
     case "grants":
+    case "oauth":
       return null;
   }
 }

@@ -19,14 +19,21 @@ import { logger, registerSecrets } from "./log";
 import { McpManager } from "./mcp/manager";
 import { createNotifier, type Notifier, notificationSecrets } from "./notify/notifier";
 import { type AddressPolicy, OAuthSignIns } from "./oauth";
+import { type BusBridge, bridgeBus } from "./replicas/bus-bridge";
+import { ReplicaForwarder } from "./replicas/forward";
+import type { StdioHolding } from "./replicas/holding";
+import { INTERNAL_KEY_PURPOSE, InternalVerifier } from "./replicas/internal-auth";
+import { answerForwarded } from "./replicas/internal-route";
+import { placeStdioServers } from "./replicas/placement";
+import { DEFAULT_LEASE_MS, newReplicaId, ReplicaRegistry } from "./replicas/registry";
+import { publishChangesSince } from "./replicas/resync";
 import { RuleSet, rulesMatchingNoTool } from "./rules";
 import { loadSecretKey, SecretBox, type SecretKey } from "./secrets";
 import { capWarnings } from "./servers/cap";
 import { StoredServerHistory } from "./servers/history";
-import { applyServerSwitches } from "./servers/switch";
+import { applyServerSwitches, followSwitches } from "./servers/switch";
 import { closeDb, type Db, openStore } from "./store/db";
 import { lockStore } from "./store/lock";
-import { lockPostgres } from "./store/pg-lock";
 import { tools } from "./store/schema";
 
 const log = logger("gatehouse");
@@ -51,6 +58,17 @@ export interface Runtime {
   secrets: SecretBox;
   /** OAuth sign-ins to remote servers: Connect, the callback, Disconnect, the tokens supervisors dial with. */
   signIns: OAuthSignIns;
+  /** This process among the replicas serving the store (the only one on SQLite). */
+  replica: ReplicaRegistry;
+  /** The other replicas' events, heard through PostgreSQL; null on SQLite. */
+  bridge: BusBridge | null;
+  /** Which stdio servers this replica runs (PostgreSQL); null on SQLite, where it runs them all. */
+  holding: StdioHolding | null;
+  /**
+   * The internal route (`POST /internal/forward`): another replica's request for a stdio server
+   * this one holds. Null on SQLite: there is no other replica.
+   */
+  answerInternal: ((req: Request) => Promise<Response>) | null;
   stop(): Promise<void>;
 }
 
@@ -72,13 +90,18 @@ export interface RuntimeOptions {
    * address counts as public. Default: the guard's own (loopback, private, link-local refused).
    */
   refuseAddress?: AddressPolicy;
+  /** Where the other replicas reach this one's internal route (`GATEHOUSE_INTERNAL_URL`). */
+  internalUrl?: string;
+  /** How long a replica may miss heartbeats before the others take it for dead. Default 15 s. */
+  replicaLeaseMs?: number;
 }
 
 /**
  * Wires store, manager, catalogue and broker together and starts dialing servers (no waiting).
- * First takes the store's one-process lock (`lockStore` on SQLite, `lockPostgres` on PostgreSQL:
- * throws `StoreInUseError`, having touched nothing, while another live process holds it);
- * `stop()` releases it, as does a failed start.
+ * On SQLite, first takes the store's one-process lock (`lockStore`: throws `StoreInUseError`,
+ * having touched nothing, while another live process holds it); `stop()` releases it, as does a
+ * failed start. On PostgreSQL there is no such lock: replicas serve one database side by side,
+ * each joining the replica registry and hearing the others' events (`server/replicas/`).
  */
 export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
   if (opts.databaseUrl && !opts.secretKey) {
@@ -87,7 +110,7 @@ export async function createRuntime(opts: RuntimeOptions): Promise<Runtime> {
       "a runtime on PostgreSQL needs its secret key given (GATEHOUSE_SECRET_KEY)",
     );
   }
-  const lock = opts.databaseUrl ? await lockPostgres(opts.databaseUrl) : lockStore(opts.dbFile);
+  const lock: HeldLock = opts.databaseUrl ? { release: () => undefined } : lockStore(opts.dbFile);
   try {
     return await wireRuntime(opts, lock);
   } catch (err) {
@@ -118,7 +141,7 @@ export function envSecrets(vars: Record<string, string>): string[] {
     .map(([, value]) => value);
 }
 
-/** The store's one-server lock, on SQLite (a file) or PostgreSQL (an advisory lock). */
+/** The store's one-server lock on SQLite (a file); nothing on PostgreSQL. */
 type HeldLock = { release(): void | Promise<void> };
 
 async function wireRuntime(opts: RuntimeOptions, lock: HeldLock): Promise<Runtime> {
@@ -154,6 +177,8 @@ async function wireOnStore(
   for (const warning of await applyServerSwitches(db, config.servers)) log.warn(warning);
   for (const warning of await capWarnings(db, config.servers)) log.warn(warning);
   const bus = new EventBus();
+  const shared = opts.databaseUrl !== undefined;
+  const replicaId = newReplicaId();
   registerSecrets(notificationSecrets(config.notifications));
   const notifier = createNotifier({
     db,
@@ -161,6 +186,7 @@ async function wireOnStore(
     log: logger("notify"),
     config: config.notifications,
     publicOrigin: opts.publicOrigin ?? null,
+    ...(shared ? { replica: replicaId } : {}),
   });
   // Rules are checked against the catalogue once every enabled server has listed its tools.
   const enabledServers = config.servers.filter((s) => s.enabled).map((s) => s.name);
@@ -175,10 +201,27 @@ async function wireOnStore(
     // A grant stored or forgotten: dial the server with it (or into needs_auth); the state
     // changes that follow tell every browser.
     onGrantChanged: (server) => manager.get(server).reconnectNow(),
+    // Every replica reads it again (the bus reaches the others through PostgreSQL).
+    onGrantWritten: (server) => bus.publish({ type: "oauth", server }),
     ...(opts.refuseAddress ? { refuse: opts.refuseAddress } : {}),
   });
+  // A grant another replica wrote: read again, and dialled with when the sign-in changed (this
+  // replica's own writes read the same and change nothing).
+  bus.subscribe((e) => {
+    if (e.type !== "oauth") return;
+    signIns.reread(e.server).then(
+      (changed) => changed && manager.get(e.server).reconnectNow(),
+      (err: unknown) =>
+        log.warn(`the sign-in of ${e.server} could not be read again`, { error: String(err) }),
+    );
+  });
   const history = new StoredServerHistory(db, logger("mcp"));
+  const leaseMs = opts.replicaLeaseMs ?? DEFAULT_LEASE_MS;
+  // Replicas sign what they ask each other with a key derived from the secret key they share.
+  const internalKey = shared ? secrets.derive(INTERNAL_KEY_PURPOSE) : null;
+  const forwarder = internalKey ? new ReplicaForwarder(db, internalKey, replicaId, leaseMs) : null;
   const manager = new McpManager(config, {
+    ...(forwarder ? { placement: { forwarder } } : {}),
     log: logger("mcp"),
     signIn: signIns,
     history,
@@ -222,6 +265,7 @@ async function wireOnStore(
   const rules = new RuleSet(config.rules);
   const argumentBytes = new Map(config.servers.map((s) => [s.name, s.maxArgumentBytes]));
   const broker = new CallBroker({
+    replica: replicaId,
     db,
     bus,
     log: logger("calls"),
@@ -232,6 +276,42 @@ async function wireOnStore(
     notify: (txDb, event, call) => notifier.notify(txDb, event, call),
   });
 
+  // Before the broker starts: its first look at running calls must see this replica's row.
+  const replica = await ReplicaRegistry.join(db, {
+    id: replicaId,
+    address: opts.internalUrl ?? null,
+    alone: !shared,
+    log: logger("replicas"),
+    leaseMs,
+    onDead: async (ids) => {
+      await broker.interruptLeftBy(ids);
+      await notifier.replicasDied(ids);
+    },
+  });
+  let bridge: BusBridge | null = null;
+  try {
+    bridge = shared
+      ? await bridgeBus({
+          db,
+          bus,
+          replica: replicaId,
+          log: logger("replicas"),
+          resync: async (since, publish) => {
+            await publishChangesSince(db, publish, since);
+            // Server states and sign-ins told meanwhile: read again from the store.
+            await manager.reloadElsewhere();
+            for (const s of config.servers) {
+              if (s.transport !== "stdio" && (await signIns.reread(s.name)))
+                manager.get(s.name).reconnectNow();
+            }
+          },
+        })
+      : null;
+  } catch (err) {
+    await replica.stop().catch(() => undefined);
+    throw err;
+  }
+
   const runtime: Runtime = {
     config,
     db,
@@ -240,7 +320,7 @@ async function wireOnStore(
     broker,
     rules,
     notifier,
-    throttle: new LoginThrottle(),
+    throttle: new LoginThrottle(db),
     agentMcp: new AgentMcpEndpoint({
       db,
       bus,
@@ -253,17 +333,35 @@ async function wireOnStore(
     publicOrigin: opts.publicOrigin,
     secrets,
     signIns,
+    replica,
+    bridge,
+    holding: null,
+    answerInternal: internalKey
+      ? (() => {
+          const verifier = new InternalVerifier(internalKey);
+          return (req: Request) =>
+            answerForwarded(req, { verifier, manager, log: logger("replicas"), replica: replicaId });
+        })()
+      : null,
     async stop() {
       // Sessions first: their held calls stop waiting (and stay pending in the store).
       await runtime.agentMcp.close();
       await broker.stop();
       await rules.close();
+      // No server is taken from here on: none starts behind the manager's stop.
+      await runtime.holding?.stopTaking();
       await manager.stop();
+      // After its servers stopped here: another replica may start them once the locks go.
+      await runtime.holding?.close();
       await history.close();
       await signIns.close();
       // Before the store closes: tries in flight are aborted and their rows stay queued.
       await notifier.stop();
       await broker.flushWrites();
+      await bridge?.close();
+      await replica
+        .stop()
+        .catch((err: unknown) => log.warn("replica row not removed", { error: String(err) }));
       await closeDb(db);
       await lock.release();
     },
@@ -273,6 +371,18 @@ async function wireOnStore(
     // After the broker: calls it found interrupted at start are queued by now and go out with the rest.
     notifier.start();
     await manager.start();
+    if (shared && opts.databaseUrl) {
+      runtime.holding = await placeStdioServers({
+        db,
+        url: opts.databaseUrl,
+        bus,
+        manager,
+        replica: replicaId,
+        leaseMs,
+        log: logger("replicas"),
+        follow: () => followSwitches(manager, db),
+      });
+    }
   } catch (err) {
     // Nothing started may outlive a failed start, nor keep reading a store about to close.
     await runtime.stop().catch(() => undefined);

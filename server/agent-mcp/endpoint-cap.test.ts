@@ -58,7 +58,7 @@ async function comeAndGo(token: string, handler: McpHandler = routeHandler): Pro
 }
 
 describe("the per-token session cap", () => {
-  it("at the cap the least recently used session nobody is using is evicted; other tokens are not touched", async () => {
+  it("at the cap the least recently used session nobody is using leaves memory, and comes back from the store when used, evicting the next; other tokens are not touched", async () => {
     const t = await start();
     const e = endpoint(t, { maxSessionsPerToken: 2 });
     const handler = postOnly((req) => e.handle(req));
@@ -70,9 +70,14 @@ describe("the per-token session cap", () => {
     await first.client.listTools();
     const third = await connect({ token, handler });
     expect(e.sessionCount("bot")).toBe(2);
-    await expect(second.client.listTools()).rejects.toThrow(/404|Session not found/);
+    // The second's row stays: its client goes on with the same session, and the first (now the
+    // least recently used) makes room for it.
+    expect((await second.client.listTools()).tools).toEqual([]);
+    expect(second.transport.sessionId).toBeDefined();
+    expect(e.sessionCount("bot")).toBe(2);
     await first.client.listTools();
     await third.client.listTools();
+    expect(e.sessionCount("bot")).toBe(2);
     expect(e.sessionCount("other-bot")).toBe(1);
     await other.client.listTools();
   });

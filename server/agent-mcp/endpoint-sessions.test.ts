@@ -142,7 +142,7 @@ describe("sessions", () => {
     await vi.waitFor(() => expect(e.sessionCount("bot")).toBe(0));
   });
 
-  it("a restart drops every session but not the pending call, which can still be decided", async () => {
+  it("a restart keeps the sessions (in the store) and the pending call, which can still be decided", async () => {
     const first = await start({ approvals: { waitSeconds: 60 } });
     await enableTool(first.runtime, ADD_NOTE);
     const token = await createAgentToken(first.runtime, "bot");
@@ -154,7 +154,7 @@ describe("sessions", () => {
     const id = event?.type === "call" ? event.id : "";
     await first.stop({ keepDir: true });
     forget();
-    // Answered before the stream closed (see the test below); the session is gone all the same.
+    // Answered before the stream closed (see the test below); the session itself outlives the restart.
     expect((await held)._meta?.[CALL_META_KEY]).toEqual({ id, status: "pending" });
     await c.client.close();
 
@@ -172,7 +172,10 @@ describe("sessions", () => {
         },
       }),
     );
-    await expectRefused(res, 404);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/event-stream");
+    expect(second.runtime.agentMcp.sessionCount("bot")).toBe(1);
+    await res.body?.cancel();
     const reviewer = await createTestUser(second.runtime, "rita", ["reviewer"]);
     await second.runtime.broker.deny(reviewer.user.name, id, "after the restart");
     expect(await callStatus(second.runtime, id)).toBe("denied");

@@ -1,6 +1,5 @@
 import "server-only";
-import { randomUUID } from "node:crypto";
-import { isInitializeRequest, isLegacyRequest } from "@modelcontextprotocol/server";
+import { isInitializeRequest, isJSONRPCRequest, isLegacyRequest } from "@modelcontextprotocol/server";
 import { inArray } from "drizzle-orm";
 import type { Principal } from "../auth/access";
 import type { CallBroker } from "../calls/broker";
@@ -14,18 +13,23 @@ import { agentTokens } from "../store/schema";
 import { type AllowedPeers, agentOf, allowedPeersFor, bearerAgent, peerProblem } from "./guard";
 import { asJsonIfQuick, tracked } from "./json-answer";
 import { resourceServers } from "./listings";
-import { ModernLeg, SHUTDOWN_ANSWER_MS } from "./modern";
+import { ModernLeg, SHUTDOWN_ANSWER_MS, type VerifiedAgent } from "./modern";
 import { ListedResources } from "./resources";
 import { expectsOnlyItsResponse, readMessage, rpcError } from "./rpc";
-import { createAgentServer } from "./server";
-import { answerInFlight, answering, isBusy, type Session, SessionTable, SessionTransport } from "./sessions";
+import { createSession, type SessionParts } from "./session-factory";
+import { answerInFlight, answering, isBusy, type Session, SessionTable } from "./sessions";
+import { clientOf, restoreInitialized, StoredSessions } from "./stored-sessions";
 import { toolsSignature } from "./tools";
 
-/** A session nobody uses (no request in flight, no open stream, no held call) for this long is closed. */
+/**
+ * A session nobody uses (no request in flight, no open stream, no held call) for this long is
+ * closed; its stored row goes once no replica used it for this long.
+ */
 export const SESSION_IDLE_MS = 30 * 60 * 1000;
 /**
- * Most sessions one agent token may hold; see {@link SessionTable.evictionFor} for who makes
- * room at the cap, and when a new session is refused instead.
+ * Most sessions one agent token may hold in one process (each replica counts its own); see
+ * {@link SessionTable.evictionFor} for who makes room at the cap, and when a new session is
+ * refused instead.
  */
 export const MAX_SESSIONS_PER_TOKEN = 16;
 /** Gap between progress notifications while a destructive call is held. */
@@ -53,6 +57,8 @@ export interface AgentMcpDeps {
 export interface AgentMcpOptions {
   idleMs?: number;
   maxSessionsPerToken?: number;
+  /** Most stored sessions one token keeps; default `MAX_STORED_SESSIONS_PER_TOKEN`. */
+  maxStoredSessionsPerToken?: number;
   progressIntervalMs?: number;
   listChangedDebounceMs?: number;
   /** How long an answer may take and still go out as JSON; default {@link JSON_ANSWER_WINDOW_MS}. */
@@ -67,9 +73,11 @@ export interface AgentMcpOptions {
  *
  * 2025: each `initialize` opens a stateful session (an SDK v2 `Server` from the same factory as
  * the 2026-07-28 leg's, and the SDK's streamable-HTTP session transport, {@link SessionTransport})
- * kept in memory; sessions belong to the token that opened them, end on DELETE, after
- * {@link SESSION_IDLE_MS} idle, when their token is revoked, or on shutdown. A restart drops
- * them; pending calls live in the store and stay pending, a held one's request answered so first.
+ * held in memory and stored ({@link StoredSessions}): a session not held here (Gatehouse
+ * restarted, or another replica opened it) is brought back from its row when it is used.
+ * Sessions belong to the token that opened them and end on DELETE, after {@link SESSION_IDLE_MS}
+ * idle, or when their token is revoked; shutdown only lets go of them (pending calls live in the
+ * store and stay pending, a held one's request answered so first).
  *
  * 2026-07-28: a request with no session id that is not a 2025 one (the SDK's `isLegacyRequest`:
  * it carries the per-request envelope) goes to the stateless {@link ModernLeg}, which a restart
@@ -77,6 +85,9 @@ export interface AgentMcpOptions {
  */
 export class AgentMcpEndpoint {
   private readonly sessions = new SessionTable();
+  private readonly stored: StoredSessions;
+  /** What each 2025 session is built with ({@link createSession}). */
+  private readonly parts: SessionParts;
   /** What each server listed last, shared by every session (see ListedResources). */
   private readonly listedResources = new ListedResources();
   private readonly allowed: AllowedPeers;
@@ -106,7 +117,8 @@ export class AgentMcpEndpoint {
     this.progressIntervalMs = options.progressIntervalMs ?? PROGRESS_INTERVAL_MS;
     this.debounceMs = options.listChangedDebounceMs ?? LIST_CHANGED_DEBOUNCE_MS;
     this.jsonWindowMs = options.jsonAnswerWindowMs ?? JSON_ANSWER_WINDOW_MS;
-    this.modern = new ModernLeg({
+    this.stored = new StoredSessions(deps.db, this.idleMs, deps.log, options.maxStoredSessionsPerToken);
+    const shared = {
       db: deps.db,
       bus: deps.bus,
       broker: deps.broker,
@@ -116,9 +128,10 @@ export class AgentMcpEndpoint {
       descriptionMaxChars: deps.config.catalogue.descriptionMaxChars,
       waitSeconds: deps.config.approvals.waitSeconds,
       progressIntervalMs: this.progressIntervalMs,
-      jsonWindowMs: this.jsonWindowMs,
       publicOrigin: deps.publicOrigin,
-    });
+    };
+    this.modern = new ModernLeg({ ...shared, jsonWindowMs: this.jsonWindowMs });
+    this.parts = { ...shared, sessions: this.sessions, stored: this.stored };
     this.checking = this.checkLists(false);
     this.unsubscribe = deps.bus.subscribe((e) => {
       if (e.type === "catalogue") this.scheduleListCheck();
@@ -158,7 +171,8 @@ export class AgentMcpEndpoint {
 
     const sid = req.headers.get("mcp-session-id");
     if (sid !== null) {
-      const session = this.sessions.get(sid);
+      const session = await this.sessionFor(sid, agent, req);
+      if (session instanceof Response) return session;
       // Another token's session answers exactly like an unknown one, so ids cannot be probed.
       if (!session || session.tokenId !== agent.id || session.closing) {
         return rpcError(404, -32001, "Session not found");
@@ -176,16 +190,18 @@ export class AgentMcpEndpoint {
     const { parsed } = body;
     if (!(await isLegacyRequest(req, parsed))) return this.modern.handle(req, agent, parsed);
     const messages: unknown[] = Array.isArray(parsed) ? parsed : [parsed];
-    if (!messages.some((m) => isInitializeRequest(m))) {
-      return rpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required");
-    }
+    const init = messages.find(isInitializeRequest);
+    if (!init) return rpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required");
     const session = this.reserve(agent, req);
-    if (!session) {
-      // 429, not 503: the limit is this token's own, and Gatehouse itself is fine.
-      return rpcError(
-        429,
-        -32000,
-        `Too many sessions: this token has too many open sessions (${this.maxSessionsPerToken}), each with an open event stream or a request in flight (a call waiting for approval, say); end one with DELETE /mcp, or retry once one of them is over`,
+    if (!session) return this.tooMany();
+    // Stored before the client learns the session's id, which it may take to another replica next.
+    if (isJSONRPCRequest(init)) {
+      session.transport.beforeAnswer(init.id, (answer) =>
+        this.stored.add(session, {
+          id: session.id,
+          protocolVersion: String(answer.result.protocolVersion),
+          client: clientOf(init.params),
+        }),
       );
     }
     let res: Response;
@@ -204,89 +220,68 @@ export class AgentMcpEndpoint {
     return res;
   }
 
+  /** 429, not 503: the limit is this token's own, and Gatehouse itself is fine. */
+  private tooMany(): Response {
+    return rpcError(
+      429,
+      -32000,
+      `Too many sessions: this token has too many open sessions (${this.maxSessionsPerToken}), each with an open event stream or a request in flight (a call waiting for approval, say); end one with DELETE /mcp, or retry once one of them is over`,
+    );
+  }
+
+  /**
+   * Session `sid` of `agent`: the one held here, else the one brought back from its row (once,
+   * however many of its requests come at once), else null (unknown, another token's, revoked or
+   * expired). A response: a refusal of the revival (the token's cap, or Gatehouse stopping).
+   */
+  private async sessionFor(
+    sid: string,
+    agent: VerifiedAgent,
+    req: Request,
+  ): Promise<Session | Response | null> {
+    const key = `${agent.id} ${sid}`;
+    // A session being brought back is in the table before it is ready: its requests wait for it.
+    const reviving = this.stored.revivingNow(key) as Promise<Session | Response | null> | undefined;
+    if (reviving) return reviving;
+    return this.sessions.get(sid) ?? this.stored.once(key, () => this.revive(sid, agent, req));
+  }
+
+  private async revive(sid: string, agent: VerifiedAgent, req: Request): Promise<Session | Response | null> {
+    const stored = await this.stored.find(sid, agent.id);
+    if (!stored) return null;
+    if (this.closed) return rpcError(503, -32000, "Gatehouse is stopping");
+    const session = this.reserve(agent, req, stored.id);
+    if (!session) return this.tooMany();
+    try {
+      await session.server.connect(session.transport);
+      await restoreInitialized(session.server, session.transport, stored, req.url);
+    } catch (err) {
+      void this.closeSession(session, "could not be restored");
+      throw err;
+    } finally {
+      session.open--;
+    }
+    this.deps.log.info("agent session restored", {
+      token: agent.name,
+      sessions: this.sessionCount(agent.name),
+    });
+    return session;
+  }
+
   /**
    * Makes room for one more session of `agent` ({@link SessionTable.evictionFor}) and takes it
    * at once: the new session is in the table, busy with its `initialize`, before anything is
    * awaited, so concurrent `initialize` requests each see the ones before them and the cap
-   * holds. `null`: no room, and nothing was closed.
+   * holds. `null`: no room, and nothing was closed. `restoring`: the id of a stored session.
    */
-  private reserve(agent: { id: number; name: string }, req: Request): Session | null {
+  private reserve(agent: VerifiedAgent, req: Request, restoring?: string): Session | null {
     const victims = this.sessions.evictionFor(agent.id, this.maxSessionsPerToken);
     if (!victims) return null;
+    // Their rows stay: a client still there brings its session back with its next request.
     for (const v of victims)
       void this.closeSession(v, `evicted: token reached ${this.maxSessionsPerToken} sessions`);
-    const session = this.create(agent, req);
+    const session = createSession(this.parts, agent, req, restoring);
     this.sessions.add(session);
-    return session;
-  }
-
-  /** A new session, not yet connected, counted busy with its `initialize` (`open` is 1). */
-  private create(agent: { id: number; name: string }, req: Request): Session {
-    const baseUrl = (this.deps.publicOrigin ?? new URL(req.url).origin).replace(/\/$/, "");
-    // Chosen here, so the session is in the table under its id before the transport runs.
-    const id = randomUUID();
-    const release = new AbortController();
-    const transport = new SessionTransport({
-      sessionIdGenerator: () => id,
-      onsessioninitialized: () => {
-        this.deps.log.info(`agent session opened`, {
-          token: agent.name,
-          sessions: this.sessionCount(agent.name),
-        });
-      },
-      onsessionclosed: () => {
-        session.closing = true;
-        this.sessions.remove(session);
-      },
-    });
-    const server = createAgentServer(
-      {
-        listed: this.listedResources,
-        db: this.deps.db,
-        manager: this.deps.manager,
-        log: this.deps.log,
-        descriptionMaxChars: this.deps.config.catalogue.descriptionMaxChars,
-        bus: this.deps.bus,
-        call: {
-          broker: this.deps.broker,
-          bus: this.deps.bus,
-          log: this.deps.log,
-          requester: { kind: "agent", name: agent.name },
-          waitSeconds: this.deps.config.approvals.waitSeconds,
-          progressIntervalMs: this.progressIntervalMs,
-          baseUrl,
-          closing: () => session.closing,
-          holding: (delta) => {
-            session.holding += delta;
-          },
-          endStream: (requestId) => transport.closeSSEStream(requestId),
-          release: release.signal,
-        },
-      },
-      "2025",
-    );
-    const session: Session = {
-      id,
-      tokenId: agent.id,
-      tokenName: agent.name,
-      server,
-      transport,
-      lastActive: Date.now(),
-      lastUse: 0,
-      open: 1,
-      holding: 0,
-      release,
-      answering: new Set(),
-      closing: false,
-      closed: false,
-    };
-    // Runs before the SDK aborts the session's in-flight handlers, so a held call can tell a
-    // teardown (the call stays pending) from the client's cancellation (the call is withdrawn).
-    transport.onclose = () => {
-      session.closing = true;
-      this.sessions.remove(session);
-    };
-    server.onerror = (err) => this.deps.log.debug(`agent session ${session.id}: ${err.message}`);
     return session;
   }
 
@@ -301,6 +296,7 @@ export class AgentMcpEndpoint {
     json = false,
   ): Promise<Response> {
     this.sessions.touch(session);
+    void this.stored.used(session);
     session.open++;
     // A GET is a listen stream, which no shutdown waits for.
     const answered = req.method === "POST" ? answering(session) : () => undefined;
@@ -355,7 +351,8 @@ export class AgentMcpEndpoint {
 
   /**
    * Idle sessions and sessions of revoked tokens end, and so do the 2026-07-28 exchanges (listen
-   * streams, requests in flight) of revoked tokens; runs on a timer.
+   * streams, requests in flight) of revoked tokens; then the stored rows of both go
+   * ({@link StoredSessions.sweep}). Runs on a timer.
    */
   private async sweep(): Promise<void> {
     const now = Date.now();
@@ -375,6 +372,7 @@ export class AgentMcpEndpoint {
       else if (!isBusy(s) && now - s.lastActive >= this.idleMs) void this.closeSession(s, "idle");
     }
     this.modern.endRevoked(active);
+    await this.stored.sweep(this.sessions.all().filter((s) => isBusy(s) && !s.closing));
   }
 
   /** What `tools/list` and `resources/list` would show now, each as one string to compare. */
@@ -430,7 +428,8 @@ export class AgentMcpEndpoint {
   /**
    * Ends every session and every 2026-07-28 exchange (shutdown). Held calls stay pending in the
    * store, and in both eras their requests are answered so first, with where to follow them
-   * ({@link answerInFlight}; bounded by {@link SHUTDOWN_ANSWER_MS}).
+   * ({@link answerInFlight}; bounded by {@link SHUTDOWN_ANSWER_MS}). Stored sessions keep their
+   * rows: the next Gatehouse, or another replica, serves them.
    */
   async close(): Promise<void> {
     this.closed = true;

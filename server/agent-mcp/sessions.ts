@@ -1,7 +1,9 @@
 import "server-only";
 import {
   isJSONRPCErrorResponse,
+  isJSONRPCResultResponse,
   type JSONRPCMessage,
+  type JSONRPCResultResponse,
   type RequestId,
   type Server,
   WebStandardStreamableHTTPServerTransport,
@@ -15,9 +17,28 @@ import { isModernNotFound, RESOURCE_NOT_FOUND } from "./resources";
  * on this leg such an answer (-32602 with data `{uri}` and nothing else, the SDK's own shape of a
  * resource not found, and Gatehouse's) goes out as -32002 again. Every other message is sent as
  * the SDK wrote it.
+ *
+ * It can also hold one answer back until something is done with it ({@link beforeAnswer}): the
+ * endpoint stores a new session before the client learns its id from the `initialize` answer.
  */
 export class SessionTransport extends WebStandardStreamableHTTPServerTransport {
-  override send(message: JSONRPCMessage, options?: { relatedRequestId?: RequestId }): Promise<void> {
+  private held: { id: RequestId; run: (answer: JSONRPCResultResponse) => Promise<void> } | undefined;
+
+  /**
+   * Runs `run` with the (successful) answer to request `id` and sends that answer once `run` has
+   * settled; once. `run` should not reject: a rejection is the SDK's to report, and the answer is
+   * not sent.
+   */
+  beforeAnswer(id: RequestId, run: (answer: JSONRPCResultResponse) => Promise<void>): void {
+    this.held = { id, run };
+  }
+
+  override async send(message: JSONRPCMessage, options?: { relatedRequestId?: RequestId }): Promise<void> {
+    const held = this.held;
+    if (held && isJSONRPCResultResponse(message) && message.id === held.id) {
+      this.held = undefined;
+      await held.run(message);
+    }
     return super.send(asLegacyNotFound(message), options);
   }
 }
@@ -39,6 +60,8 @@ export interface Session {
   lastActive: number;
   /** Order of the last use among all sessions (ties of `lastActive` in one millisecond are common). */
   lastUse: number;
+  /** `Date.now()` when its use was last written to its row in the store (stored-sessions.ts). */
+  storedUse: number;
   /**
    * Requests in flight plus open response streams (the GET stream of a listening client
    * counts, and so does an `initialize` from the moment its session is reserved).
@@ -100,8 +123,11 @@ export async function answerInFlight(sessions: Session[], withinMs: number): Pro
 }
 
 /**
- * The live sessions by id, and the rule for who makes room at a token's cap. It only keeps
- * the list: closing a session (its SDK `Server`) is the endpoint's.
+ * The live sessions of this process by id, and the rule for who makes room at a token's cap. It
+ * only keeps the list: closing a session (its SDK `Server`) is the endpoint's. The cap is per
+ * process: another replica on the same store, or this one after a restart, counts only the
+ * sessions it holds in memory (a stored session comes back in memory when it is used, and counts
+ * from then on).
  */
 export class SessionTable {
   private readonly byId = new Map<string, Session>();

@@ -6,11 +6,13 @@ import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import type { UserView } from "@/lib/api-types";
 import { bodyOf, createTestUser, request } from "@/test/support/runtime";
+import { openTestDb } from "@/test/support/store";
 import { sessions, users } from "../store/schema";
 import { LoginThrottle } from "./access";
 import { expectError, parseSetCookie, runtimePerTest, STRONG } from "./auth-fixtures";
 import { hashPassword, sha256, verifyPassword } from "./crypto";
 import { createSession, SESSION_COOKIE, SESSION_TTL_MS } from "./sessions";
+import { tryOnce } from "./throttle-fixtures";
 import { issueSetupCode } from "./users";
 
 const start = runtimePerTest();
@@ -206,15 +208,14 @@ describe("login throttling", () => {
     ).toBe(200);
   });
 
-  it("the throttle forgets expired windows instead of growing without bound", () => {
-    const throttle = new LoginThrottle({ perName: { windowMs: 1000, maxKeys: 100 } });
-    const fail = (name: string, now: number) => throttle.begin({ name, address: null }, now).failed(now);
-    for (let i = 0; i < 100; i++) fail(`user-${i}`, 0);
-    expect(throttle.size.names).toBe(100);
-    fail("late", 5000);
-    expect(throttle.size.names).toBe(1);
-    for (let i = 0; i < 500; i++) fail(`burst-${i}`, 6000);
-    expect(throttle.size.names).toBeLessThanOrEqual(100);
+  it("the throttle forgets expired windows instead of growing without bound", async () => {
+    const throttle = new LoginThrottle(await openTestDb(), { perName: { windowMs: 1000, maxKeys: 100 } });
+    for (let i = 0; i < 100; i++) await tryOnce(throttle, { name: `user-${i}` }, 0);
+    expect((await throttle.size()).names).toBe(100);
+    await tryOnce(throttle, { name: "late" }, 5000);
+    expect((await throttle.size()).names).toBe(1);
+    for (let i = 0; i < 150; i++) await tryOnce(throttle, { name: `burst-${i}` }, 6000);
+    expect((await throttle.size()).names).toBeLessThanOrEqual(100);
   });
 
   it("nine failures do not lock out the right password", async () => {

@@ -44,7 +44,7 @@ describe("a password checked while an owner acts", () => {
     const reset = checkThen(() => updatePerson(db, null, { name: "bob", password: RESET_TO, actor: "olga" }));
     const params = { name: "bob", password: bob.password, secure: false, address: null };
     const before = (await db.select().from(sessions)).length;
-    expect(await codeOf(signIn(db, new LoginThrottle(), params, reset))).toBe("invalid_credentials");
+    expect(await codeOf(signIn(db, new LoginThrottle(db), params, reset))).toBe("invalid_credentials");
     // The reset ended bob's session; the racing sign-in opened none.
     expect((await db.select().from(sessions)).length).toBe(before - 1);
   });
@@ -58,7 +58,7 @@ describe("a password checked while an owner acts", () => {
       removeUser(db, { name: "bob", actor: "olga", withdrawPending: async () => 0 }),
     );
     const params = { name: "bob", password: bob.password, secure: false, address: null };
-    expect(await codeOf(signIn(db, new LoginThrottle(), params, remove))).toBe("invalid_credentials");
+    expect(await codeOf(signIn(db, new LoginThrottle(db), params, remove))).toBe("invalid_credentials");
   });
 
   it("an own-password change racing an owner's reset does not undo the reset", async () => {
@@ -68,7 +68,7 @@ describe("a password checked while an owner acts", () => {
     const reset = checkThen(() => updatePerson(db, null, { name: "bob", password: RESET_TO, actor: "olga" }));
     const change = changeOwnPassword(
       db,
-      new LoginThrottle(),
+      new LoginThrottle(db),
       {
         name: "bob",
         current: bob.password,

@@ -43,7 +43,7 @@ export async function signIn(
   params: { name: string; password: string; secure: boolean; address: string | null },
   verify: typeof verifyCredentials = verifyCredentials,
 ): Promise<{ user: UserView; cookie: string }> {
-  const attempt = throttle.begin({ name: params.name, address: params.address });
+  const attempt = await throttle.begin({ name: params.name, address: params.address });
   let checked: string | null = null;
   let user: UserView | null = null;
   try {
@@ -52,8 +52,8 @@ export async function signIn(
     user = await verify(db, params.name, params.password);
   } finally {
     // A check that threw counts as a failure: it must not hand its place back.
-    if (user) attempt.succeeded();
-    else attempt.failed();
+    if (user) await attempt.succeeded();
+    else await attempt.failed();
   }
   if (!user) throw new GatehouseError("invalid_credentials", "Wrong name or password.");
   const id = user.id;

@@ -94,8 +94,8 @@ export interface UpdatePersonParams {
  * A reset stores the new hash, ends every session of the person (an attacker who had one is
  * out; so is the person, who signs in again with the new password), writes a `user.password`
  * audit row ("reset; 2 sessions ended", never the password) and, once committed, forgets the
- * name's failed sign-ins in `throttle` (so a person locked out by guessing can sign in at once;
- * `null` from another process, the CLI, whose throttle is not the server's).
+ * name's failed sign-ins in `throttle` (so a person locked out by guessing can sign in at once,
+ * on every replica: the counts are in the store; `null`: forget nothing).
  *
  * `not_found` for an unknown name; `bad_request` for a bad address or no roles; `conflict` for
  * taking the owner role from the last owner; `forbidden` for a reset of the actor's own password
@@ -129,7 +129,7 @@ export async function updatePerson(
     });
     return { user, sessionsEnded };
   });
-  if (passwordHash !== null) throttle?.forget(params.name);
+  if (passwordHash !== null) await throttle?.forget(params.name);
   return out;
 }
 
@@ -161,7 +161,7 @@ export async function changeOwnPassword(
   params: ChangeOwnPasswordParams,
   verify: typeof verifyCredentials = verifyCredentials,
 ): Promise<{ user: UserView; sessionsEnded: number }> {
-  const attempt = throttle.begin({ name: params.name, address: params.address });
+  const attempt = await throttle.begin({ name: params.name, address: params.address });
   let checked: string | null = null;
   let user: UserView | null = null;
   try {
@@ -169,8 +169,8 @@ export async function changeOwnPassword(
     checked = await passwordHashOf(db, params.name);
     user = await verify(db, params.name, params.current);
   } finally {
-    if (user) attempt.succeeded();
-    else attempt.failed();
+    if (user) await attempt.succeeded();
+    else await attempt.failed();
   }
   if (!user) throw new GatehouseError("invalid_credentials", "The current password is not right.");
   if (params.current === params.password) {

@@ -20,6 +20,8 @@ export interface ApprovalDeps {
   /** May a person approve a call they requested (one-reviewer calls only). */
   selfApproval: boolean;
   notify?: CallNotify;
+  /** The replica that runs the call once the last approval moves it to `running`. */
+  replica: string;
 }
 
 /** What one reviewer's approval did. */
@@ -230,6 +232,7 @@ export async function approve(
       decidedAt: now,
       decidedBy: reviewer,
       startedAt: now,
+      replica: deps.replica,
       approvedBy: JSON.stringify(approvedBy),
       ...raised?.set,
     },

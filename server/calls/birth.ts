@@ -57,6 +57,8 @@ export interface Birth {
   skipped: readonly RuleSkip[];
   expireAfterSeconds: number;
   notify: Notify;
+  /** The replica that will ask the tool, should the call run now. */
+  replica: string;
 }
 
 /** "; passed over: rule "a" (its condition could not be evaluated: …)", or "". */
@@ -153,6 +155,7 @@ export async function writeBirth(db: Db, b: Birth): Promise<CallRow> {
     ...call,
     status: "running",
     startedAt: call.createdAt,
+    replica: b.replica,
     rule: run?.rule ?? null,
     grantId,
     // A call that would have waited keeps its reason, so its story says what the grant skipped.

@@ -1,4 +1,5 @@
 import "server-only";
+import { randomBytes } from "node:crypto";
 import type { CallStoryView, CallView, GrantRequest, GrantView, TokenView } from "@/lib/api-types";
 import { GatehouseError, isErrorCode } from "@/lib/errors";
 import type { EventBus } from "../events";
@@ -22,6 +23,7 @@ import {
   toView,
 } from "./call-row";
 import { decideCall } from "./decision";
+import { HeldResults } from "./held-results";
 import { type CallListParams, callAudit, callView, findCall, getCall, listCalls } from "./queries";
 import { judgeAgain, judgePending } from "./rejudge";
 import { revokeAgent } from "./revoke-agent";
@@ -59,13 +61,16 @@ export interface BrokerDeps {
    * event (PostgreSQL retries a transaction): it must only write to the store. Default: nothing.
    */
   notify?: CallNotify;
+  /**
+   * This process's replica id (`ReplicaRegistry`), stored on each call it runs, so that the
+   * survivors end its running calls should it die. Default: an id of this broker alone, which
+   * no replica row names: the next broker to start on the store ends its running calls.
+   */
+  replica?: string;
 }
 
 /** How many times an approval is tried when concurrent approvals of the same call keep winning. */
 const APPROVAL_ATTEMPTS = 5;
-
-/** Full results of recent calls are kept in memory this long for waiting agents. */
-const RECENT_RESULT_MS = 5 * 60 * 1000;
 
 /**
  * The call broker: checks a call, runs read-only tools at once, holds destructive ones as
@@ -76,7 +81,8 @@ const RECENT_RESULT_MS = 5 * 60 * 1000;
  * cannot both win, and no move goes unrecorded.
  */
 export class CallBroker {
-  private readonly recent = new Map<string, { result: unknown; at: number }>();
+  /** Full results of held calls, for the agents waiting on them (on any replica). */
+  private readonly held: HeldResults;
   private expiryTimer: NodeJS.Timeout | null = null;
   /** The expiry tick in flight, if any (see {@link start}). */
   private expiring: Promise<void> | null = null;
@@ -93,8 +99,8 @@ export class CallBroker {
   private readonly inFlight = new Set<Promise<void>>();
   /** {@link writes}, with each write kept in {@link inFlight} until it resolves. */
   private readonly tracked: RunDeps["writes"] = {
-    write: (write) => {
-      const done = this.writes.write(write);
+    write: (write, opts) => {
+      const done = this.writes.write(write, opts);
       this.inFlight.add(done);
       const forget = () => void this.inFlight.delete(done);
       done.then(forget, forget);
@@ -102,17 +108,23 @@ export class CallBroker {
     },
   };
 
+  /** See {@link BrokerDeps.replica}. */
+  readonly replica: string;
+
   constructor(private readonly deps: BrokerDeps) {
     this.writes = new WriteBatch(deps.db);
+    this.held = new HeldResults(deps.db);
+    this.replica = deps.replica ?? `broker-${randomBytes(6).toString("hex")}`;
   }
 
   /**
-   * Marks calls left `running` by a crash as `interrupted` (never re-run), starts expiry, and
+   * Marks calls left `running` by replicas that are gone (a crash, a stop mid-call) as
+   * `interrupted` (never re-run), starts expiry, and
    * judges the pending calls against the current rules in the background (`judgePending`: a deny
    * rule refuses them, a raised count is recorded); an approval meanwhile judges its call itself.
    */
   async start(): Promise<void> {
-    await interruptLeftRunning(this.deps);
+    await interruptLeftRunning(this.deps, []);
     await this.expireDue();
     this.expiryTimer = setInterval(() => {
       // A tick still running (a slow store) is not overtaken by the next.
@@ -130,6 +142,14 @@ export class CallBroker {
     }, 1000);
     this.expiryTimer.unref();
     this.judging = judgePending(this.deps);
+  }
+
+  /**
+   * Marks the calls the replicas `dead` left running (and those of processes without a replica
+   * row) `interrupted`, never re-run; see `interruptLeftRunning`. Returns how many moved.
+   */
+  async interruptLeftBy(dead: string[]): Promise<number> {
+    return (await interruptLeftRunning(this.deps, dead)).length;
   }
 
   /** Stops the expiry timer and waits for its tick, the start's judgement and tool runs in flight. */
@@ -181,6 +201,7 @@ export class CallBroker {
         ...birth,
         expireAfterSeconds: this.deps.approvals.expireAfterSeconds,
         notify: this.deps.notify,
+        replica: this.replica,
       });
     });
     const running = stored as CallRow | null;
@@ -221,22 +242,15 @@ export class CallBroker {
     const outcome = await runCall({ ...this.deps, writes: this.tracked }, call);
     // A call that was no longer running got no outcome: nothing to keep or announce.
     if (!outcome.moved) return outcome;
-    // Only calls someone may be waiting on (held for approval) keep their full result in memory.
+    // Only calls someone may be waiting on (held for approval) keep their full result; kept
+    // before the outcome is announced, so whoever it wakes, on any replica, finds it.
     if (outcome.full !== undefined && call.destructive) {
-      this.recent.set(call.id, { result: outcome.full, at: Date.now() });
-      this.pruneRecent();
+      await this.held.keep(call.id, outcome.full, outcome.stored.resultTruncated).catch((err: unknown) => {
+        this.deps.log.warn(`call ${call.id}: its full result could not be kept`, { error: String(err) });
+      });
     }
     this.deps.bus.publish({ type: "call", id: call.id, status: outcome.stored.status });
     return outcome;
-  }
-
-  private pruneRecent(): void {
-    const cutoff = Date.now() - RECENT_RESULT_MS;
-    // Insertion order is time order: stop at the first entry still recent.
-    for (const [id, r] of this.recent) {
-      if (r.at >= cutoff) break;
-      this.recent.delete(id);
-    }
   }
 
   /** "Already decided", saying how; used both before deciding and when a conditional update lost. */
@@ -280,7 +294,13 @@ export class CallBroker {
       // Read again: the call may have been decided, or approved by another, while rules were evaluated.
       row = await this.decidable(id);
       step = await approve(
-        { db, bus, selfApproval: this.deps.approvals.selfApproval, notify: this.deps.notify },
+        {
+          db,
+          bus,
+          selfApproval: this.deps.approvals.selfApproval,
+          notify: this.deps.notify,
+          replica: this.replica,
+        },
         reviewer,
         row,
         opts.grant,
@@ -385,8 +405,10 @@ export class CallBroker {
   }
 
   /** A call as its view, with the full result of a recent held call when there is one. */
-  private view(id: string): Promise<CallView> {
-    return callView(this.deps.db, id, this.recent.get(id)?.result);
+  private async view(id: string): Promise<CallView> {
+    const kept = this.held.inMemory(id);
+    if (kept !== undefined) return callView(this.deps.db, id, kept);
+    return this.held.completed(await callView(this.deps.db, id));
   }
 
   async get(id: string): Promise<CallView | null> {

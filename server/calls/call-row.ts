@@ -114,6 +114,7 @@ const emptyCall = {
   grantId: null,
   approvalsNeeded: 1,
   approvedBy: "[]",
+  replica: null,
 } satisfies Partial<CallRow>;
 
 /** What a new call is about, before the catalogue has said whether it may run. */

@@ -108,7 +108,11 @@ describe("two replicas on one store", () => {
             // Each reviewer reads the call as their page showed it: pending, no approvals.
             const stored = await getCall(db, held.id);
             if (stored.status !== "pending") return "already_decided";
-            const step = await approve({ db, bus, selfApproval: false }, `reviewer-${i}`, stored);
+            const step = await approve(
+              { db, bus, selfApproval: false, replica: `replica-${i % 2}` },
+              `reviewer-${i}`,
+              stored,
+            );
             return step === null ? "already_decided" : step.kind;
           });
         } catch (err) {
@@ -186,6 +190,7 @@ describe("two replicas on one store", () => {
               skipped: [],
               expireAfterSeconds: 3600,
               notify: undefined,
+              replica: `replica-${i % 2}`,
             });
           });
           return (stored as CallRow | null)?.status;

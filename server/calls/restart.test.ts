@@ -118,7 +118,12 @@ async function startHost(dir: string): Promise<Host> {
   if (testDialect === "postgres") {
     const url = databases.get(dir) ?? (await freshDatabaseUrl());
     databases.set(dir, url);
-    database = { DATABASE_URL: url, GATEHOUSE_SECRET_KEY: "a".repeat(64) };
+    // A short lease: on PostgreSQL the next host ends what a killed one left once its lease ran out.
+    database = {
+      DATABASE_URL: url,
+      GATEHOUSE_SECRET_KEY: "a".repeat(64),
+      GATEHOUSE_REPLICA_LEASE_SECONDS: "2",
+    };
   }
   // Only what the host needs, not the test runner's environment.
   const hostEnv: Record<string, string> = {
@@ -269,7 +274,9 @@ describe("a host killed with SIGKILL", () => {
       await first.kill9();
 
       const second = await startHost(dir);
-      const after = (await second.ok("get", { id: call.id })).call as CallView;
+      // SQLite: at once (one process per store: whatever ran before is dead). PostgreSQL: once
+      // the dead host's lease has run out, as another replica would find it.
+      const after = (await second.ok("wait", { id: call.id, status: "interrupted" })).call as CallView;
       expect(after.status).toBe("interrupted");
       expect(after.error).toEqual({
         code: "interrupted",

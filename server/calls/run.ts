@@ -1,6 +1,7 @@
 import "server-only";
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { CallToolResult } from "@modelcontextprotocol/client";
+import { inArray, isNull, notInArray, or } from "drizzle-orm";
 import { GatehouseError } from "@/lib/errors";
 import { cleanDescription } from "../catalogue/definition";
 import type { CallProgressEvent, EventBus } from "../events";
@@ -9,6 +10,7 @@ import { outcomeUnknown } from "../mcp/failures";
 import type { ReconnectWait, ReconnectWaitOptions } from "../mcp/manager";
 import { writeAudit } from "../store/audit";
 import type { Db } from "../store/db";
+import { calls, replicas } from "../store/schema";
 import type { WriteBatch } from "../store/write-batch";
 import {
   type CallNotify,
@@ -19,7 +21,7 @@ import {
   RESULT_STORE_MAX_BYTES,
 } from "./call-row";
 import { finishCall, getCall } from "./queries";
-import { outcomeAction, transition } from "./transition";
+import { type MovedCall, outcomeAction, transition } from "./transition";
 
 /** A progress notification of a running call, as its tool server sent it (untrusted). */
 export interface ToolProgress {
@@ -232,43 +234,58 @@ export async function runCall(
   stored.finishedAt = new Date(answered).toISOString();
   const durationMs = answered - sent;
   let moved = false;
-  await deps.writes.write(async (tx) => {
-    // `running →` outcome is a conditional update (see `finishCall`): written once, whichever
-    // replica's restart or outcome reached the row first. `moved` is set by every attempt, so a
-    // retried transaction (PostgreSQL) leaves the last attempt's answer.
-    moved = await finishCall(tx, call.id, stored);
-    if (!moved) return;
-    await writeAudit(tx, {
-      actor: call.requesterName,
-      action: outcomeAction(stored.status),
-      subject: call.tool,
-      callId: call.id,
-      detail: [waitedNote, stored.errorMessage, truncatedNote].filter(Boolean).join("; ") || null,
-      // An interrupted call has no run time: the tool's answer never came.
-      durationMs: stored.status === "interrupted" ? null : durationMs,
-    });
-    // Only a call that waited for a reviewer was ever told of (as at a restart).
-    if (stored.status === "interrupted" && call.approvalReason !== null) {
-      await deps.notify?.(tx, "call.interrupted", await getCall(tx, call.id));
-    }
-  });
+  // On PostgreSQL at READ COMMITTED: the conditional update alone decides (PostgreSQL re-checks
+  // `status = 'running'` on the row as last committed), and the rest only follows from its answer.
+  // SERIALIZABLE added nothing here but conflicts: concurrent outcomes touch the same index pages
+  // (time-ordered ids), so under 32 concurrent calls they failed one another past every retry.
+  await deps.writes.write(
+    async (tx) => {
+      // `running →` outcome is a conditional update (see `finishCall`): written once, whichever
+      // replica's restart or outcome reached the row first. `moved` is set by every attempt, so a
+      // retried transaction (PostgreSQL) leaves the last attempt's answer.
+      moved = await finishCall(tx, call.id, stored);
+      if (!moved) return;
+      await writeAudit(tx, {
+        actor: call.requesterName,
+        action: outcomeAction(stored.status),
+        subject: call.tool,
+        callId: call.id,
+        detail: [waitedNote, stored.errorMessage, truncatedNote].filter(Boolean).join("; ") || null,
+        // An interrupted call has no run time: the tool's answer never came.
+        durationMs: stored.status === "interrupted" ? null : durationMs,
+      });
+      // Only a call that waited for a reviewer was ever told of (as at a restart).
+      if (stored.status === "interrupted" && call.approvalReason !== null) {
+        await deps.notify?.(tx, "call.interrupted", await getCall(tx, call.id));
+      }
+    },
+    { isolation: "serializable" },
+  );
   return { stored, full, moved };
 }
 
 /**
- * Marks every call left `running` (Gatehouse stopped, or crashed, while its tool ran) as
- * `interrupted`: its outcome is unknown, and it is never run again. Only a call that waited for a
- * reviewer is told of (`call.interrupted`); a read-only one never was. Run once at start.
+ * Marks every call left `running` by a replica that is gone (Gatehouse stopped, or crashed, while
+ * its tool ran) as `interrupted`: its outcome is unknown, and it is never run again. Gone: one of
+ * `dead` (replicas whose lease ran out, their rows not yet deleted), or named by no replica row
+ * (a process that stopped, a broker without a registry), or none recorded (rows from before
+ * replicas were). Only a call that waited for a reviewer is told of (`call.interrupted`); a
+ * read-only one never was. Run at start and whenever replicas are found dead; idempotent, and
+ * exactly once per call across replicas (a conditional update, see `transition`).
  */
-export async function interruptLeftRunning(deps: {
-  db: Db;
-  bus: EventBus;
-  notify?: CallNotify;
-}): Promise<void> {
+export async function interruptLeftRunning(
+  deps: { db: Db; bus: EventBus; notify?: CallNotify },
+  dead: string[],
+): Promise<MovedCall[]> {
   const { db, bus } = deps;
-  await transition(db, bus, {
+  return await transition(db, bus, {
     from: "running",
     to: "interrupted",
+    where: or(
+      isNull(calls.replica),
+      dead.length > 0 ? inArray(calls.replica, dead) : undefined,
+      notInArray(calls.replica, db.select({ id: replicas.id }).from(replicas)),
+    ),
     alsoWrite: async (tx, c) => {
       if (c.approvalReason !== null) await deps.notify?.(tx, "call.interrupted", c);
     },

@@ -1,5 +1,5 @@
 import "server-only";
-import { and, eq, lte } from "drizzle-orm";
+import { and, eq, lte, type SQL } from "drizzle-orm";
 import type { CallStatus } from "@/lib/api-types";
 import type { EventBus } from "../events";
 import { writeAudit } from "../store/audit";
@@ -58,6 +58,7 @@ type TransitionColumns = Partial<
     | "rule"
     | "approvalsNeeded"
     | "approvalReason"
+    | "replica"
   >
 >;
 
@@ -75,6 +76,8 @@ export interface TransitionSpec<F extends MovableStatus> {
   approvedBy?: string;
   /** Only calls of this requester. */
   requester?: { kind: "agent" | "user"; name: string };
+  /** One more condition the calls must meet (the replicas a running call may be left by). */
+  where?: SQL;
   set: TransitionColumns;
   /** Who made the move, as the audit log names them ("gatehouse" for the host itself). */
   actor: string;
@@ -125,6 +128,7 @@ export async function transition<F extends MovableStatus>(
             spec.approvedBy === undefined ? undefined : eq(calls.approvedBy, spec.approvedBy),
             spec.requester === undefined ? undefined : eq(calls.requesterKind, spec.requester.kind),
             spec.requester === undefined ? undefined : eq(calls.requesterName, spec.requester.name),
+            spec.where,
           ),
         )
         .returning();

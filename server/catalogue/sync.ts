@@ -1,9 +1,9 @@
 import "server-only";
 import type { Tool } from "@modelcontextprotocol/client";
-import { and, asc, eq, gt, gte, inArray, like, max, notLike } from "drizzle-orm";
+import { and, asc, eq, gt, gte, inArray, like, max, notLike, sql } from "drizzle-orm";
 import type { ChangeKind } from "@/lib/api-types";
 import { type ServerConfig, shownConfigPath } from "../config";
-import { type Db, transaction } from "../store/db";
+import { type Db, dialectOf, rows, transaction } from "../store/db";
 import { auditEvents, calls, catalogueChanges, grants, overCapTools, tools } from "../store/schema";
 import { parseDetail, type RecordedChange } from "./changes";
 import type { Tx } from "./rows";
@@ -49,6 +49,7 @@ export function syncServerTools(
   const now = at.toISOString();
   const windowMs = opts.coalesceWithinMs ?? COALESCE_WINDOW_MS;
   return transaction(db, async (tx) => {
+    await oneRefreshAtATime(tx, server.name);
     const plan = planRefresh({
       server,
       listed,
@@ -66,6 +67,35 @@ export function syncServerTools(
     await opts.alsoWrite?.(tx, changes);
     return { ...plan.summary, changes };
   });
+}
+
+/**
+ * On PostgreSQL, makes the refreshes of `server` from every replica run one after another: each
+ * holds a transaction-scoped advisory lock keyed by the server's name, so a second refresh reads
+ * the rows after the first has committed them and finds nothing changed, instead of planning the
+ * same change and colliding with the first's rows (a duplicate tool row is no serialization
+ * failure: it would fail the refresh). The transaction is SERIALIZABLE and its snapshot is taken
+ * at its first statement, this one: a refresh that had to wait for the lock would read from
+ * before the other's commit. So it only tries the lock; when another holds it, it waits for it
+ * to be released and then fails as a serialization failure (SQLSTATE 40001), which `transaction`
+ * runs again with a fresh snapshot. Nothing on SQLite, where one writer runs at a time anyway.
+ */
+async function oneRefreshAtATime(tx: Tx, server: string): Promise<void> {
+  if (dialectOf(tx) !== "postgres") return;
+  const key = sql`hashtext(${`gatehouse catalogue ${server}`})`;
+  const [got] = await rows<{ locked: boolean }>(tx, sql`SELECT pg_try_advisory_xact_lock(${key}) AS locked`);
+  if (got?.locked) return;
+  await rows(tx, sql`SELECT pg_advisory_xact_lock(${key}) AS locked`);
+  throw new RefreshWaited(server);
+}
+
+/** A refresh that waited for another replica's refresh of its server: run again (see {@link oneRefreshAtATime}). */
+class RefreshWaited extends Error {
+  /** What `transaction` takes for a serialization failure, to run again. */
+  readonly code = "40001";
+  constructor(server: string) {
+    super(`another replica refreshed the catalogue of ${server} meanwhile`);
+  }
 }
 
 async function overCapBefore(tx: Tx, server: string): Promise<Set<string>> {

@@ -5,6 +5,7 @@
  */
 import { CreateTokenBody, CreateUserBody, roles, UpdateUserBody, userEmail } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
+import { LoginThrottle } from "../auth/access";
 import { createToken } from "../auth/tokens";
 import { pendingWithdrawal, removeUser, sessionsText, updatePerson } from "../auth/user-admin";
 import { createUser } from "../auth/users";
@@ -205,9 +206,9 @@ async function userSet(rest: string[]): Promise<number> {
   const password = resetPassword ? await readStdin() : undefined;
   const parsed = UpdateUserBody.safeParse({ roles: wanted, email, password });
   if (!parsed.success) throw new GatehouseError("bad_request", firstIssue(parsed.error));
-  // No throttle: the server's is in its own memory (a lockout there ends with its window).
+  // The throttle's counts are in the store: a reset here unlocks the name for every server on it.
   const { user, sessionsEnded } = await withStore((db) =>
-    updatePerson(db, null, { name, ...parsed.data, actor: "cli" }),
+    updatePerson(db, new LoginThrottle(db), { name, ...parsed.data, actor: "cli" }),
   );
   const address = user.email ? ` <${user.email}>` : "";
   const reset = resetPassword ? `; password reset, ${sessionsText(sessionsEnded)} ended` : "";

@@ -9,6 +9,7 @@ import path from "node:path";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { cliStore, runCli } from "@/test/support/cli";
+import { LoginThrottle, PER_NAME } from "../auth/access";
 import { createSession, sessionUser } from "../auth/sessions";
 import { createUser, verifyCredentials } from "../auth/users";
 import { closeDb, type Db, first } from "../store/db";
@@ -68,6 +69,19 @@ describe("gatehouse user set", () => {
       ]),
     );
     expect(JSON.stringify(audit)).not.toContain(NEW);
+  }, 30_000);
+
+  it("a password reset unlocks the name on every server sharing the store", async () => {
+    await person("rita", ["reviewer"]);
+    const server = new LoginThrottle(db);
+    for (let i = 0; i < PER_NAME.max; i++)
+      await (await server.begin({ name: "rita", address: null })).failed();
+    await expect(server.begin({ name: "rita", address: null })).rejects.toMatchObject({
+      code: "too_many_attempts",
+    });
+    const res = await runCli(["user", "set", "rita", "--password"], env, `${NEW}\n`);
+    expect(res.code).toBe(0);
+    await (await server.begin({ name: "rita", address: null })).succeeded();
   }, 30_000);
 
   it("refuses what the API refuses, in the API's words, and changes nothing", async () => {

@@ -157,7 +157,7 @@ describe("every request the production server answers checks Host first", () => 
     expect(res.status).toBe(403);
     expect(JSON.parse(res.text)).toEqual({ error: { code: "bad_host", message: REFUSED } });
     expect(res.headers["set-cookie"]).toBeUndefined();
-    expect(runtime.throttle.size).toEqual({ names: 0, addresses: 0 });
+    expect(await runtime.throttle.size()).toEqual({ names: 0, addresses: 0 });
     expect(await runtime.db.select().from(sessions)).toEqual(sessionsBefore);
     expect(door.nextSaw).toEqual([]);
 
@@ -285,7 +285,7 @@ describe("route() checks Host itself (next dev has no front door)", () => {
     expect(res.status).toBe(403);
     expect(await res.json()).toEqual({ error: { code: "bad_host", message: REFUSED } });
     expect(res.headers.get("set-cookie")).toBeNull();
-    expect(runtime.throttle.size).toEqual({ names: 0, addresses: 0 });
+    expect(await runtime.throttle.size()).toEqual({ names: 0, addresses: 0 });
   });
 
   it("under an allowed host a foreign Origin is still refused: the Origin check is unchanged", async () => {

@@ -2,12 +2,19 @@ import "server-only";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AllowedPeers } from "../agent-mcp/guard";
 import { authenticate } from "../auth/access";
+import { INTERNAL_FORWARD_PATH } from "../replicas/forward";
 import { forwardedHttps } from "../request";
 import type { Runtime } from "../runtime";
 import * as callsApi from "./calls-api";
 import { answerHot, type HotPathOptions, type RouteHandler } from "./hot-path";
 import * as mcpApi from "./mcp-api";
-import { clientAddressStamper, sendResponse } from "./node-bridge";
+import {
+  BRIDGE_MAX_BODY_BYTES,
+  clientAddressStamper,
+  readBody,
+  sendResponse,
+  webRequest,
+} from "./node-bridge";
 import { PAGE_URL_HEADER } from "./page-url";
 import { edgePeers, refuseHost } from "./peers";
 import securityHeaders from "./security-headers.json";
@@ -24,6 +31,12 @@ export interface FrontDoorOptions {
   next: (req: IncomingMessage, res: ServerResponse) => unknown;
   /** Applied to every request let in, before any handler reads it (`clientAddressStamper`). */
   stampClientAddress: (req: IncomingMessage) => void;
+  /**
+   * The internal route between replicas (`Runtime.answerInternal`), or null (SQLite). Not under
+   * the Host check: replicas address each other by their registered addresses, and every request
+   * is signed with their shared key, which is all that lets one in.
+   */
+  internal?: ((req: Request) => Promise<Response>) | null;
 }
 
 /**
@@ -38,6 +51,10 @@ export function frontDoor(opts: FrontDoorOptions): Listener {
     const url = req.url ?? "/";
     const q = url.indexOf("?");
     const pathname = q === -1 ? url : url.slice(0, q);
+    if (pathname === INTERNAL_FORWARD_PATH && opts.internal) {
+      void serveInternal(req, res, opts.internal).catch(() => res.destroy());
+      return;
+    }
     const refusal = refuseHost(pathname, req.headers.host, opts.peers);
     if (refusal) {
       // The body stays unread, so the connection cannot carry another request.
@@ -54,6 +71,21 @@ export function frontDoor(opts: FrontDoorOptions): Listener {
       void opts.next(req, res);
     }
   };
+}
+
+/** A request on the internal route, its body read whole (bounded) first. */
+export async function serveInternal(
+  req: IncomingMessage,
+  res: ServerResponse,
+  internal: (req: Request) => Promise<Response>,
+): Promise<void> {
+  const body = await readBody(req, BRIDGE_MAX_BODY_BYTES);
+  if (body === null) {
+    res.writeHead(413, { "content-type": "application/json", connection: "close" });
+    res.end(JSON.stringify({ error: { code: "payload_too_large", message: "forwarded request too large" } }));
+    return;
+  }
+  await sendResponse(res, await internal(webRequest(req, res, "http://internal", body)));
 }
 
 function hasBody(req: IncomingMessage): boolean {
@@ -93,5 +125,6 @@ export function gatehouseListener(
     next,
     // The connection's address, for the sign-in throttle: written over any copy the client sent.
     stampClientAddress: clientAddressStamper(env),
+    internal: runtime.answerInternal,
   });
 }

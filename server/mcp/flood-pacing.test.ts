@@ -173,7 +173,7 @@ describe("a server flooding list_changed is re-listed at a bounded pace", () => 
         if (e.type === "catalogue" && e.server === "flapping") catalogueEvents++;
         flood?.changed();
       });
-      const supervisor = runtime.manager.get("flapping");
+      const supervisor = runtime.manager.get("flapping") as ServerSupervisor;
       flood = flooding(
         supervisor,
         (ms) => vi.advanceTimersByTime(ms),

@@ -4,8 +4,12 @@ import type { ServerState } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import type { GatehouseConfig, ServerConfig } from "../config";
 import type { Logger } from "../log";
+import { type Forwarder, RemoteSupervisor } from "./remote";
 import type { HistoryStore, SupervisorDeps, SupervisorSnapshot } from "./supervision";
 import { ServerSupervisor } from "./supervisor";
+
+/** A server as the manager hands it out: supervised here, or run by another replica. */
+export type Supervised = ServerSupervisor | RemoteSupervisor;
 
 export interface ManagerDeps {
   log: Logger;
@@ -17,6 +21,13 @@ export interface ManagerDeps {
   signIn?: SupervisorDeps["signIn"];
   /** Where every server's history outlives a restart (see `HistoryStore`); default: memory only. */
   history?: SupervisorDeps["history"];
+  /**
+   * Replicas side by side (PostgreSQL): each stdio server runs on the one replica that holds it.
+   * Every stdio server starts as run elsewhere (its calls forwarded by `forwarder`, its state
+   * the holder's stored history until its events say more) until {@link McpManager.hold} says this
+   * replica holds it. Absent: every server runs here.
+   */
+  placement?: { forwarder: Forwarder };
 }
 
 /** A progress notification of a running tool call, as the tool server sent it. */
@@ -49,7 +60,7 @@ export interface ReconnectWaitOptions {
 
 /** One supervisor per configured server. Starting never waits on any server. */
 export class McpManager {
-  private readonly supervisors = new Map<string, ServerSupervisor>();
+  private readonly supervisors = new Map<string, Supervised>();
   /** Checks run on every state change of any server: the waits of {@link untilReachable}. */
   private readonly stateWatchers = new Set<() => void>();
 
@@ -57,7 +68,84 @@ export class McpManager {
     private readonly config: GatehouseConfig,
     private readonly deps: ManagerDeps,
   ) {
-    for (const server of config.servers) this.supervisors.set(server.name, this.supervise(server));
+    for (const server of config.servers) this.supervisors.set(server.name, this.placed(server));
+  }
+
+  /** Whether `server` runs on one replica at a time (see {@link ManagerDeps.placement}). */
+  private heldByOne(server: ServerConfig): boolean {
+    return this.deps.placement !== undefined && server.transport === "stdio";
+  }
+
+  /** A new supervisor for `server`: here, or a stand-in for the replica that holds it. */
+  private placed(server: ServerConfig): Supervised {
+    const placement = this.deps.placement;
+    if (!placement || !this.heldByOne(server)) return this.supervise(server);
+    return new RemoteSupervisor(server, placement.forwarder, this.deps.history);
+  }
+
+  /**
+   * This replica now holds stdio server `name` (its lock): it is started here, in the place of
+   * its stand-in. Nothing when it runs here already.
+   */
+  async hold(name: string): Promise<void> {
+    const current = this.get(name);
+    if (!(current instanceof RemoteSupervisor)) return;
+    const next = this.supervise(current.config);
+    this.supervisors.set(name, next);
+    // Calls waiting on the stand-in wait on the server started here from now on.
+    this.stateChanged();
+    await next.start();
+  }
+
+  /**
+   * This replica no longer holds stdio server `name` (its lock was lost, or it stops): the
+   * server is stopped here and its calls go to whichever replica takes it.
+   */
+  async release(name: string): Promise<void> {
+    const current = this.get(name);
+    const placement = this.deps.placement;
+    if (current instanceof RemoteSupervisor || !placement) return;
+    const stand = new RemoteSupervisor(current.config, placement.forwarder, this.deps.history);
+    this.supervisors.set(name, stand);
+    this.stateChanged();
+    await current.stop();
+    await stand.start();
+  }
+
+  /** Reads the state of every server held elsewhere again (its holder's events were missed). */
+  async reloadElsewhere(): Promise<void> {
+    await Promise.all(
+      [...this.supervisors.values()].map((s) => (s instanceof RemoteSupervisor ? s.reload() : undefined)),
+    );
+  }
+
+  /** The holder of stdio server `name` said its state (its event reached this replica). */
+  heard(name: string, state: ServerState): void {
+    const current = this.supervisors.get(name);
+    if (!(current instanceof RemoteSupervisor)) return;
+    current.heard(state);
+    // The holder's state changes reach a stand-in only as these events: a call waiting for the
+    // server to come back (`untilReachable`) must hear them, or it waits its whole timeout.
+    this.stateChanged();
+  }
+
+  /** Runs the checks of the calls waiting in {@link untilReachable}. */
+  private stateChanged(): void {
+    for (const check of [...this.stateWatchers]) check();
+  }
+
+  /**
+   * Which live replica holds each server of {@link heldByOneReplica} (its label); servers nobody
+   * holds now are missing. Null when servers are not placed (one process).
+   */
+  async holders(): Promise<Map<string, string> | null> {
+    const placement = this.deps.placement;
+    return placement ? placement.forwarder.holders(this.heldByOneReplica()) : null;
+  }
+
+  /** The servers this replica may have to hold: enabled stdio servers, when replicas place them. */
+  heldByOneReplica(): string[] {
+    return this.config.servers.filter((s) => s.enabled && this.heldByOne(s)).map((s) => s.name);
   }
 
   private supervise(server: ServerConfig, history = this.deps.history): ServerSupervisor {
@@ -67,7 +155,7 @@ export class McpManager {
       refreshSeconds: this.config.catalogue.refreshSeconds,
       onState: (snapshot) => {
         deps.onState(snapshot);
-        for (const check of [...this.stateWatchers]) check();
+        this.stateChanged();
       },
       onTools: deps.onTools,
       backoff: deps.backoff,
@@ -84,6 +172,17 @@ export class McpManager {
    */
   async replace(server: ServerConfig): Promise<void> {
     const old = this.get(server.name);
+    if (old instanceof RemoteSupervisor) {
+      // Run elsewhere: the stand-in takes the new config; the holder (if any) switches its own.
+      const stand = this.placed(server);
+      this.supervisors.set(server.name, stand);
+      const at = this.config.servers.findIndex((s) => s.name === server.name);
+      if (at >= 0) this.config.servers[at] = server;
+      await stand.start();
+      // Nothing runs here to say so: the others (the holder among them) hear the change from here.
+      this.deps.onState(stand.snapshot());
+      return;
+    }
     const store = this.deps.history;
     const earlier = old.snapshot().history;
     let first = true;
@@ -114,7 +213,7 @@ export class McpManager {
     return [...this.supervisors.values()].map((s) => ({ config: s.config, status: s.snapshot() }));
   }
 
-  get(name: string): ServerSupervisor {
+  get(name: string): Supervised {
     const s = this.supervisors.get(name);
     if (!s) throw new GatehouseError("not_found", `no server named "${name}" is configured`);
     return s;
@@ -143,21 +242,36 @@ export class McpManager {
       reconnect?: ReconnectWaitOptions;
     } = {},
   ): Promise<CallToolResult> {
-    const supervisor = this.get(server);
+    let supervisor = this.get(server);
     const { reconnect, ...callOpts } = opts;
     if (reconnect) {
-      const wait = await this.untilReachable(supervisor, reconnect.notAfter);
-      if (wait) reconnect.onWaited?.(wait);
+      // One bound for the whole wait, however many supervisors it waits on.
+      const notAfter = Math.min(
+        reconnect.notAfter ?? Number.POSITIVE_INFINITY,
+        Date.now() + supervisor.config.timeoutMs,
+      );
+      let waited: ReconnectWait | null = null;
+      for (;;) {
+        const wait = await this.untilReachable(supervisor, notAfter);
+        if (wait) waited = waited ? { ...wait, ms: waited.ms + wait.ms, from: waited.from } : wait;
+        // Replicas: this one took the server while the call waited (or let it go): wait on its new
+        // supervisor now, the one the call goes to.
+        const now = this.get(server);
+        if (now === supervisor) break;
+        supervisor = now;
+      }
+      if (waited) reconnect.onWaited?.(waited);
     }
     return supervisor.callTool(tool, args, callOpts);
   }
 
   /**
    * Waits while `supervisor`'s server is {@link RECONNECTING}, woken by its state changes (never by
-   * polling), for at most its `timeoutMs` and never past `notAfter`. Null when it was not
+   * polling), for at most its `timeoutMs` and never past `notAfter`; a supervisor put in its place
+   * (replicas: this one took the server, or let it go) ends the wait. Null when it was not
    * reconnecting (nothing waited); otherwise what was waited and how it ended.
    */
-  private untilReachable(supervisor: ServerSupervisor, notAfter?: number): Promise<ReconnectWait | null> {
+  private untilReachable(supervisor: Supervised, notAfter?: number): Promise<ReconnectWait | null> {
     const from = supervisor.currentState;
     if (!RECONNECTING.has(from)) return Promise.resolve(null);
     const started = Date.now();
@@ -169,7 +283,8 @@ export class McpManager {
         resolve({ ms: Date.now() - started, from, to: supervisor.currentState });
       };
       const check = () => {
-        if (!RECONNECTING.has(supervisor.currentState)) done();
+        const now = this.supervisors.get(supervisor.config.name);
+        if (now !== supervisor || !RECONNECTING.has(supervisor.currentState)) done();
       };
       const timer = setTimeout(done, Math.max(0, limit));
       // A wait never keeps the process up.

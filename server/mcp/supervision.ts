@@ -53,6 +53,8 @@ export interface SupervisorSnapshot {
    * {@link HistoryStore}, the earlier runs' last changes first. At most {@link HISTORY_LENGTH}.
    */
   history: HistoryEntry[];
+  /** True when another replica runs this server (a stdio server held elsewhere, see `RemoteSupervisor`). */
+  elsewhere?: boolean;
 }
 
 /**

@@ -21,6 +21,7 @@ import {
 } from "./failures";
 import { ListenLoop } from "./listen";
 import { RefreshPacing } from "./refresh-pacing";
+import type { ReadClient } from "./remote";
 import { ServerRequests } from "./requests";
 import { StateHistory } from "./state-history";
 import { BoundedStdioTransport, LineRing } from "./stdio-transport";
@@ -397,7 +398,7 @@ export class ServerSupervisor {
   }
 
   /** Runs a request on the live connection: see {@link ServerRequests.read} (deadline, errors, retry). */
-  read<T>(fn: (client: Client, options: RequestOptions) => Promise<T>): Promise<T> {
+  read<T>(fn: (client: ReadClient, options: RequestOptions) => Promise<T>): Promise<T> {
     return this.requests.read(fn);
   }
 

@@ -72,6 +72,7 @@ const call = (id: string): typeof calls.$inferSelect => ({
   grantId: null,
   approvalsNeeded: 1,
   approvedBy: "[]",
+  replica: null,
 });
 
 describe("dispatchers sharing one store", () => {

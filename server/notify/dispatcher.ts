@@ -3,17 +3,15 @@ import { EventEmitter } from "node:events";
 import type { EventBus } from "../events";
 import type { Logger } from "../log";
 import type { Db } from "../store/db";
+import { claimDelivery, releaseClaims, releaseDelivery } from "./claims";
 import {
   callStatusNow,
-  claimDelivery,
   type DeliveryRow,
   destinationOf,
   dueDeliveries,
   nextQueued,
   pruneFinished,
   recordAttempt,
-  releaseClaims,
-  releaseDelivery,
 } from "./outbox";
 import { SEND_TIMEOUT_MS, type Sender } from "./webhook";
 
@@ -83,6 +81,14 @@ export interface DispatcherOptions {
    * Default true; false leaves them to run out (processes sending side by side).
    */
   soleSender?: boolean;
+  /**
+   * Also look for due rows this often (ms), for processes sending side by side: rows another
+   * replica queued and could not send (it died, its claim ran out) are woken by nothing here.
+   * Default: never; a sole sender learns of every row it must send.
+   */
+  lookEveryMs?: number;
+  /** The replica this dispatcher sends for, written on each row it claims; default none. */
+  replica?: string;
 }
 
 /**
@@ -112,6 +118,7 @@ export class Dispatcher {
   private readonly abort = new AbortController();
   private readonly emitter = new EventEmitter();
   private timer: NodeJS.Timeout | null = null;
+  private looking: NodeJS.Timeout | null = null;
   private immediate: NodeJS.Immediate | null = null;
   /** The look at the outbox under way (one at a time); `again`: another was asked for meanwhile. */
   private pumping: Promise<void> | null = null;
@@ -142,6 +149,10 @@ export class Dispatcher {
     this.unsubscribe = this.opts.bus.subscribe(() => {
       if (this.queuedSinceLook) this.wake();
     });
+    if (this.opts.lookEveryMs !== undefined) {
+      this.looking = setInterval(() => this.wake(), this.opts.lookEveryMs);
+      this.looking.unref();
+    }
     this.wake();
   }
 
@@ -187,6 +198,8 @@ export class Dispatcher {
     this.unsubscribe?.();
     if (this.immediate) clearImmediate(this.immediate);
     if (this.timer) clearTimeout(this.timer);
+    if (this.looking) clearInterval(this.looking);
+    this.looking = null;
     this.immediate = null;
     this.timer = null;
     this.abort.abort();
@@ -300,7 +313,7 @@ export class Dispatcher {
     // Taken first, with a conditional update: a row another process took (or a row read before
     // its last try was recorded) is left alone.
     const claimedUntil = new Date(Date.now() + this.timeoutMs + CLAIM_MARGIN_MS).toISOString();
-    if (!(await claimDelivery(this.opts.db, row, claimedUntil))) return;
+    if (!(await claimDelivery(this.opts.db, row, claimedUntil, this.opts.replica ?? null))) return;
     const claim = { row, claimedUntil };
     const deadline = row.deadline ? Date.parse(row.deadline) : Number.POSITIVE_INFINITY;
     const left = deadline - Date.now();

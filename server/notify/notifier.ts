@@ -6,6 +6,7 @@ import type { EventBus } from "../events";
 import type { Logger } from "../log";
 import type { Db } from "../store/db";
 import type { calls } from "../store/schema";
+import { releaseClaimsOf } from "./claims";
 import { type DeliverySettled, Dispatcher } from "./dispatcher";
 import { createEmailSender, emailSecrets } from "./email";
 import { linkBase } from "./messages";
@@ -28,6 +29,12 @@ export interface NotifierOptions {
   config: NotificationsConfig;
   /** `GATEHOUSE_PUBLIC_ORIGIN`: the links' origin when `config.publicUrl` is null. */
   publicOrigin?: string | null;
+  /**
+   * Set when other replicas send from the same outbox (PostgreSQL): this replica's id, written on
+   * the rows it claims. Claims found at start may then be others', and rows they could not send
+   * are looked for every few seconds. Default none: this process sends alone.
+   */
+  replica?: string;
   /** Test overrides: the address policy and resolver of every destination, and the timings. */
   refuse?: (ip: string) => string | null;
   lookup?: typeof dns.lookup;
@@ -55,6 +62,11 @@ export interface Notifier {
   /** Aborts tries in flight (their rows stay queued), closes connections. Call before the store closes. */
   stop(): Promise<void>;
   onSettled(listener: (d: DeliverySettled) => void): () => void;
+  /**
+   * Replicas `dead` are gone: the rows they had claimed are given back and sent from here
+   * ({@link releaseClaimsOf}).
+   */
+  replicasDied(dead: string[]): Promise<void>;
   /** `GET /api/notifications`: every destination and its last {@link LOG_LIMIT} deliveries. */
   view(): Promise<NotificationsView>;
 }
@@ -66,6 +78,9 @@ export function notificationSecrets(config: NotificationsConfig): string[] {
     ...(config.email ? emailSecrets(config.email) : []),
   ];
 }
+
+/** How often a replica sending beside others looks for rows nobody woke it for (see `lookEveryMs`). */
+const SHARED_LOOK_MS = 5_000;
 
 export function createNotifier(opts: NotifierOptions): Notifier {
   const { db, config } = opts;
@@ -90,6 +105,7 @@ export function createNotifier(opts: NotifierOptions): Notifier {
     senderFor: (row) => (row.channel === "email" ? email : (webhooks.get(row.target) ?? null)),
     ...(opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs }),
     ...(opts.retryBaseMs === undefined ? {} : { retryBaseMs: opts.retryBaseMs }),
+    ...(opts.replica ? { soleSender: false, lookEveryMs: SHARED_LOOK_MS, replica: opts.replica } : {}),
   });
   if (publicUrl === null && (config.webhooks.length > 0 || email)) {
     opts.log.warn(
@@ -111,6 +127,9 @@ export function createNotifier(opts: NotifierOptions): Notifier {
       await Promise.allSettled([...webhooks.values(), ...(email ? [email] : [])].map((s) => s.close()));
     },
     onSettled: (listener) => dispatcher.onSettled(listener),
+    async replicasDied(dead) {
+      if ((await releaseClaimsOf(db, dead)) > 0) dispatcher.wake();
+    },
     async view() {
       const channels: NotificationChannelView[] = [];
       for (const hook of config.webhooks) {

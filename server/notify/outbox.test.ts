@@ -8,19 +8,17 @@ import { describe, expect, it } from "vitest";
 import { openTestDb } from "@/test/support/store";
 import type { NotificationsConfig } from "../config";
 import { type Db, first, transaction } from "../store/db";
-import { type calls, notificationDeliveries, users } from "../store/schema";
+import { type calls, notificationDeliveries, replicas, users } from "../store/schema";
+import { claimDelivery, releaseClaims, releaseClaimsOf, releaseDelivery } from "./claims";
 import { hook } from "./notify-fixtures";
 import {
   type CallPayload,
-  claimDelivery,
   dueDeliveries,
   enqueueCallEvent,
   enqueueCatalogueChange,
   pruneFinished,
   recentDeliveries,
   recordAttempt,
-  releaseClaims,
-  releaseDelivery,
 } from "./outbox";
 
 type CallRow = typeof calls.$inferSelect;
@@ -64,6 +62,7 @@ const pendingCall: CallRow = {
   grantId: null,
   approvalsNeeded: 1,
   approvedBy: "[]",
+  replica: null,
 };
 
 const config: NotificationsConfig = {
@@ -255,5 +254,32 @@ describe("the notification outbox", () => {
     expect(await dueDeliveries(db, new Date().toISOString(), 10)).toEqual([]);
     await releaseClaims(db);
     expect((await dueDeliveries(db, new Date().toISOString(), 10)).map((r) => r.id)).toEqual([due.id]);
+  });
+
+  it("the claims of a replica found dead are given back at once; a live replica's and unnamed claims are kept", async () => {
+    const db = await store();
+    const three: NotificationsConfig = {
+      ...config,
+      webhooks: ["a", "b", "c"].map((n) => hook(n, `https://${n}.example.test/x`)),
+      email: null,
+    };
+    await enqueueCallEvent(db, three, "call.pending", pendingCall);
+    const due = await dueDeliveries(db, new Date().toISOString(), 10);
+    expect(due).toHaveLength(3);
+    await db.insert(replicas).values({ id: "live", address: null, label: "live" });
+    const lease = new Date(Date.now() + 3_600_000).toISOString();
+    const [byDead, byLive, byNobody] = due;
+    if (!byDead || !byLive || !byNobody) throw new Error("three rows expected");
+    expect(await claimDelivery(db, byDead, lease, "dead")).toBe(true);
+    expect(await claimDelivery(db, byLive, lease, "live")).toBe(true);
+    expect(await claimDelivery(db, byNobody, lease)).toBe(true);
+    expect(await releaseClaimsOf(db, ["dead"])).toBe(1);
+    expect((await dueDeliveries(db, new Date().toISOString(), 10)).map((r) => r.id)).toEqual([byDead.id]);
+    // A replica with no row (it stopped, or was reaped before its claims were given back) is gone too.
+    await db.delete(replicas);
+    expect(await releaseClaimsOf(db, [])).toBe(1);
+    expect((await dueDeliveries(db, new Date().toISOString(), 10)).map((r) => r.id).sort()).toEqual(
+      [byDead.id, byLive.id].sort(),
+    );
   });
 });

@@ -1,6 +1,6 @@
 import "server-only";
 import { randomUUID } from "node:crypto";
-import { and, asc, desc, eq, isNotNull, isNull, lt, lte, ne, notInArray, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, isNull, lt, lte, ne, notInArray, or, sql } from "drizzle-orm";
 import type { ChangeView } from "@/lib/api-types";
 import type { DeliveryView } from "@/lib/notification-types";
 import { reviewerEmails } from "../auth/users";
@@ -14,7 +14,7 @@ import { type calls, calls as callsTable, notificationDeliveries } from "../stor
  * the dispatcher and the delivery log run over it. Enqueueing is a plain insert made on the
  * caller's transaction (`tx`), so a call and the messages about it are committed together or
  * not at all, and nothing here ever waits on the network. A try is taken with a conditional
- * update ({@link claimDelivery}), so of several processes sending from one store, one sends it.
+ * update (`claimDelivery`, claims.ts), so of several processes sending from one store, one sends it.
  */
 
 export type CallNotificationEvent = Exclude<NotificationEvent, "catalogue.changed">;
@@ -246,62 +246,6 @@ export async function nextQueued(
     .limit(limit);
 }
 
-/**
- * Takes a due row for one try, in ONE conditional update: `claimedUntil` is set to `until`, the
- * end of the try's lease, only while the row is still queued, due, and unclaimed (or its claim
- * has run out). Returns whether this caller took it. Of several dispatchers (processes on one
- * PostgreSQL store) that read the same due row, one takes it: the UPDATE locks the row and, under
- * READ COMMITTED, re-checks its WHERE against the newest committed version, which another's
- * claim has changed; on SQLite one statement runs at a time. A lease rather than a status: a
- * process that dies mid-try leaves the row queued, due again at `until` (or at the next start,
- * {@link releaseClaims}), so it is sent again (the receiver may see it twice, never zero times).
- */
-export async function claimDelivery(
-  db: Db,
-  row: Pick<DeliveryRow, "id" | "nextAttemptAt">,
-  until: string,
-): Promise<boolean> {
-  const now = nowIso();
-  const taken = await db
-    .update(notificationDeliveries)
-    .set({ claimedUntil: until })
-    .where(
-      and(
-        eq(notificationDeliveries.id, row.id),
-        eq(notificationDeliveries.status, "queued"),
-        lte(notificationDeliveries.nextAttemptAt, now),
-        or(isNull(notificationDeliveries.claimedUntil), lte(notificationDeliveries.claimedUntil, now)),
-      ),
-    )
-    .returning({ id: notificationDeliveries.id });
-  return taken.length > 0;
-}
-
-/** Gives a claimed row back untried (a stop cut the try short): due again at once. */
-export async function releaseDelivery(db: Db, id: number, claimedUntil: string): Promise<void> {
-  await db
-    .update(notificationDeliveries)
-    .set({ claimedUntil: null })
-    .where(
-      and(
-        eq(notificationDeliveries.id, id),
-        eq(notificationDeliveries.status, "queued"),
-        eq(notificationDeliveries.claimedUntil, claimedUntil),
-      ),
-    );
-}
-
-/**
- * Ends every claim: at start, while this process is the only one serving the store (its lock),
- * a claim is one a process that died mid-try left, and its row is due again at once.
- */
-export async function releaseClaims(db: Db): Promise<void> {
-  await db
-    .update(notificationDeliveries)
-    .set({ claimedUntil: null })
-    .where(isNotNull(notificationDeliveries.claimedUntil));
-}
-
 /** What one try changes on its row. */
 export interface AttemptRecord {
   status: "queued" | "delivered" | "failed";
@@ -314,7 +258,7 @@ export interface AttemptRecord {
 
 /**
  * Records a try's outcome; a finished row gets its `finishedAt`. Only a queued row changes and,
- * given `claimedUntil` (the lease of {@link claimDelivery}), only while that claim still holds.
+ * given `claimedUntil` (the lease of `claimDelivery`, claims.ts), only while that claim still holds.
  * Returns whether the row changed.
  */
 export async function recordAttempt(

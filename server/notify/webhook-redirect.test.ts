@@ -32,6 +32,7 @@ function row(): DeliveryRow {
     status: "queued",
     attempts: 0,
     claimedUntil: null,
+    claimedBy: null,
     nextAttemptAt: new Date().toISOString(),
     deadline: null,
     lastStatus: null,

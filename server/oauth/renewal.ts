@@ -7,6 +7,7 @@ import {
 } from "@modelcontextprotocol/client";
 import type { ServerConfig } from "../config";
 import { SignInRequiredError } from "../mcp/sign-in";
+import { takeRenewalLock } from "./renewal-lock";
 import { REFRESH_MARGIN_MS, type SignInState } from "./sign-in-state";
 import type { Grant } from "./store";
 import { expiryOf, REFUSED_GRANT, shortWhy } from "./text";
@@ -103,15 +104,52 @@ export class Renewals {
   }
 
   /**
-   * One renewal. Its answer is kept only for the grant it started from: a grant saved or
-   * forgotten meanwhile (a Disconnect, a new sign-in) wins, and a late answer, tokens or refusal,
-   * is dropped rather than bringing back or spoiling what is there now.
+   * One renewal, under the lock that lets one replica at a time renew the grant (see
+   * {@link takeRenewalLock}), from the grant as the store holds it then (see {@link latest}).
    */
-  private async renewOnce(c: ServerConfig, grant: Grant | null): Promise<void> {
+  private async renewOnce(c: ServerConfig, started: Grant | null): Promise<void> {
     const s = this.state;
-    const tokens = grant?.secrets.tokens;
-    const discovery = grant?.secrets.discovery;
-    if (!grant || !tokens) throw new SignInRequiredError(s.waiting(c));
+    if (!started?.secrets.tokens) throw new SignInRequiredError(s.waiting(c));
+    const lock = await takeRenewalLock(s.deps.db, c.name);
+    try {
+      const grant = await this.latest(c, started);
+      if (grant) await this.refresh(c, grant);
+    } finally {
+      await lock.release();
+    }
+  }
+
+  /**
+   * The grant to renew, read again from the store: another replica may have renewed it since
+   * `started` was read (spending its refresh token: a rotated one works once) or ended it. Null
+   * when there is nothing to renew: the sign-in `started` belongs to is over, or another replica
+   * stored tokens that are not due yet (the request that asked goes on with them, and one they
+   * are refused for renews from them).
+   */
+  private async latest(c: ServerConfig, started: Grant): Promise<Grant | null> {
+    const s = this.state;
+    await s.reload(c.name);
+    const now = s.grant(c.name);
+    if (now === started) return started;
+    const tokens = now?.secrets.tokens;
+    if (!now || !tokens || now.problem || now.connectedAt !== started.connectedAt) return null;
+    if (tokens.access_token === started.secrets.tokens?.access_token) return now;
+    const expiresAt = now.accessExpiresAt ? Date.parse(now.accessExpiresAt) : null;
+    const margin = s.deps.refreshMarginMs ?? REFRESH_MARGIN_MS;
+    const due = expiresAt !== null && renewalDue(expiresAt, tokens.obtainedAt, s.now(), margin);
+    return due ? now : null;
+  }
+
+  /**
+   * Renews `grant` with its refresh token. The answer is kept only for the grant it started
+   * from: a grant saved or forgotten meanwhile (a Disconnect, a new sign-in) wins, and a late
+   * answer, tokens or refusal, is dropped rather than bringing back or spoiling what is there now.
+   */
+  private async refresh(c: ServerConfig, grant: Grant): Promise<void> {
+    const s = this.state;
+    const tokens = grant.secrets.tokens;
+    const discovery = grant.secrets.discovery;
+    if (!tokens) throw new SignInRequiredError(s.waiting(c));
     if (!tokens.refresh_token || !discovery) {
       throw new SignInRequiredError(
         await s.refuseGrant(

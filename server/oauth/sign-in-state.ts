@@ -40,6 +40,12 @@ export interface SignInsDeps {
   log: Logger;
   /** A grant was stored or forgotten: the server is to be dialled again. */
   onGrantChanged(server: string): void;
+  /**
+   * A grant was written to the store or deleted there (a sign-in, a renewal, a refusal, a
+   * Disconnect), once committed: the other replicas are to read it again ({@link SignInState.reload}).
+   * Default: nothing (one process alone).
+   */
+  onGrantWritten?(server: string): void;
   /** Tests pass an address policy under which one loopback address counts as public. */
   refuse?: AddressPolicy;
   clock?: () => number;
@@ -124,13 +130,51 @@ export class SignInState {
     return this.cache.get(server) ?? null;
   }
 
-  /** Writes `grant`, and `audit`'s row with it in one transaction; then {@link keep}s it. */
+  /** Writes `grant`, and `audit`'s row with it in one transaction; then {@link keep}s it and tells the other replicas. */
   async save(grant: Grant, audit?: AuditParams): Promise<void> {
     await transaction(this.deps.db, async (tx) => {
       await this.store.saveGrant(grant, tx);
       if (audit) await writeAudit(tx, audit);
     });
     this.keep(grant);
+    this.deps.onGrantWritten?.(grant.server);
+  }
+
+  /**
+   * Reads `server`'s grant from the store again (another replica may have written it) and keeps
+   * it when it differs from the cached one; a grant that cannot be opened leaves the cache as it
+   * is. Says what changed: `"sign-in"` (a new sign-in, a Disconnect, a refusal: the server is to
+   * be dialled again), `"tokens"` (a renewal: the next request carries the new access token), or
+   * `"none"`, when the cached grant stays, the very object (a renewal under way compares by it).
+   */
+  reload(server: string): Promise<"none" | "tokens" | "sign-in"> {
+    return this.changing(async () => {
+      let stored: Grant | null;
+      try {
+        stored = await this.store.grant(server);
+      } catch (err) {
+        if (!(err instanceof SecretBoxError)) throw err;
+        this.deps.log.warn(`server ${server}: ${err.message}; the grant another replica stored is not used`);
+        return "none";
+      }
+      const cached = this.grant(server);
+      const signInOf = (g: Grant | null) =>
+        JSON.stringify([g?.connectedAt, g?.resource, g?.problem, g?.secrets.tokens !== undefined]);
+      const tokensOf = (g: Grant | null) =>
+        JSON.stringify([g?.secrets.tokens?.access_token, g?.secrets.tokens?.refresh_token, g?.scope]);
+      if (signInOf(stored) === signInOf(cached)) {
+        if (tokensOf(stored) === tokensOf(cached) || !stored) return "none";
+        this.keep(stored);
+        return "tokens";
+      }
+      if (stored) this.keep(stored);
+      else this.cache.set(server, null);
+      if (stored?.secrets.tokens && !stored.problem) {
+        this.stepUps.delete(server);
+        this.notes.delete(server);
+      }
+      return "sign-in";
+    });
   }
 
   /** A grant just written (committed): its secrets registered with the log's redaction, and cached. */

@@ -141,6 +141,7 @@ export class OAuthSignIns {
       if (left) s.keep(left);
       else s.cache.set(server, null);
     });
+    s.deps.onGrantWritten?.(server);
     s.stepUps.delete(server);
     s.notes.set(server, `disconnected by ${actor}: an owner can press Connect to sign in again`);
     if (problem) s.deps.log.warn(`server ${server}: revoking its tokens failed: ${oneLine(redact(problem))}`);
@@ -189,6 +190,18 @@ export class OAuthSignIns {
       client,
       reason,
     };
+  }
+
+  /**
+   * Another replica wrote `server`'s grant (see `SignInsDeps.onGrantWritten`): it is read again.
+   * Resolves true when the sign-in itself changed (a new one, a Disconnect, a refusal), so the
+   * server is to be dialled again; a renewal elsewhere only changes the tokens the next request
+   * carries. Harmless for a write of this replica's own (nothing differs).
+   */
+  async reread(server: string): Promise<boolean> {
+    const c = this.state.find(server);
+    if (!c || c.transport === "stdio") return false;
+    return (await this.state.reload(server)) === "sign-in";
   }
 
   close(): Promise<void> {

@@ -1,5 +1,12 @@
 import "server-only";
-import { createCipheriv, createDecipheriv, type KeyObject, randomBytes } from "node:crypto";
+import {
+  createCipheriv,
+  createDecipheriv,
+  createSecretKey,
+  hkdfSync,
+  type KeyObject,
+  randomBytes,
+} from "node:crypto";
 import type { SecretKey } from "./key";
 
 /** The one format version this box writes and opens. */
@@ -62,6 +69,16 @@ export class SecretBox {
   constructor(key: SecretKey) {
     this.keyId = key.id;
     this.#key = key.material;
+  }
+
+  /**
+   * A key of its own for `purpose` (HKDF-SHA256 of this box's key, the purpose as its info): as
+   * secret as the key, and telling nothing of it or of a key derived for another purpose. What
+   * replicas sign their internal requests with: they share the secret key already.
+   */
+  derive(purpose: string): KeyObject {
+    checkContext(purpose);
+    return createSecretKey(Buffer.from(hkdfSync("sha256", this.#key, Buffer.alloc(0), purpose, 32)));
   }
 
   /**

@@ -4,8 +4,8 @@ import { GatehouseError } from "@/lib/errors";
 import { HIDDEN_CHARACTERS } from "@/lib/hidden-text";
 import { cleanDescription } from "../catalogue/definition";
 import { redact } from "../log";
+import type { Supervised } from "../mcp/manager";
 import { collectPages } from "../mcp/pages";
-import type { ServerSupervisor } from "../mcp/supervisor";
 
 /** Pages of resources/prompts followed for the owner's view. */
 const MAX_PAGES = 10;
@@ -30,7 +30,7 @@ const clean = (v: unknown, max = TEXT_MAX): string | null =>
 
 /** The server's resources, for the owner's server page; empty when it offers none. */
 export async function listServerResources(
-  server: ServerSupervisor,
+  server: Supervised,
 ): Promise<{ supported: boolean; resources: ResourceView[] }> {
   return server.read(async (client, options) => {
     if (!client.getServerCapabilities()?.resources) return { supported: false, resources: [] };
@@ -53,10 +53,7 @@ export async function listServerResources(
 }
 
 /** One resource's contents: text (capped), binary parts only described. */
-export async function readServerResource(
-  server: ServerSupervisor,
-  uri: string,
-): Promise<ResourceContentView> {
+export async function readServerResource(server: Supervised, uri: string): Promise<ResourceContentView> {
   return server.read(async (client, options) => {
     if (!client.getServerCapabilities()?.resources) {
       throw new GatehouseError("not_found", `server ${server.config.name} offers no resources`);
@@ -84,7 +81,7 @@ export async function readServerResource(
 
 /** The server's prompts (names, descriptions, arguments), for the owner's server page. */
 export async function listServerPrompts(
-  server: ServerSupervisor,
+  server: Supervised,
 ): Promise<{ supported: boolean; prompts: PromptView[] }> {
   return server.read(async (client, options) => {
     if (!client.getServerCapabilities()?.prompts) return { supported: false, prompts: [] };

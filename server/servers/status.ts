@@ -27,6 +27,8 @@ export async function serverViews(manager: McpManager, db: Db, signIns?: AuthVie
     listed.map((s) => s.config),
   );
   const switched = await switchedOnServers(db);
+  const holders = await manager.holders();
+  const placed = new Set(manager.heldByOneReplica());
   return listed.map(({ config: c, status }) => {
     const n = counts.get(c.name) ?? { proposed: 0, enabled: 0, disabled: 0, overCap: 0 };
     return {
@@ -43,7 +45,12 @@ export async function serverViews(manager: McpManager, db: Db, signIns?: AuthVie
         version: redact(status.serverInfo.version),
       },
       protocolVersion: status.protocolVersion,
-      tools: { listed: status.listedTools, ...n },
+      // Held by another replica, its stand-in lists nothing: what the holder listed last is what
+      // the catalogue keeps of it.
+      tools: {
+        listed: status.elsewhere ? n.proposed + n.enabled + n.disabled + n.overCap : status.listedTools,
+        ...n,
+      },
       // The ring redacts as it captures (before its lines are cut); once more here costs little
       // and holds for any snapshot that did not come from it.
       stderrTail: status.stderrTail.map(redact),
@@ -56,6 +63,10 @@ export async function serverViews(manager: McpManager, db: Db, signIns?: AuthVie
       // Every server has one: serverCaps is built from this very list.
       cap: caps.get(c.name) as ServerCapView,
       switch: switchView(c, switched.get(c.name)),
+      replica:
+        holders && placed.has(c.name)
+          ? { label: holders.get(c.name) ?? null, here: status.elsewhere !== true }
+          : null,
     };
   });
 }

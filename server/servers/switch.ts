@@ -109,6 +109,42 @@ export function switchServer(
   return turn;
 }
 
+/**
+ * Puts in place the switches made on other replicas of the store: every server the page may
+ * switch (an entry with no `enabled` key) is set to what `server_switches` says now, where that
+ * differs from what this replica runs (a server that cannot be switched on stays dark). Takes
+ * its turn among this replica's own switches. Resolves with the names it changed.
+ */
+export function followSwitches(manager: McpManager, db: Db): Promise<string[]> {
+  const before = switching.get(manager) ?? Promise.resolve();
+  const turn = before.then(
+    () => followNow(manager, db),
+    () => followNow(manager, db),
+  );
+  // The caller handles `turn`'s failure; the queue only waits for it.
+  switching.set(
+    manager,
+    turn.then(
+      () => undefined,
+      () => undefined,
+    ),
+  );
+  return turn;
+}
+
+async function followNow(manager: McpManager, db: Db): Promise<string[]> {
+  const on = await switchedOnServers(db);
+  const changed: string[] = [];
+  for (const { config: server } of manager.list()) {
+    if (!server.source || server.source.enabled !== null) continue;
+    const wanted = on.has(server.name) && switchOnRefusal(server) === null;
+    if (wanted === server.enabled) continue;
+    await manager.replace({ ...server, enabled: wanted });
+    changed.push(server.name);
+  }
+  return changed;
+}
+
 /** The latest switch of each manager's servers, the next one's turn comes after it. */
 const switching = new WeakMap<McpManager, Promise<void>>();
 

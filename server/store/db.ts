@@ -34,6 +34,8 @@ interface Handle {
   close(): Promise<void>;
   /** The SQLite connection (SQLite only): the lock, backups and tests reach it through here. */
   sqlite?: Database.Database;
+  /** The PostgreSQL URL (PostgreSQL only): listening for notifications takes a connection of its own. */
+  postgresUrl?: string;
 }
 
 /**
@@ -72,6 +74,13 @@ export interface TransactionOptions {
    * No effect on PostgreSQL. Default `true`.
    */
   wait?: boolean;
+  /**
+   * PostgreSQL only: `"read committed"` for a transaction whose statements are each right on
+   * their own, whatever commits beside them (a conditional update and the writes that follow
+   * from its answer). Such a transaction takes no predicate locks, so it never fails, nor makes
+   * others fail, for a serialization conflict. Default `"serializable"`. No effect on SQLite.
+   */
+  isolation?: "serializable" | "read committed";
 }
 
 /**
@@ -111,6 +120,11 @@ export function dialectOf(db: Db): Dialect {
 /** The SQLite connection under `db`, or undefined on PostgreSQL. */
 export function sqliteOf(db: Db): Database.Database | undefined {
   return handleOf(db).sqlite;
+}
+
+/** The URL of the PostgreSQL store under `db`, or undefined on SQLite. Carries the password: never print it. */
+export function postgresUrlOf(db: Db): string | undefined {
+  return handleOf(db).postgresUrl;
 }
 
 /** Closes the store (waits for PostgreSQL's connections to end). */
@@ -215,6 +229,7 @@ export async function openStore(location: StoreLocation): Promise<Db> {
   const register = (tx: PgDb): Db => {
     handles.set(tx, {
       dialect: "postgres",
+      postgresUrl: location.url,
       rows: async (query) => (await tx.execute(query)).rows,
       close,
       transaction: (fn) =>
@@ -226,9 +241,10 @@ export async function openStore(location: StoreLocation): Promise<Db> {
   };
   handles.set(db, {
     dialect: "postgres",
+    postgresUrl: location.url,
     rows: async (query) => (await driver.db.execute(query)).rows,
     close,
-    transaction: (fn) => driver.transaction((tx) => fn(register(tx))),
+    transaction: (fn, opts) => driver.transaction((tx) => fn(register(tx)), opts.isolation),
   });
   return db;
 }

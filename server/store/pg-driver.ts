@@ -39,8 +39,12 @@ const NETWORK_CODES = new Set([
 ]);
 
 /** pg's own words for a broken connection, and for no connection free in time. */
+/**
+ * The node-postgres messages of a lost or refused connection, and PostgreSQL's own refusal of a
+ * database closed to connections (SQLSTATE 55000, which otherwise means other things).
+ */
 const CONNECTION_MESSAGES =
-  /Connection terminated|connection timeout|Client has encountered a connection error|timeout exceeded when trying to connect|Cannot use a pool after calling end/i;
+  /Connection terminated|connection timeout|Client has encountered a connection error|timeout exceeded when trying to connect|Cannot use a pool after calling end|is not currently accepting connections/i;
 
 /**
  * Whether `err` (or an error in its `cause` chain) says PostgreSQL could not be reached or went
@@ -70,9 +74,10 @@ export interface PgDriver {
    * times, after a short random pause) when PostgreSQL rolls it back for a concurrent one:
    * SERIALIZABLE makes every transaction behave as if it ran alone, which is what each was
    * written for on SQLite (one writer at a time), so `fn` may run more than once and must do
-   * nothing outside the store.
+   * nothing outside the store. `isolation` `"read committed"` is for a transaction that is right
+   * without it (see `TransactionOptions.isolation` in db.ts); default `"serializable"`.
    */
-  transaction<T>(fn: (tx: PgDb) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: PgDb) => Promise<T>, isolation?: "serializable" | "read committed"): Promise<T>;
 }
 
 /** The address of `url` without its credentials, for messages. */
@@ -145,10 +150,13 @@ export async function openPg(
   return {
     db,
     pool,
-    async transaction<T>(fn: (tx: PgDb) => Promise<T>): Promise<T> {
+    async transaction<T>(
+      fn: (tx: PgDb) => Promise<T>,
+      isolation: "serializable" | "read committed" = "serializable",
+    ): Promise<T> {
       for (let attempt = 1; ; attempt++) {
         try {
-          return await db.transaction((tx) => fn(tx as unknown as PgDb), { isolationLevel: "serializable" });
+          return await db.transaction((tx) => fn(tx as unknown as PgDb), { isolationLevel: isolation });
         } catch (err) {
           if (attempt >= TRANSACTION_ATTEMPTS || !RETRYABLE.has(errorCode(err))) throw err;
           await delay(Math.random() * 5 * attempt);

@@ -177,6 +177,11 @@ export const calls = sqliteTable(
     approvalsNeeded: integer("approvals_needed").notNull().default(1),
     /** JSON array of the reviewers who approved so far, in order (distinct). */
     approvedBy: text("approved_by").notNull().default("[]"),
+    /**
+     * The replica (`replicas.id`) that committed the call `running` and asks its tool; null
+     * before. Once that replica stops heartbeating, a survivor marks the call `interrupted`.
+     */
+    replica: text("replica"),
   },
   (t) => [
     index("calls_status_idx").on(t.status),
@@ -184,6 +189,7 @@ export const calls = sqliteTable(
     index("calls_created_idx").on(t.createdAt),
     index("calls_requester_idx").on(t.requesterName),
     index("calls_tool_idx").on(t.tool),
+    index("calls_replica_idx").on(t.replica),
   ],
 );
 
@@ -233,6 +239,8 @@ export const notificationDeliveries = sqliteTable(
      * dies mid-try leaves it set; the row is due again once it has passed.
      */
     claimedUntil: text("claimed_until"),
+    /** The replica that claimed it: a survivor gives a dead one's claims back at once. */
+    claimedBy: text("claimed_by"),
     /** No try after this time (a call's expiry); null: the retry limit alone ends it. */
     deadline: text("deadline"),
     /** The last try's HTTP status, when there was an answer. */
@@ -360,4 +368,82 @@ export const serverHistory = sqliteTable(
     started: integer("started", { mode: "boolean" }).notNull().default(false),
   },
   (t) => [index("server_history_server_idx").on(t.server, t.id)],
+);
+
+/**
+ * The Gatehouse processes serving this store: one row per running replica, written at its start
+ * and refreshed by its heartbeat (`heartbeatAt`, the database's clock, so replicas' clocks need
+ * not agree). A replica whose heartbeat is older than the lease is dead: a survivor ends what it
+ * left running and deletes its row. On SQLite the one process is the one replica.
+ */
+export const replicas = sqliteTable("replicas", {
+  /** Random, chosen at start; a restarted process is a new replica. */
+  id: text("id").primaryKey(),
+  /** Where the other replicas reach its internal route (`GATEHOUSE_INTERNAL_URL`), or null. */
+  address: text("address"),
+  /** Host name and process id, for people reading the Servers page. */
+  label: text("label").notNull(),
+  startedAt: text("started_at").notNull().default(now),
+  heartbeatAt: text("heartbeat_at").notNull().default(now),
+});
+
+/**
+ * Which replica supervises each stdio server (a server runs on one replica at a time, held by an
+ * advisory lock on PostgreSQL); written by the holder when it takes the server, so other replicas
+ * know where to forward its calls and the Servers page can say where it runs.
+ */
+export const serverHolders = sqliteTable("server_holders", {
+  /** The server's config name. */
+  server: text("server").primaryKey(),
+  replica: text("replica").notNull(),
+  since: text("since").notNull().default(now),
+});
+
+/**
+ * `/mcp` 2025 sessions, so that any replica accepts a session another opened and a session
+ * outlives a restart: what `initialize` settled (the revision, the client's capabilities and
+ * name), the token it belongs to, and its last use for the idle timeout.
+ */
+export const mcpSessions = sqliteTable(
+  "mcp_sessions",
+  {
+    id: text("id").primaryKey(),
+    tokenId: integer("token_id")
+      .notNull()
+      .references(() => agentTokens.id, { onDelete: "cascade" }),
+    protocolVersion: text("protocol_version").notNull(),
+    /** JSON of the client's `initialize` params (capabilities, clientInfo). */
+    client: text("client").notNull(),
+    createdAt: text("created_at").notNull().default(now),
+    lastActiveAt: text("last_active_at").notNull().default(now),
+  },
+  (t) => [index("mcp_sessions_token_idx").on(t.tokenId)],
+);
+
+/**
+ * The sign-in throttle's counters, shared by every replica: one row per account name
+ * (`name:<lower-case name>`) or client address bucket (`address:<bucket>`) with attempts in the
+ * current fixed window. An attempt is counted when admitted, before its password check.
+ */
+export const signInCounters = sqliteTable("sign_in_counters", {
+  key: text("key").primaryKey(),
+  /** When the current window opened (ISO 8601). */
+  since: text("since").notNull(),
+  /** Attempts counted in that window. */
+  attempts: integer("attempts").notNull().default(0),
+});
+
+/**
+ * The full result of a held call whose stored result was cut to `RESULT_STORE_MAX_BYTES`: kept
+ * for a while (`keptUntil`) so the agent waiting for it, on whichever replica, receives it whole.
+ */
+export const heldResults = sqliteTable(
+  "held_results",
+  {
+    callId: text("call_id").primaryKey(),
+    /** The result's JSON. */
+    result: text("result").notNull(),
+    keptUntil: text("kept_until").notNull(),
+  },
+  (t) => [index("held_results_kept_idx").on(t.keptUntil)],
 );

@@ -7,6 +7,7 @@
  * `.returning()`, never SQLite's `.get()`/`.all()`/`.run()`); the tests run on both stores.
  */
 // Relative, not "@/…": drizzle-kit and the migration scripts load these without path aliases.
+import { type SQL, sql } from "drizzle-orm";
 import { isPostgresUrl } from "./location";
 import * as pg from "./schema-pg";
 import * as sqlite from "./schema-sqlite";
@@ -34,3 +35,20 @@ export const grants = chosen.grants;
 export const serverOauth = chosen.serverOauth;
 export const oauthPending = chosen.oauthPending;
 export const serverHistory = chosen.serverHistory;
+export const replicas = chosen.replicas;
+export const serverHolders = chosen.serverHolders;
+export const mcpSessions = chosen.mcpSessions;
+export const signInCounters = chosen.signInCounters;
+export const heldResults = chosen.heldResults;
+
+/**
+ * The database's clock `ms` milliseconds ago (0: now), as ISO 8601 UTC text with milliseconds,
+ * the form of every timestamp column. For leases between replicas: one clock for all, so the
+ * replicas' own clocks need not agree.
+ */
+export function dbTimeAgo(ms: number): SQL {
+  const seconds = (ms / 1000).toFixed(3);
+  return tablesDialect === "postgres"
+    ? sql`to_char((now() - make_interval(secs => ${sql.raw(seconds)})) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+    : sql`strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ${sql.raw(`'-${seconds} seconds'`)})`;
+}

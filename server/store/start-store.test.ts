@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { REPO_ROOT } from "@/test/support/runtime";
 import { freshDatabaseUrl, testDialect } from "@/test/support/store";
@@ -121,7 +122,7 @@ describe("the store a start chooses", () => {
   );
 
   it.runIf(testDialect === "postgres")(
-    "a second Gatehouse on the same PostgreSQL database refuses to start while the first serves it",
+    "a second Gatehouse on the same PostgreSQL database starts beside the first, each a replica of its own",
     async () => {
       const url = await freshDatabaseUrl();
       const first = workDir();
@@ -130,10 +131,15 @@ describe("the store a start chooses", () => {
       expect(one.code, one.stderr).toBeNull();
       const second = workDir();
       const two = await boot({ ...env, GATEHOUSE_CONFIG: second.config, GATEHOUSE_DB: second.dbFile });
-      expect(two.code).toBe(1);
-      expect(two.stderr).toMatch(
-        /Gatehouse cannot start: the PostgreSQL database .* is in use by another Gatehouse/,
-      );
+      expect(two.code, two.stderr).toBeNull();
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        const { rows } = await client.query<{ label: string }>("SELECT label FROM replicas");
+        expect(rows).toHaveLength(2);
+      } finally {
+        await client.end();
+      }
     },
     SLOW_TEST,
   );

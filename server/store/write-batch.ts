@@ -1,5 +1,5 @@
 import "server-only";
-import { type Db, dialectOf, sqliteOf, transaction } from "./db";
+import { type Db, dialectOf, sqliteOf, type TransactionOptions, transaction } from "./db";
 
 interface Queued {
   write: (tx: Db) => Promise<void>;
@@ -34,9 +34,12 @@ export class WriteBatch {
     this.batched = dialectOf(db) === "sqlite";
   }
 
-  /** Queues `write` (statements on the `tx` it is given) for the next group commit. */
-  write(write: (tx: Db) => Promise<void>): Promise<void> {
-    if (!this.batched) return transaction(this.db, write);
+  /**
+   * Queues `write` (statements on the `tx` it is given) for the next group commit. `isolation`
+   * applies on PostgreSQL only (see {@link TransactionOptions}).
+   */
+  write(write: (tx: Db) => Promise<void>, opts: Pick<TransactionOptions, "isolation"> = {}): Promise<void> {
+    if (!this.batched) return transaction(this.db, write, opts);
     return new Promise((resolve, reject) => {
       this.queue.push({ write, resolve, reject });
       this.scheduled ??= setImmediate(() => void this.flush());

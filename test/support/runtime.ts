@@ -4,6 +4,8 @@
  * route modules under `app/api` with real `Request` objects (no HTTP server, no mocks).
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -15,6 +17,7 @@ import { createUser } from "@/server/auth/users";
 import { setToolStatus } from "@/server/catalogue/catalogue";
 import { type ApprovalsConfig, formatIssues, type GatehouseConfig, validateConfig } from "@/server/config";
 import type { EventBus } from "@/server/events";
+import { serveInternal } from "@/server/http/front-door";
 import { createRuntime, type Runtime, setRuntime } from "@/server/runtime";
 import { loadSecretKey } from "@/server/secrets";
 import { first } from "@/server/store/db";
@@ -52,6 +55,8 @@ export interface TestRuntimeOptions {
   refuseAddress?: (ip: string) => string | null;
   /** The environment the config's `${VAR}` references are expanded from; default none (`{}`). */
   env?: Record<string, string>;
+  /** The replica lease (`RuntimeOptions.replicaLeaseMs`); default the runtime's. */
+  replicaLeaseMs?: number;
 }
 
 export interface TestRuntime {
@@ -94,14 +99,20 @@ export async function startTestRuntime(opts: TestRuntimeOptions = {}): Promise<T
   };
   const databaseUrl =
     testDialect === "postgres" ? (opts.databaseUrl ?? (await freshDatabaseUrl())) : undefined;
+  // On PostgreSQL each runtime is a replica: its internal route listens on a port of its own, so
+  // another runtime on the same database can forward calls for the stdio servers it holds.
+  const internal = databaseUrl ? await internalRouteServer() : null;
   const runtime = await createRuntime({
     config,
     dbFile,
     ...(databaseUrl ? { databaseUrl, secretKey: testSecretKey } : {}),
+    ...(internal ? { internalUrl: internal.url } : {}),
+    ...(opts.replicaLeaseMs ? { replicaLeaseMs: opts.replicaLeaseMs } : {}),
     ...(opts.publicOrigin ? { publicOrigin: opts.publicOrigin } : {}),
     ...(opts.refuseAddress ? { refuseAddress: opts.refuseAddress } : {}),
   });
   setRuntime(runtime);
+  internal?.serve(runtime);
 
   let stopped = false;
   const stop = async (stopOpts: { keepDir?: boolean } = {}) => {
@@ -110,6 +121,7 @@ export async function startTestRuntime(opts: TestRuntimeOptions = {}): Promise<T
     try {
       await runtime.stop();
     } finally {
+      await internal?.close();
       setRuntime(undefined);
       if (!stopOpts.keepDir) rmSync(dir, { recursive: true, force: true });
     }
@@ -148,6 +160,39 @@ export async function startTestRuntime(opts: TestRuntimeOptions = {}): Promise<T
       return state.addNoteRuns ?? 0;
     },
     stop,
+  };
+}
+
+/**
+ * A loopback HTTP server answering the internal route of the runtime given to `serve` (503
+ * before), as the production listener does: listening first, since a replica registers its
+ * address when it starts.
+ */
+async function internalRouteServer(): Promise<{
+  url: string;
+  serve(runtime: Runtime): void;
+  close(): Promise<void>;
+}> {
+  let answer: ((req: Request) => Promise<Response>) | null = null;
+  const server = http.createServer((req, res) => {
+    if (!answer) {
+      res.writeHead(503).end();
+      return;
+    }
+    void serveInternal(req, res, answer).catch(() => res.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    serve(runtime) {
+      answer = runtime.answerInternal;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 

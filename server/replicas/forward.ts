@@ -1,0 +1,221 @@
+import "server-only";
+import type { KeyObject } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import { and, eq, inArray, lt } from "drizzle-orm";
+import { GatehouseError, isErrorCode } from "@/lib/errors";
+import type { ForwardedMethod, Forwarder } from "../mcp/remote";
+import {
+  createGuardedAgent,
+  guardedFetch,
+  RedirectRefusedError,
+  RefusedAddressError,
+} from "../net/guarded-fetch";
+import type { Db } from "../store/db";
+import { first } from "../store/db";
+import { dbTimeAgo, replicas, serverHolders } from "../store/schema";
+import { SKEW_MS, signInternal } from "./internal-auth";
+
+/** How often a request for a server nobody holds looks again for its holder (ms). */
+const HOLDER_LOOK_MS = 250;
+
+/** The internal route: where a replica asks the holder of a stdio server to send a request to it. */
+export const INTERNAL_FORWARD_PATH = "/internal/forward";
+
+/** What the holder answers: the tool server's result, or an error as the API shapes it, plus whether the outcome is unknown. */
+export type ForwardAnswer =
+  | { result: unknown }
+  | { error: { code: string; message: string; outcomeUnknown?: boolean } };
+
+/** Where the holder of a server is, as the registry has it: live replicas only. */
+export async function holderOf(
+  db: Db,
+  server: string,
+  leaseMs: number,
+): Promise<{ replica: string; address: string | null; label: string } | null> {
+  return (
+    (await first(
+      db
+        .select({ replica: replicas.id, address: replicas.address, label: replicas.label })
+        .from(serverHolders)
+        .innerJoin(replicas, eq(replicas.id, serverHolders.replica))
+        .where(and(eq(serverHolders.server, server), lt(dbTimeAgo(leaseMs), replicas.heartbeatAt))),
+    )) ?? null
+  );
+}
+
+/** Of `servers`, those a live replica holds, each with that replica's label. */
+export async function holdersOf(db: Db, servers: string[], leaseMs: number): Promise<Map<string, string>> {
+  if (servers.length === 0) return new Map();
+  const held = await db
+    .select({ server: serverHolders.server, label: replicas.label })
+    .from(serverHolders)
+    .innerJoin(replicas, eq(replicas.id, serverHolders.replica))
+    .where(and(inArray(serverHolders.server, servers), lt(dbTimeAgo(leaseMs), replicas.heartbeatAt)));
+  return new Map(held.map((h) => [h.server, h.label]));
+}
+
+/**
+ * Sends requests for stdio servers this replica does not hold to the replica that does, over
+ * its internal route ({@link INTERNAL_FORWARD_PATH}), signed with the replicas' shared key
+ * (internal-auth.ts). The holder is looked up for every request (it changes when one dies).
+ * Replicas are reached on the addresses they registered, private ones included, through the
+ * outbound guard (which checks the address it dials) with redirects refused: a signed body goes
+ * to the replica it was signed for or nowhere.
+ */
+export class ReplicaForwarder implements Forwarder {
+  private readonly fetch = guardedFetch(
+    createGuardedAgent({ server: "replicas", allowPrivate: true, connectTimeoutMs: 5_000 }),
+    { server: "replicas", allowPrivate: true, credentialHeaders: [], refuseRedirects: true },
+  );
+
+  constructor(
+    private readonly db: Db,
+    private readonly key: KeyObject,
+    private readonly self: string,
+    private readonly leaseMs: number,
+  ) {}
+
+  /**
+   * The live holder of `server`, waited for while there is none (its holder died and a survivor
+   * has yet to take it, or this replica is taking it): at most two leases, after which the
+   * request is refused `upstream_elsewhere` (nothing was sent). A takeover is then no error for a
+   * call that arrives during it.
+   */
+  private async holderSoon(
+    server: string,
+    signal?: AbortSignal,
+  ): Promise<{ replica: string; address: string; label: string }> {
+    const until = Date.now() + 2 * this.leaseMs;
+    for (;;) {
+      const holder = await holderOf(this.db, server, this.leaseMs);
+      if (holder && holder.replica !== this.self && holder.address)
+        return { ...holder, address: holder.address };
+      if (Date.now() >= until) {
+        throw new GatehouseError(
+          "upstream_elsewhere",
+          `server ${server} runs on another Gatehouse replica, and none holds it now; try again in a few seconds`,
+        );
+      }
+      await sleep(HOLDER_LOOK_MS, undefined, signal ? { signal } : {}).catch((err: unknown) => {
+        throw signal?.aborted ? signal.reason : err;
+      });
+    }
+  }
+
+  holders(servers: string[]): Promise<Map<string, string>> {
+    return holdersOf(this.db, servers, this.leaseMs);
+  }
+
+  async send(
+    server: string,
+    method: ForwardedMethod,
+    params: Record<string, unknown>,
+    opts: { timeoutMs: number; signal?: AbortSignal },
+  ): Promise<unknown> {
+    const holder = await this.holderSoon(server, opts.signal);
+    // Addressed to the holder: the nonce guards against a replay to it, the address against one to any other.
+    const body = JSON.stringify({ server, method, params, replica: holder.replica });
+    const signal = AbortSignal.any([
+      AbortSignal.timeout(opts.timeoutMs),
+      ...(opts.signal ? [opts.signal] : []),
+    ]);
+    let res: Response;
+    try {
+      res = await this.fetch(`${holder.address}${INTERNAL_FORWARD_PATH}`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          ...signInternal(this.key, "POST", INTERNAL_FORWARD_PATH, body),
+        },
+        body,
+        signal,
+      });
+    } catch (err) {
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      if (neverConnected(err)) {
+        // Not reached: the tool server was never asked.
+        throw new GatehouseError(
+          "upstream_elsewhere",
+          `server ${server} runs on replica ${holder.label}, which could not be reached; try again in a few seconds`,
+        );
+      }
+      // Sent, then lost (a reset, the timeout): the holder may have run it.
+      throw new GatehouseError(
+        "upstream_error",
+        `replica ${holder.label} stopped answering about ${server}`,
+        {
+          cause: new Error("the request to the holder broke off", { cause: err }),
+        },
+      );
+    }
+    if (res.status >= 400 && res.status < 500) {
+      // The holder's route refused the request before any tool server was asked (internal-route.ts
+      // answers 200 for everything it sent on): not the caller's fault, and nothing ran.
+      throw await refusedByHolder(res, server, holder.label);
+    }
+    let answer: ForwardAnswer;
+    try {
+      answer = (await res.json()) as ForwardAnswer;
+    } catch (err) {
+      // The holder took the request and broke off: whether the tool ran is unknown.
+      throw new GatehouseError(
+        "upstream_error",
+        `replica ${holder.label} stopped answering about ${server}`,
+        {
+          cause: new Error("the holder's answer broke off", { cause: err }),
+        },
+      );
+    }
+    if ("result" in answer) return answer.result;
+    const { code, message, outcomeUnknown } = answer.error ?? {};
+    const known = typeof code === "string" && isErrorCode(code) ? code : "upstream_error";
+    throw new GatehouseError(
+      known,
+      typeof message === "string" ? message : `replica ${holder.label} refused`,
+      {
+        // `outcomeUnknown` (mcp/failures.ts) reads an upstream error with a cause as "unknown".
+        ...(outcomeUnknown ? { cause: new Error("outcome unknown at the holder") } : {}),
+      },
+    );
+  }
+}
+
+/**
+ * The error for a request the holder's internal route refused (a 4xx): `upstream_elsewhere`, as
+ * for a holder not reached, whatever code the holder gave: its `unauthenticated` or
+ * `bad_request` is about this replica, and must not reach the caller as the caller's own.
+ */
+async function refusedByHolder(res: Response, server: string, label: string): Promise<GatehouseError> {
+  if (res.status === 401) {
+    return new GatehouseError(
+      "upstream_elsewhere",
+      `server ${server} runs on replica ${label}, which refused this replica's signature: every replica needs the same GATEHOUSE_SECRET_KEY, and clocks within ${SKEW_MS / 1000} s of each other`,
+    );
+  }
+  const said = (await res.json().catch(() => null)) as { error?: { message?: unknown } } | null;
+  const why = typeof said?.error?.message === "string" ? said.error.message : `HTTP ${res.status}`;
+  return new GatehouseError(
+    "upstream_elsewhere",
+    `server ${server} runs on replica ${label}, which refused the request (${why}); try again in a few seconds`,
+  );
+}
+
+/** Connection errors that mean the request never left this replica. */
+const NOT_CONNECTED = new Set([
+  "ECONNREFUSED",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+
+/** Whether `err` (from fetch) says no connection to the holder was made, so nothing was sent. */
+function neverConnected(err: unknown): boolean {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && NOT_CONNECTED.has(code)) return true;
+    // Refused by the guard before dialling, or a redirect (no holder answers one): not sent to the holder.
+    if (e instanceof RefusedAddressError || e instanceof RedirectRefusedError) return true;
+  }
+  return false;
+}
