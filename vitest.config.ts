@@ -17,7 +17,7 @@ const onBothStores = [
   "server/servers/**/*.test.ts",
   "server/replicas/**/*.test.ts",
   "server/cli/user-set-remove.test.ts",
-  "server/agent-mcp/stored-sessions*.test.ts",
+  "server/agent-mcp/stored-*.test.ts",
 ];
 
 /**

@@ -5,6 +5,13 @@ CREATE TABLE `held_results` (
 );
 --> statement-breakpoint
 CREATE INDEX `held_results_kept_idx` ON `held_results` (`kept_until`);--> statement-breakpoint
+CREATE TABLE `linked_uris` (
+	`key` text PRIMARY KEY NOT NULL,
+	`server` text NOT NULL,
+	`linked_at` text DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')) NOT NULL
+);
+--> statement-breakpoint
+CREATE INDEX `linked_uris_server_idx` ON `linked_uris` (`server`,`linked_at`);--> statement-breakpoint
 CREATE TABLE `mcp_sessions` (
 	`id` text PRIMARY KEY NOT NULL,
 	`token_id` integer NOT NULL,

@@ -89,7 +89,7 @@ export class AgentMcpEndpoint {
   /** What each 2025 session is built with ({@link createSession}). */
   private readonly parts: SessionParts;
   /** What each server listed last, shared by every session (see ListedResources). */
-  private readonly listedResources = new ListedResources();
+  private readonly listedResources: ListedResources;
   private readonly allowed: AllowedPeers;
   private readonly idleMs: number;
   private readonly maxSessionsPerToken: number;
@@ -117,6 +117,7 @@ export class AgentMcpEndpoint {
     this.progressIntervalMs = options.progressIntervalMs ?? PROGRESS_INTERVAL_MS;
     this.debounceMs = options.listChangedDebounceMs ?? LIST_CHANGED_DEBOUNCE_MS;
     this.jsonWindowMs = options.jsonAnswerWindowMs ?? JSON_ANSWER_WINDOW_MS;
+    this.listedResources = ListedResources.forStore(deps.db, deps.log);
     this.stored = new StoredSessions(deps.db, this.idleMs, deps.log, options.maxStoredSessionsPerToken);
     const shared = {
       db: deps.db,

@@ -2,6 +2,7 @@ import "server-only";
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { cleanDescription } from "../catalogue/definition";
 import { SERVER_NAME_PATTERN } from "../config";
+import type { StoredLinks } from "./stored-links";
 
 /**
  * Resource URIs as agents see them over `/mcp`, and the URIs a server handed out in tool results.
@@ -49,7 +50,35 @@ export function unwrapUri(uri: string): { server: string; uri: string } | null {
 export class LinkedUris {
   private readonly byServer = new Map<string, Set<string>>();
 
-  constructor(private readonly maxPerServer = MAX_LINKED_PER_SERVER) {}
+  /** Store writes under way, awaited by {@link settled}. */
+  private pending: Promise<void>[] = [];
+
+  /**
+   * `stored`: where the links are shared with the other replicas of the store (given on
+   * PostgreSQL); without it they live in this process alone.
+   */
+  constructor(
+    private readonly maxPerServer = MAX_LINKED_PER_SERVER,
+    private readonly stored?: StoredLinks,
+  ) {}
+
+  /**
+   * Whether `server` linked `uri`: here ({@link has}), or on another replica of the store, in
+   * which case it is kept here too.
+   */
+  async knows(server: string, uri: string): Promise<boolean> {
+    if (this.has(server, uri)) return true;
+    if (!this.stored || !(await this.stored.knows(server, uri))) return false;
+    this.keep(server, uri);
+    return true;
+  }
+
+  /** Resolves once the links added so far are in the store (a result carrying them may go out then). */
+  async settled(): Promise<void> {
+    const pending = this.pending;
+    this.pending = [];
+    await Promise.all(pending);
+  }
 
   /** Whether `server` linked `uri` in a tool result (among its latest `maxPerServer`). */
   has(server: string, uri: string): boolean {
@@ -59,6 +88,11 @@ export class LinkedUris {
   /** `server` linked `uri`; a URI over {@link MAX_URI_CHARS} is not recorded. */
   add(server: string, uri: string): void {
     if (uri.length > MAX_URI_CHARS) return;
+    this.keep(server, uri);
+    if (this.stored) this.pending.push(this.stored.remember(server, uri));
+  }
+
+  private keep(server: string, uri: string): void {
     let uris = this.byServer.get(server);
     if (!uris) {
       uris = new Set();

@@ -2,13 +2,16 @@ import "server-only";
 import { ProtocolErrorCode, type ReadResourceResult, type Resource } from "@modelcontextprotocol/server";
 import { GatehouseError } from "@/lib/errors";
 import { cleanDescription } from "../catalogue/definition";
+import type { Logger } from "../log";
 import { collectPages } from "../mcp/pages";
 import { anyGlobMatches } from "../rules/glob";
 import { writeAudit } from "../store/audit";
-import { LinkedUris, MAX_URI_CHARS, unwrapUri, wrapUri } from "./links";
+import { type Db, postgresUrlOf } from "../store/db";
+import { LinkedUris, MAX_LINKED_PER_SERVER, MAX_URI_CHARS, unwrapUri, wrapUri } from "./links";
 import { clean, Listings, RELIST_MIN_INTERVAL_MS, type ResourceDeps, resourceServers } from "./listings";
 import { percentDecodings } from "./percent";
 import { rpcFailure } from "./rpc";
+import { StoredLinks } from "./stored-links";
 import {
   holdsDotSegment,
   ListedTemplates,
@@ -90,16 +93,26 @@ export class ListedResources extends Listings {
   readonly templates: ListedTemplates;
   readonly linked: LinkedUris;
 
-  /** `maxLinkedPerServer`: default `MAX_LINKED_PER_SERVER` (links.ts). */
+  /**
+   * `maxLinkedPerServer`: default `MAX_LINKED_PER_SERVER` (links.ts). `storedLinks`: where linked
+   * URIs are shared with the other replicas (PostgreSQL); default none.
+   */
   constructor(
     minIntervalMs = RELIST_MIN_INTERVAL_MS,
     now: () => number = Date.now,
     maxLinkedPerServer?: number,
+    storedLinks?: StoredLinks,
   ) {
     super(minIntervalMs, now);
     this.prompts = new Listings(minIntervalMs, now);
     this.templates = new ListedTemplates(minIntervalMs, now);
-    this.linked = new LinkedUris(maxLinkedPerServer);
+    this.linked = new LinkedUris(maxLinkedPerServer, storedLinks);
+  }
+
+  /** The listings of an endpoint on `db`: linked URIs shared with the other replicas on PostgreSQL. */
+  static forStore(db: Db, log: Logger): ListedResources {
+    const stored = postgresUrlOf(db) ? new StoredLinks(db, log, MAX_LINKED_PER_SERVER) : undefined;
+    return new ListedResources(RELIST_MIN_INTERVAL_MS, Date.now, MAX_LINKED_PER_SERVER, stored);
   }
 }
 
@@ -245,7 +258,7 @@ async function permission(
   const { server, uri } = target;
   const notListed = { refused: "not listed by the server" };
   if (ctx.listed.has(server, uri)) return { allowed: "listed" };
-  if (ctx.listed.linked.has(server, uri)) return { allowed: "linked by a tool result" };
+  if (await ctx.listed.linked.knows(server, uri)) return { allowed: "linked by a tool result" };
   const allow = deps.manager.servers.find((s) => s.name === server)?.resources?.allow ?? [];
   if (allowedByOwner(allow, uri)) return { allowed: "allowed by resources.allow" };
   if (uri.length > MAX_URI_CHARS) return notListed;

@@ -336,8 +336,12 @@ export async function callTool<Pending = never>(
       throw err;
     }
     const checkUrl = `${ctx.baseUrl}/api/calls/${outcome.call.id}`;
-    if (outcome.httpStatus === 200 || isFinalCallStatus(outcome.call.status))
-      return finalResult(outcome.call, checkUrl, links);
+    if (outcome.httpStatus === 200 || isFinalCallStatus(outcome.call.status)) {
+      const answer = finalResult(outcome.call, checkUrl, links);
+      // The links it carries are readable on every replica before the agent sees them.
+      await links.listed.linked.settled();
+      return answer;
+    }
     if (answerPending) return answerPending(outcome.call);
     return await hold(ctx, outcome.call, { id: req.mcpReq.id, signal }, checkUrl, links, progress);
   } finally {
@@ -389,9 +393,10 @@ async function hold(
       ctx.endStream(request.id);
     }
     // After a cancellation or teardown the SDK sends nothing; the call stays in the store.
-    return isFinalCallStatus(view.status)
-      ? finalResult(view, checkUrl, links)
-      : stillWaitingResult(view, Math.round(waited()), checkUrl);
+    if (!isFinalCallStatus(view.status)) return stillWaitingResult(view, Math.round(waited()), checkUrl);
+    const answer = finalResult(view, checkUrl, links);
+    await links.listed.linked.settled();
+    return answer;
   } finally {
     clearInterval(timer);
     unsubscribe();

@@ -143,3 +143,4 @@ export const serverHolders = pgTableOf(sqlite.serverHolders);
 export const mcpSessions = pgTableOf(sqlite.mcpSessions);
 export const signInCounters = pgTableOf(sqlite.signInCounters);
 export const heldResults = pgTableOf(sqlite.heldResults);
+export const linkedUris = pgTableOf(sqlite.linkedUris);

@@ -371,10 +371,8 @@ export const serverHistory = sqliteTable(
 );
 
 /**
- * The Gatehouse processes serving this store: one row per running replica, written at its start
- * and refreshed by its heartbeat (`heartbeatAt`, the database's clock, so replicas' clocks need
- * not agree). A replica whose heartbeat is older than the lease is dead: a survivor ends what it
- * left running and deletes its row. On SQLite the one process is the one replica.
+ * The Gatehouse processes serving this store, each with its heartbeat (the database's clock); one
+ * whose heartbeat is older than the lease is dead (server/replicas/registry.ts).
  */
 export const replicas = sqliteTable("replicas", {
   /** Random, chosen at start; a restarted process is a new replica. */
@@ -387,11 +385,7 @@ export const replicas = sqliteTable("replicas", {
   heartbeatAt: text("heartbeat_at").notNull().default(now),
 });
 
-/**
- * Which replica supervises each stdio server (a server runs on one replica at a time, held by an
- * advisory lock on PostgreSQL); written by the holder when it takes the server, so other replicas
- * know where to forward its calls and the Servers page can say where it runs.
- */
+/** Which replica runs each stdio server (server/replicas/holding.ts): where its calls are forwarded. */
 export const serverHolders = sqliteTable("server_holders", {
   /** The server's config name. */
   server: text("server").primaryKey(),
@@ -399,11 +393,7 @@ export const serverHolders = sqliteTable("server_holders", {
   since: text("since").notNull().default(now),
 });
 
-/**
- * `/mcp` 2025 sessions, so that any replica accepts a session another opened and a session
- * outlives a restart: what `initialize` settled (the revision, the client's capabilities and
- * name), the token it belongs to, and its last use for the idle timeout.
- */
+/** `/mcp` 2025 sessions: what `initialize` settled, so any replica serves one (stored-sessions.ts). */
 export const mcpSessions = sqliteTable(
   "mcp_sessions",
   {
@@ -420,11 +410,7 @@ export const mcpSessions = sqliteTable(
   (t) => [index("mcp_sessions_token_idx").on(t.tokenId)],
 );
 
-/**
- * The sign-in throttle's counters, shared by every replica: one row per account name
- * (`name:<lower-case name>`) or client address bucket (`address:<bucket>`) with attempts in the
- * current fixed window. An attempt is counted when admitted, before its password check.
- */
+/** The sign-in throttle's counters: `name:<name>` or `address:<bucket>` (server/auth/throttle.ts). */
 export const signInCounters = sqliteTable("sign_in_counters", {
   key: text("key").primaryKey(),
   /** When the current window opened (ISO 8601). */
@@ -446,4 +432,16 @@ export const heldResults = sqliteTable(
     keptUntil: text("kept_until").notNull(),
   },
   (t) => [index("held_results_kept_idx").on(t.keptUntil)],
+);
+
+/** URIs a server linked in tool results passed to agents, readable through any replica (links.ts). */
+export const linkedUris = sqliteTable(
+  "linked_uris",
+  {
+    /** sha256 of the server's name, a NUL and the URI (a URI may be longer than an index key). */
+    key: text("key").primaryKey(),
+    server: text("server").notNull(),
+    linkedAt: text("linked_at").notNull().default(now),
+  },
+  (t) => [index("linked_uris_server_idx").on(t.server, t.linkedAt)],
 );
