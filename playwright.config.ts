@@ -46,5 +46,7 @@ export default defineConfig({
     { name: "dark-servers", testMatch: /dark-servers\.spec\.ts/ },
     // Its own Gatehouse with a server whose tools fail with hostile error texts.
     { name: "call-pages", testMatch: /call-pages\.spec\.ts/ },
+    // Its own PostgreSQL and three replicas of the build behind a round-robin proxy (§14).
+    { name: "replicas", testMatch: /replicas\.spec\.ts/ },
   ],
 });

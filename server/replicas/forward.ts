@@ -124,6 +124,9 @@ export class ReplicaForwarder implements Forwarder {
       res = await this.fetch(`${holder.address}${INTERNAL_FORWARD_PATH}`, {
         method: "POST",
         headers: {
+          // A connection of its own: one kept from an earlier request may belong to a holder that
+          // died since, and a request lost on it could not be told from one the holder took.
+          connection: "close",
           "content-type": "application/json",
           ...signInternal(this.key, "POST", INTERNAL_FORWARD_PATH, body),
         },
