@@ -259,7 +259,7 @@ export async function runCall(
         await deps.notify?.(tx, "call.interrupted", await getCall(tx, call.id));
       }
     },
-    { isolation: "read committed" },
+    { isolation: "serializable" },
   );
   return { stored, full, moved };
 }

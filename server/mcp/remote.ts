@@ -28,6 +28,8 @@ export const FORWARDED_METHODS = [
   "prompts/list",
   "prompts/get",
   "capabilities",
+  /** An owner's Reconnect pressed on a replica that does not run the server. */
+  "reconnect",
 ] as const;
 export type ForwardedMethod = (typeof FORWARDED_METHODS)[number];
 
@@ -131,8 +133,11 @@ export class RemoteSupervisor {
 
   async refreshTools(): Promise<void> {}
 
-  /** Reconnecting is the holder's: asked on its Servers page. */
-  reconnectNow(): void {}
+  /** Asks the holder to reconnect (an owner's Reconnect on this replica's Servers page). */
+  reconnectNow(): void {
+    // Nothing to tell when it fails: the holder is gone, and whoever takes the server over starts it afresh.
+    this.forward("reconnect", {}).catch(() => undefined);
+  }
 
   async callTool(
     name: string,
@@ -153,7 +158,7 @@ export class RemoteSupervisor {
     }
     const capabilities = this.capabilities.value;
     const ask = (method: string, params: unknown, options?: RequestOptions): Promise<never> => {
-      if (!(FORWARDED_METHODS as readonly string[]).includes(method)) {
+      if (!(FORWARDED_METHODS as readonly string[]).includes(method) || method === "reconnect") {
         return Promise.reject(
           new GatehouseError("internal", `${method} is not forwarded to another replica`),
         );

@@ -92,6 +92,9 @@ export async function answerForwarded(
     if (method === "tools/call") {
       const args = (params.arguments ?? {}) as Record<string, unknown>;
       result = await supervisor.callTool(String(params.name), args, { signal: req.signal });
+    } else if (method === "reconnect") {
+      supervisor.reconnectNow();
+      result = null;
     } else if (method === "capabilities") {
       result = await supervisor.read(async (client) => client.getServerCapabilities() ?? null);
     } else {

@@ -103,6 +103,25 @@ describe.runIf(testDialect === "postgres")("stdio servers placed on one replica"
   );
 
   it(
+    "Reconnect pressed on the replica that does not run the server reconnects it on the holder",
+    async () => {
+      const { a, b } = await pair();
+      const reconnected = new Promise<void>((resolve) => {
+        const stop = a.runtime.bus.subscribe((e) => {
+          if (e.type === "server" && e.name === "demo" && e.state === "connecting") {
+            stop();
+            resolve();
+          }
+        });
+      });
+      b.runtime.manager.get("demo").reconnectNow();
+      await reconnected;
+      await waitForServersReady(a.runtime, ["demo"]);
+    },
+    SLOW_TEST,
+  );
+
+  it(
     "resources and prompts read on the replica that does not run the server come from the holder's server",
     async () => {
       const { a, b } = await pair({ reads: true });
