@@ -11,6 +11,7 @@ import net, { type AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { issueSetupCode } from "@/server/auth/users";
 import type { Runtime } from "@/server/runtime";
+import { closeDb } from "@/server/store/db";
 import { sessions, users } from "@/server/store/schema";
 import {
   createAgentToken,
@@ -298,5 +299,36 @@ describe("route() checks Host itself (next dev has no front door)", () => {
     expect(res.status).toBe(403);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe("bad_origin");
     expect(res.headers.get("set-cookie")).toBeNull();
+  });
+});
+
+describe("the probes", () => {
+  it("/healthz and /readyz answer under any Host, without a session, saying up or ready and nothing else; Next never sees them", async () => {
+    const door = await openDoor(await start());
+    for (const host of [EVIL, "10.0.0.7:3000"]) {
+      const live = await send(door, "GET", "/healthz", { host });
+      expect(live.status).toBe(200);
+      expect(JSON.parse(live.text)).toEqual({ status: "ok" });
+      const ready = await send(door, "GET", "/readyz", { host });
+      expect(ready.status).toBe(200);
+      expect(JSON.parse(ready.text)).toEqual({ status: "ready" });
+    }
+    // Not a way around the Host check for anything else.
+    expect((await send(door, "GET", "/readyz/../login", { host: EVIL })).status).toBe(403);
+    expect((await send(door, "POST", "/readyz", { host: EVIL })).status).toBe(403);
+    expect(door.nextSaw).toEqual([]);
+  });
+
+  it("/readyz answers 503 store_unavailable, with Retry-After, once the store cannot answer", async () => {
+    const runtime = await start();
+    const door = await openDoor(runtime);
+    await closeDb(runtime.db);
+    const res = await send(door, "GET", "/readyz", { host: "127.0.0.1:3000" });
+    expect(res.status).toBe(503);
+    expect(res.headers["retry-after"]).toBe("5");
+    expect(JSON.parse(res.text)).toEqual({
+      error: { code: "store_unavailable", message: "the store cannot be reached" },
+    });
+    expect((await send(door, "GET", "/healthz", { host: "127.0.0.1:3000" })).status).toBe(200);
   });
 });

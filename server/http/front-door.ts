@@ -6,6 +6,7 @@ import { INTERNAL_FORWARD_PATH } from "../replicas/forward";
 import { forwardedHttps } from "../request";
 import type { Runtime } from "../runtime";
 import * as callsApi from "./calls-api";
+import { answerHealth, HEALTH_PATHS } from "./health";
 import { answerHot, type HotPathOptions, type RouteHandler } from "./hot-path";
 import * as mcpApi from "./mcp-api";
 import {
@@ -37,6 +38,11 @@ export interface FrontDoorOptions {
    * is signed with their shared key, which is all that lets one in.
    */
   internal?: ((req: Request) => Promise<Response>) | null;
+  /**
+   * The probes (`/healthz`, `/readyz`: ./health), or none. Not under the Host check either:
+   * probes address a replica by its own address, and the answers say nothing but up or not.
+   */
+  health?: (path: string) => Promise<Response>;
 }
 
 /**
@@ -53,6 +59,13 @@ export function frontDoor(opts: FrontDoorOptions): Listener {
     const pathname = q === -1 ? url : url.slice(0, q);
     if (pathname === INTERNAL_FORWARD_PATH && opts.internal) {
       void serveInternal(req, res, opts.internal).catch(() => res.destroy());
+      return;
+    }
+    if (opts.health && HEALTH_PATHS.has(pathname) && (req.method === "GET" || req.method === "HEAD")) {
+      void opts
+        .health(pathname)
+        .then((answer) => sendResponse(res, answer, opts.hotOptions.extraHeaders))
+        .catch(() => res.destroy());
       return;
     }
     const refusal = refuseHost(pathname, req.headers.host, opts.peers);
@@ -126,5 +139,6 @@ export function gatehouseListener(
     // The connection's address, for the sign-in throttle: written over any copy the client sent.
     stampClientAddress: clientAddressStamper(env),
     internal: runtime.answerInternal,
+    health: (path) => answerHealth(path, runtime),
   });
 }
