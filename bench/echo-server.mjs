@@ -3,7 +3,9 @@
  * The benchmark's tool server: a read-only `echo` tool and a `write` tool without annotations
  * (destructive, so it needs approval), both instant, so measurements see the cost of the path,
  * not of the tool. `node bench/echo-server.mjs` speaks stdio; with `--http` it serves
- * streamable HTTP on PORT (0 = any free port; prints "listening <port>").
+ * streamable HTTP on PORT (0 = any free port; prints "listening <port>"), answering with JSON,
+ * or with `--event-stream` as the SDK's server transport does by default (a `text/event-stream`
+ * of one event per answer).
  */
 import http from "node:http";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
@@ -46,7 +48,7 @@ if (process.argv.includes("--http")) {
     const server = makeServer();
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
-      enableJsonResponse: true,
+      enableJsonResponse: !process.argv.includes("--event-stream"),
     });
     res.on("close", () => {
       void transport.close();

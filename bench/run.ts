@@ -8,7 +8,8 @@
  * read-only tool and audit on, to the stdio echo server and to the same server over streamable
  * HTTP (a `url` server), and REST again while an owner's browser shows /tools and a reviewer's
  * /approvals; supergateway over the same stdio server. Rows marked "varying" send a different
- * argument value on every call; the others one value throughout.
+ * argument value on every call; the others one value throughout. The `replicas` section
+ * (bench/replicas.ts) prints a table of its own: PostgreSQL replicas against SQLite.
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -17,21 +18,32 @@ import { gzipSync } from "node:zlib";
 import type { Tool } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { Page } from "@playwright/test";
 import { syncServerTools } from "../server/catalogue/catalogue";
 import type { ServerConfig } from "../server/config";
 import { McpManager } from "../server/mcp/manager";
 import { closeDb, openDb } from "../server/store/db";
 import { launchBrowser, signedIn } from "./browser";
 import type { CallerSpec } from "./caller";
-import { type Gatehouse, quiet, startGatehouse } from "./gatehouse";
-import { freePort, mib, percentiles, root, rssOf, type Started, type Stats, startProcess } from "./support";
+import { openDashboards } from "./dashboards";
+import { type Gatehouse, startGatehouse } from "./gatehouse";
+import { benchReplicas } from "./replicas";
+import {
+  freePort,
+  mib,
+  percentiles,
+  root,
+  rssOf,
+  runCaller,
+  type Started,
+  type Stats,
+  startProcess,
+} from "./support";
 
 const smoke = process.argv.includes("--smoke");
 const startedAt = performance.now();
 /**
  * `--only=minimal,gatehouse` runs just those sections (the first word of each as printed:
- * floor, minimal, gatehouse, dashboards, supergateway, dial, catalogue, memory, soak, tools) and writes
+ * floor, minimal, gatehouse, dashboards, supergateway, dial, catalogue, memory, soak, tools, replicas) and writes
  * bench/results/partial.json; the default is all of them.
  */
 const only = process.argv
@@ -119,24 +131,6 @@ async function measure(
   );
 }
 
-/** Runs one caller process (bench/caller.ts) with `spec` and returns what it measured. */
-async function runCaller(spec: CallerSpec): Promise<Pick<Row, "seq" | "rps" | "serverCpuUs">> {
-  const caller = await startProcess(
-    process.execPath,
-    [
-      "--conditions=react-server",
-      "--import",
-      "tsx",
-      path.join(root, "bench", "caller.ts"),
-      JSON.stringify(spec),
-    ],
-    { ready: /^\{"seq".*\}$/m, timeoutMs: 600_000 },
-  );
-  const line = /^\{"seq".*\}$/m.exec(caller.output())?.[0] ?? "{}";
-  await caller.stop();
-  return JSON.parse(line) as Pick<Row, "seq" | "rps" | "serverCpuUs">;
-}
-
 /**
  * The echo server over streamable HTTP, one process for the whole run: the direct rows call it
  * with the SDK Client, Gatehouse's HTTP rows through a `url` server.
@@ -147,58 +141,6 @@ async function httpEchoUrl(): Promise<string> {
     ready: /listening (\d+)/,
   });
   return `http://127.0.0.1:${shared.httpEcho.port}/mcp`;
-}
-
-/**
- * An owner's browser on /tools and a reviewer's on /approvals, each signed in and holding the
- * page's live-event stream, as two people watching would. `requests()` counts the API requests
- * the pages made (the stream itself excluded) since the last `reset()`.
- */
-async function openDashboards(g: Gatehouse): Promise<{
-  requests(): number;
-  reset(): void;
-  close(): Promise<void>;
-}> {
-  const browser = await launchBrowser();
-  let requests = 0;
-  const open = async (cookie: string, pathname: string): Promise<Page> => {
-    const context = await signedIn(browser, g.base, cookie);
-    const page = await context.newPage();
-    page.on("request", (req) => {
-      const at = new URL(req.url()).pathname;
-      if (at.startsWith("/api/") && at !== "/api/events") requests++;
-    });
-    const stream = page.waitForResponse((res) => new URL(res.url()).pathname === "/api/events", {
-      timeout: 120_000,
-    });
-    await page.goto(`${g.base}${pathname}`, { waitUntil: "commit", timeout: 120_000 });
-    const res = await stream;
-    if (res.status() !== 200 || new URL(page.url()).pathname !== pathname)
-      throw new Error(`${pathname}: live events answered ${res.status()} at ${page.url()}`);
-    return page;
-  };
-  try {
-    const tools = await open(g.cookie, "/tools");
-    await tools.getByRole("row").filter({ hasText: "echo_echo" }).first().waitFor({ timeout: 120_000 });
-    await open(g.reviewerCookie, "/approvals");
-    // The pages refetch everything once their stream opens; measuring starts after that.
-    let seen = -1;
-    for (let i = 0; i < 30 && seen !== requests; i++) {
-      seen = requests;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-    await quiet(g.pid, 10_000);
-  } catch (err) {
-    await browser.close();
-    throw err;
-  }
-  return {
-    requests: () => requests,
-    reset() {
-      requests = 0;
-    },
-    close: () => browser.close(),
-  };
 }
 
 async function sdkClient(transport: StreamableHTTPClientTransport): Promise<Client> {
@@ -593,6 +535,17 @@ if (want("tools")) {
   }
 }
 
+// 9. PostgreSQL: one replica and two on one database against SQLite, and approvals across replicas
+// (bench/replicas.ts); its table is printed after the main one.
+let replicaLines: string[] = [];
+if (want("replicas")) {
+  console.log("replicas");
+  const r = await benchReplicas({ ...SIZE, repeatBaseline: !smoke }, CONCURRENCY);
+  replicaLines = r.lines;
+  extra.replicas = { rows: r.rows, approvals: r.approvals };
+  notes.push(...r.notes);
+}
+
 // The table. "rps/peer" compares with supergateway in this run, sending the same kind of
 // arguments (fixed or varying); "rps/direct" compares a row through Gatehouse to an HTTP tool
 // server with the SDK Client calling that server itself.
@@ -610,8 +563,14 @@ for (const r of rows) {
     `${pad(r.name, 42)} ${pad(r.vary ? "varying" : "fixed", 8)} ${pad(r.seq.p50.toFixed(3), 9)} ${pad(r.seq.p99.toFixed(3), 9)} ${pad(r.rps.toFixed(0), 11)} ${pad(r.serverCpuUs === null ? "-" : r.serverCpuUs.toFixed(0), 15)} ${pad(dp50, 14)} ${pad(ratio(r, floor), 10)} ${pad(ratio(r, peer), 9)} ${r.direct ? ratio(r, byId(r.direct)) : "-"}`,
   );
 }
-console.log(`\n${smoke ? "SMOKE RUN (small sizes; figures are not comparable)\n" : ""}${lines.join("\n")}`);
-console.log('args: "fixed" sends {text: "hi"} on every call, "varying" {text: "hi <n>"} with n counting up.');
+console.log(smoke ? "\nSMOKE RUN (small sizes; figures are not comparable)" : "");
+if (rows.length > 0) {
+  console.log(lines.join("\n"));
+  console.log(
+    'args: "fixed" sends {text: "hi"} on every call, "varying" {text: "hi <n>"} with n counting up.',
+  );
+}
+if (replicaLines.length > 0) console.log(`\n${replicaLines.join("\n")}`);
 for (const n of notes) console.log(`note: ${n}`);
 console.log(`benchmark took ${((performance.now() - startedAt) / 1000).toFixed(0)} s`);
 await shared.httpEcho?.stop();

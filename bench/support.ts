@@ -2,6 +2,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
+import path from "node:path";
+import type { CallerResult, CallerSpec } from "./caller";
 
 export const root = new URL("..", import.meta.url).pathname;
 
@@ -136,6 +138,33 @@ export function cpuMsOf(pid: number): number {
   const ticks = Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
   return (ticks * 1000) / CLOCK_TICKS;
 }
+
+/**
+ * CPU time (user + system) of a process and all its descendants so far, in milliseconds: each
+ * live process's own time plus what its children that ended and were waited for used (the
+ * cutime/cstime fields), so a backend that exits between two readings is still counted.
+ */
+export function treeCpuMs(pid: number): number {
+  const stats = new Map<number, string[]>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const fields = readFileSync(`/proc/${entry}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+      stats.set(Number(entry), fields);
+    } catch {
+      // Gone between the listing and the read.
+    }
+  }
+  let ticks = 0;
+  const pending = [pid];
+  for (let p = pending.pop(); p !== undefined; p = pending.pop()) {
+    const f = stats.get(p);
+    if (!f) continue;
+    ticks += Number(f[11] ?? 0) + Number(f[12] ?? 0) + Number(f[13] ?? 0) + Number(f[14] ?? 0);
+    for (const [child, cf] of stats) if (Number(cf[1]) === p) pending.push(child);
+  }
+  return (ticks * 1000) / CLOCK_TICKS;
+}
 /** USER_HZ: Linux reports /proc times in 1/100 s on every architecture Node runs on. */
 const CLOCK_TICKS = 100;
 
@@ -179,4 +208,22 @@ export function descendantMatching(ancestor: number, pattern: RegExp): number | 
     }
   }
   return null;
+}
+
+/** Runs one caller process (bench/caller.ts) with `spec` and returns what it measured. */
+export async function runCaller(spec: CallerSpec): Promise<CallerResult> {
+  const caller = await startProcess(
+    process.execPath,
+    [
+      "--conditions=react-server",
+      "--import",
+      "tsx",
+      path.join(root, "bench", "caller.ts"),
+      JSON.stringify(spec),
+    ],
+    { ready: /^\{"seq".*\}$/m, timeoutMs: 600_000 },
+  );
+  const line = /^\{"seq".*\}$/m.exec(caller.output())?.[0] ?? "{}";
+  await caller.stop();
+  return JSON.parse(line) as CallerResult;
 }

@@ -86,8 +86,9 @@ async function ready(port, bin, deadline) {
 }
 
 /**
- * Starts a cluster; resolves `{ url, port, stop }` once it accepts connections. `url` is the
- * superuser `gatehouse`'s, on database `postgres`; `stop()` ends the server and removes its data.
+ * Starts a cluster; resolves `{ url, port, pid, stop }` once it accepts connections. `url` is the
+ * superuser `gatehouse`'s, on database `postgres`; `pid` is the server's (the postmaster, parent of
+ * its backends); `stop()` ends the server and removes its data.
  */
 export async function startPostgres({ maxConnections = 300 } = {}) {
   const bin = ensurePostgresInstalled();
@@ -162,6 +163,7 @@ export async function startPostgres({ maxConnections = 300 } = {}) {
   return {
     url,
     port,
+    pid: server.pid,
     async stop() {
       if (stopped) return;
       stopped = true;

@@ -259,7 +259,7 @@ export async function runCall(
         await deps.notify?.(tx, "call.interrupted", await getCall(tx, call.id));
       }
     },
-    { isolation: "serializable" },
+    { isolation: "read committed" },
   );
   return { stored, full, moved };
 }
