@@ -151,16 +151,23 @@ describe("rules decide calls", () => {
   it("a tool whose definition changed and was accepted again while its rules were evaluated is refused", async () => {
     const rt = await start({ config: { rules: notesRules } });
     await people(rt);
+    // What a refresh and an owner's "Accept change" leave, committed while the real rule set
+    // decides (after its verdict, before the call is born): a new definition, pinned.
+    const rules = rt.runtime.rules;
+    const decide = rules.decide.bind(rules);
+    rules.decide = async (input) => {
+      const verdict = await decide(input);
+      const hash = "f".repeat(64);
+      await rt.runtime.db
+        .update(tools)
+        .set({ definitionHash: hash, pinnedHash: hash })
+        .where(eq(tools.localName, ADD_NOTE));
+      return verdict;
+    };
     const answer = rt.runtime.broker.request(
       { kind: "agent", name: "agent-a" },
       { tool: ADD_NOTE, arguments: { text: "todo: x" } },
     );
-    // What a refresh and an owner's "Accept change" leave: a new definition, pinned.
-    const hash = "f".repeat(64);
-    await rt.runtime.db
-      .update(tools)
-      .set({ definitionHash: hash, pinnedHash: hash })
-      .where(eq(tools.localName, ADD_NOTE));
     await expect(answer).rejects.toMatchObject({ code: "tool_changed" });
     expect(rt.demoRuns()).toBe(0);
   });
