@@ -242,27 +242,35 @@ export class McpManager {
       reconnect?: ReconnectWaitOptions;
     } = {},
   ): Promise<CallToolResult> {
-    let supervisor = this.get(server);
     const { reconnect, ...callOpts } = opts;
-    if (reconnect) {
-      // One bound for the whole wait, however many supervisors it waits on.
-      const notAfter = Math.min(
-        reconnect.notAfter ?? Number.POSITIVE_INFINITY,
-        Date.now() + supervisor.config.timeoutMs,
-      );
-      let waited: ReconnectWait | null = null;
-      for (;;) {
-        const wait = await this.untilReachable(supervisor, notAfter);
-        if (wait) waited = waited ? { ...wait, ms: waited.ms + wait.ms, from: waited.from } : wait;
-        // Replicas: this one took the server while the call waited (or let it go): wait on its new
-        // supervisor now, the one the call goes to.
-        const now = this.get(server);
-        if (now === supervisor) break;
-        supervisor = now;
-      }
-      if (waited) reconnect.onWaited?.(waited);
-    }
+    const supervisor = reconnect ? await this.reachable(server, reconnect) : this.get(server);
     return supervisor.callTool(tool, args, callOpts);
+  }
+
+  /**
+   * The supervisor a request for `server` goes to, once the server is not reconnecting: waited
+   * for while it is (see {@link untilReachable}), for at most its `timeoutMs` and never past
+   * `notAfter`, then `onWaited` told what was waited.
+   */
+  async reachable(server: string, opts: ReconnectWaitOptions = {}): Promise<Supervised> {
+    let supervisor = this.get(server);
+    // One bound for the whole wait, however many supervisors it waits on.
+    const notAfter = Math.min(
+      opts.notAfter ?? Number.POSITIVE_INFINITY,
+      Date.now() + supervisor.config.timeoutMs,
+    );
+    let waited: ReconnectWait | null = null;
+    for (;;) {
+      const wait = await this.untilReachable(supervisor, notAfter);
+      if (wait) waited = waited ? { ...wait, ms: waited.ms + wait.ms, from: waited.from } : wait;
+      // Replicas: this one took the server while the call waited (or let it go): wait on its new
+      // supervisor now, the one the call goes to.
+      const now = this.get(server);
+      if (now === supervisor) break;
+      supervisor = now;
+    }
+    if (waited) opts.onWaited?.(waited);
+    return supervisor;
   }
 
   /**

@@ -51,8 +51,11 @@ export interface Forwarder {
   holders(servers: string[]): Promise<Map<string, string>>;
 }
 
-/** How much longer than the server's own deadline a forwarded request may take: the hop and the holder's queue. */
-const FORWARD_MARGIN_MS = 5_000;
+/**
+ * How much longer than the server's own deadline a forwarded request may take: the hop, and the
+ * holder's wait for a server it is starting (`HOLDER_START_WAIT_MS`, 10 s) with room to spare.
+ */
+const FORWARD_MARGIN_MS = 15_000;
 
 /**
  * A stdio server that another replica runs (it holds the server's lock): calls and reads go to

@@ -19,6 +19,12 @@ const refused = (status: number, code: string, message: string) =>
   answer({ error: { code, message } }, status);
 
 /**
+ * How long a forwarded request waits for a server this replica is (re)starting (ms): a takeover
+ * takes a few seconds. The forwarding replica's deadline allows for it (`FORWARD_MARGIN_MS`).
+ */
+export const HOLDER_START_WAIT_MS = 10_000;
+
+/**
  * The holder's side of the internal route (`POST /internal/forward`): another replica asks this
  * one to send a request to a stdio server it holds. Only a request signed by a replica (the
  * shared key; `InternalVerifier`, which also refuses a replay) and addressed to this replica
@@ -80,7 +86,11 @@ export async function answerForwarded(
   const method = body.method as ForwardedMethod;
   const params = body.params as Record<string, unknown>;
   try {
-    const supervisor = deps.manager.get(body.server);
+    // A holder that took the server a moment ago is still starting it: the request waits for it,
+    // as a call made here would, rather than fail as "connecting".
+    const supervisor = await deps.manager.reachable(body.server, {
+      notAfter: Date.now() + HOLDER_START_WAIT_MS,
+    });
     if (supervisor instanceof RemoteSupervisor) {
       return refused(
         409,

@@ -103,6 +103,28 @@ describe.runIf(testDialect === "postgres")("stdio servers placed on one replica"
   );
 
   it(
+    "a call forwarded to a holder that is (re)starting the server waits for it instead of failing as connecting",
+    async () => {
+      const { a, b } = await pair();
+      const onB = b.runtime.manager.get("demo");
+      expect(onB).toBeInstanceOf(RemoteSupervisor);
+      // Sent the moment A's server starts connecting, before B can have heard of it (as when the
+      // holder died and its successor is starting the server): B forwards at once.
+      const forwarded = new Promise<unknown>((resolve, reject) => {
+        const stop = a.runtime.bus.subscribe((e) => {
+          if (e.type === "server" && e.name === "demo" && e.state === "connecting") {
+            stop();
+            onB.callTool("list_notes", {}).then(resolve, reject);
+          }
+        });
+      });
+      a.runtime.manager.get("demo").reconnectNow();
+      expect(resultText(await forwarded)).toContain(A_NOTE);
+    },
+    SLOW_TEST,
+  );
+
+  it(
     "Reconnect pressed on the replica that does not run the server reconnects it on the holder",
     async () => {
       const { a, b } = await pair();
