@@ -51,7 +51,7 @@ export class LinkedUris {
   private readonly byServer = new Map<string, Set<string>>();
 
   /** Store writes under way, awaited by {@link settled}. */
-  private pending: Promise<void>[] = [];
+  private readonly pending = new Set<Promise<void>>();
 
   /**
    * `stored`: where the links are shared with the other replicas of the store (given on
@@ -75,9 +75,7 @@ export class LinkedUris {
 
   /** Resolves once the links added so far are in the store (a result carrying them may go out then). */
   async settled(): Promise<void> {
-    const pending = this.pending;
-    this.pending = [];
-    await Promise.all(pending);
+    await Promise.all(this.pending);
   }
 
   /** Whether `server` linked `uri` in a tool result (among its latest `maxPerServer`). */
@@ -89,7 +87,10 @@ export class LinkedUris {
   add(server: string, uri: string): void {
     if (uri.length > MAX_URI_CHARS) return;
     this.keep(server, uri);
-    if (this.stored) this.pending.push(this.stored.remember(server, uri));
+    if (!this.stored) return;
+    // Each leaves the set when done: results that nobody waits on (a task's) hold none for long.
+    const write: Promise<void> = this.stored.remember(server, uri).finally(() => this.pending.delete(write));
+    this.pending.add(write);
   }
 
   private keep(server: string, uri: string): void {

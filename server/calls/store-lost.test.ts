@@ -1,29 +1,11 @@
-/**
- * PostgreSQL lost while Gatehouse runs: requests answer `503 store_unavailable` (never a 500, and
- * no half-written call), and Gatehouse recovers by itself once the database is back. A real
- * runtime on the test cluster; the database is made unreachable by refusing new connections to
- * it and ending every existing one. SQLite is a file in the process: there is nothing to lose.
- */
-import pg from "pg";
 import { describe, expect, it } from "vitest";
 import type { CallView } from "@/lib/api-types";
 import { bodyOf, createAgentToken, enableTool, LIST_NOTES, request } from "@/test/support/runtime";
-import { testDialect } from "@/test/support/store";
+import { asAdmin, testDialect } from "@/test/support/store";
 import { calls } from "../store/schema";
 import { runtimes } from "./call-fixtures";
 
 const { start } = runtimes();
-
-/** Runs `sql` on the cluster's administrative database (the postgres project's DATABASE_URL). */
-async function asAdmin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
 
 describe.runIf(testDialect === "postgres")("PostgreSQL lost during operation", () => {
   it("calls answer 503 store_unavailable while it is gone, write nothing, and work again once it is back", async () => {

@@ -2,15 +2,13 @@ import "server-only";
 import { and, eq, inArray, isNotNull, isNull, lte, notInArray, or } from "drizzle-orm";
 import type { Db } from "../store/db";
 import { notificationDeliveries, replicas } from "../store/schema";
-import type { DeliveryRow } from "./outbox";
+import { type DeliveryRow, nowIso } from "./outbox";
 
 /**
  * Claims on the outbox's rows: a dispatcher takes a due row for one try under a lease
  * (`claimedUntil`, and `claimedBy` on replicas), and claims are given back when a try is cut
  * short or its claimant is gone. See dispatcher.ts for who claims when.
  */
-
-const nowIso = () => new Date().toISOString();
 
 /**
  * Takes a due row for one try, in ONE conditional update: `claimedUntil` is set to `until`, the

@@ -66,7 +66,7 @@ export interface CataloguePayload {
 /** What a row's `payload` column holds; the message is built from it at send time. */
 export type DeliveryPayload = CallPayload | CataloguePayload;
 
-const nowIso = () => new Date().toISOString();
+export const nowIso = () => new Date().toISOString();
 
 /** Statuses in which a call holds a reviewer's approval. */
 const APPROVED = new Set(["running", "succeeded", "failed", "interrupted"]);

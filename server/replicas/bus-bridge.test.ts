@@ -14,7 +14,7 @@ import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import type { CallView, LiveEvent } from "@/lib/api-types";
 import { ADD_NOTE, enableTool, type TestRuntime } from "@/test/support/runtime";
-import { testDialect } from "@/test/support/store";
+import { asAdmin, testDialect } from "@/test/support/store";
 import { runtimes } from "../calls/call-fixtures";
 import type { Runtime } from "../runtime";
 import { EVENTS_CHANNEL } from "./bus-bridge";
@@ -141,17 +141,6 @@ const tells = (id: string, status: string) => (payload: string) => {
     events.some((e: LiveEvent) => e?.type === "call" && e.id === id && e.status === status)
   );
 };
-
-/** Runs `sql` on the cluster's administrative database (the postgres project's DATABASE_URL). */
-async function asAdmin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
 
 /** The backends on database `url` of the replicas' listeners (named `gatehouse <replica> events`). */
 async function listeners(url: string): Promise<number[]> {

@@ -127,8 +127,8 @@ export async function bridgeBus(opts: {
     EVENTS_CHANNEL,
     {
       onMessage(payload) {
-        for (const event of received(payload, replica)) relay(event);
-        const since = resyncAsked(payload, replica);
+        const { events, resync: since } = received(payload, replica);
+        for (const event of events) relay(event);
         if (since !== null) {
           log.info("another replica could not send its events for a while; reading what was missed");
           resyncFrom(since);
@@ -181,33 +181,33 @@ export function envelopes(from: string, events: LiveEvent[]): string[] {
   return out;
 }
 
-/** The time another replica's payload asks every other to re-read from (ISO), or null. */
-export function resyncAsked(payload: string, self: string): string | null {
-  let envelope: unknown;
-  try {
-    envelope = JSON.parse(payload);
-  } catch {
-    return null;
-  }
-  const { from, resync } = (envelope ?? {}) as Partial<Record<keyof Envelope, unknown>>;
-  if (from === self || typeof resync !== "string" || Number.isNaN(Date.parse(resync))) return null;
-  return new Date(Date.parse(resync)).toISOString();
-}
-
 const isName = (v: unknown): v is string => typeof v === "string" && v.length > 0 && v.length <= 200;
 
-/** The events of another replica's payload, each rebuilt from the fields it may have; none of this replica's own. */
-export function received(payload: string, self: string): LiveEvent[] {
+/**
+ * What another replica's payload says: its events, each rebuilt from the fields it may have, and
+ * the time it asks every other replica to re-read from (ISO), or null. Nothing of this replica's
+ * own, nor of a payload that is no envelope.
+ */
+export function received(payload: string, self: string): { events: LiveEvent[]; resync: string | null } {
+  const nothing = { events: [], resync: null };
   let envelope: unknown;
   try {
     envelope = JSON.parse(payload);
   } catch {
-    return [];
+    return nothing;
   }
-  const { from, events } = (envelope ?? {}) as Partial<Record<keyof Envelope, unknown>>;
-  if (from === self || !Array.isArray(events)) return [];
+  const { from, events, resync } = (envelope ?? {}) as Partial<Record<keyof Envelope, unknown>>;
+  if (from === self) return nothing;
+  const since =
+    typeof resync === "string" && !Number.isNaN(Date.parse(resync))
+      ? new Date(Date.parse(resync)).toISOString()
+      : null;
+  return { events: Array.isArray(events) ? rebuilt(events) : [], resync: since };
+}
+
+function rebuilt(events: unknown[]): LiveEvent[] {
   const out: LiveEvent[] = [];
-  for (const e of events as Record<string, unknown>[]) {
+  for (const e of events as (Record<string, unknown> | null)[]) {
     if (!e || typeof e !== "object") continue;
     if (e.type === "call" && isName(e.id) && callStatuses.includes(e.status as never))
       out.push({ type: "call", id: e.id, status: e.status as CallStatus });

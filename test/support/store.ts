@@ -69,3 +69,14 @@ export async function openTestDb(): Promise<Db> {
   open.push({ db, url });
   return db;
 }
+
+/** Runs `sql` on the test cluster's administrative database (the postgres project's DATABASE_URL). */
+export async function asAdmin(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
