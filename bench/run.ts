@@ -540,7 +540,7 @@ if (want("tools")) {
 let replicaLines: string[] = [];
 if (want("replicas")) {
   console.log("replicas");
-  const r = await benchReplicas({ ...SIZE, repeatBaseline: !smoke }, CONCURRENCY);
+  const r = await benchReplicas({ ...SIZE, repeatBaseline: !smoke, pairs: smoke ? 1 : 3 }, CONCURRENCY);
   replicaLines = r.lines;
   extra.replicas = { rows: r.rows, approvals: r.approvals };
   notes.push(...r.notes);

@@ -23,7 +23,7 @@ import { type BusBridge, bridgeBus } from "./replicas/bus-bridge";
 import { ReplicaForwarder } from "./replicas/forward";
 import type { StdioHolding } from "./replicas/holding";
 import { INTERNAL_KEY_PURPOSE, InternalVerifier } from "./replicas/internal-auth";
-import { answerForwarded } from "./replicas/internal-route";
+import { answerForwarded, type InternalAnswer, type InternalRequest } from "./replicas/internal-route";
 import { placeStdioServers } from "./replicas/placement";
 import { DEFAULT_LEASE_MS, newReplicaId, ReplicaRegistry } from "./replicas/registry";
 import { publishChangesSince } from "./replicas/resync";
@@ -68,7 +68,7 @@ export interface Runtime {
    * The internal route (`POST /internal/forward`): another replica's request for a stdio server
    * this one holds. Null on SQLite: there is no other replica.
    */
-  answerInternal: ((req: Request) => Promise<Response>) | null;
+  answerInternal: ((req: InternalRequest) => Promise<InternalAnswer>) | null;
   stop(): Promise<void>;
 }
 
@@ -339,7 +339,7 @@ async function wireOnStore(
     answerInternal: internalKey
       ? (() => {
           const verifier = new InternalVerifier(internalKey);
-          return (req: Request) =>
+          return (req: InternalRequest) =>
             answerForwarded(req, { verifier, manager, log: logger("replicas"), replica: replicaId });
         })()
       : null,

@@ -4,10 +4,9 @@ import { callProblem } from "../catalogue/callable";
 import { approvalNeed, getToolRow } from "../catalogue/catalogue";
 import { takeGrant } from "../grants";
 import type { RuleSkip } from "../rules";
-import { writeAudit } from "../store/audit";
 import type { Db } from "../store/db";
 import { prepared } from "../store/prepared";
-import { agentTokens, type tools } from "../store/schema";
+import { agentTokens, tools } from "../store/schema";
 import type { CallNotify, CallRow, Requester } from "./call-row";
 import {
   type CallDecision,
@@ -30,18 +29,41 @@ type Notify = CallNotify | undefined;
  * nothing here does anything outside the store).
  */
 
-/** Whether the agent token of that name has been revoked (tokens are never deleted, only revoked). */
-async function tokenRevoked(db: Db, name: string): Promise<boolean> {
-  // On every agent call's birth: prepared once per store.
-  const query = prepared(db, "agentTokens.revokedAtByName", () =>
+/**
+ * The tool row named `tool` as it is now and, for an agent's call, whether its token has been
+ * revoked (tokens are never deleted, only revoked): one statement on every agent call's birth,
+ * prepared once per store. A person's call reads the tool alone.
+ */
+async function toolAndRevocation(
+  db: Db,
+  tool: string,
+  requester: Requester,
+): Promise<{ row: ToolRow | null; revoked: boolean }> {
+  if (requester.kind !== "agent") return { row: await getToolRow(db, tool), revoked: false };
+  const query = prepared(db, "tools.byLocalNameWithTokenRevoked", () =>
+    db
+      .select({
+        row: tools,
+        revokedAt: sql<
+          string | null
+        >`(select ${agentTokens.revokedAt} from ${agentTokens} where ${agentTokens.name} = ${sql.placeholder("token")})`,
+      })
+      .from(tools)
+      .where(eq(tools.localName, sql.placeholder("tool")))
+      .prepare(),
+  );
+  const [found] = await query.execute({ tool, token: requester.name });
+  if (found) return { row: found.row, revoked: found.revokedAt !== null };
+  // No such tool (any more): whether the token was revoked still comes first.
+  const token = prepared(db, "agentTokens.revokedAtByName", () =>
     db
       .select({ revokedAt: agentTokens.revokedAt })
       .from(agentTokens)
       .where(eq(agentTokens.name, sql.placeholder("name")))
       .prepare(),
   );
-  const [token] = await query.execute({ name });
-  return token !== undefined && token.revokedAt !== null;
+  const [t] = await token.execute({ name: requester.name });
+  return { row: null, revoked: t !== undefined && t.revokedAt !== null };
 }
 
 /** What a call's birth is made of. */
@@ -75,12 +97,12 @@ function skippedText(skipped: readonly RuleSkip[]): string {
 async function asNow(db: Db, b: Birth): Promise<CallDecision> {
   const decision = b.decision;
   if (decision.outcome === "stop" || !b.row) return decision;
+  const { row: now, revoked } = await toolAndRevocation(db, b.row.localName, b.requester);
   // Revoking a token withdraws its pending calls; one being decided meanwhile must not be born.
-  if (b.requester.kind === "agent" && (await tokenRevoked(db, b.requester.name))) {
+  if (revoked) {
     const message = "the agent's token was revoked while the call was being decided";
     return { outcome: "stop", code: "unauthenticated", message, rule: null, reason: null, why: message };
   }
-  const now = await getToolRow(db, b.row.localName);
   const problem = callProblem(now, b.row.localName);
   if (problem || !now || now.definitionHash !== b.row.definitionHash) {
     const { code, message } = problem ?? {
@@ -139,12 +161,10 @@ export async function writeBirth(db: Db, b: Birth): Promise<CallRow> {
       rule: wait.rule,
       expiresAt: new Date(Date.now() + b.expireAfterSeconds * 1000).toISOString(),
     };
-    await insertCall(db, held);
-    await writeAudit(db, {
+    await insertCall(db, held, {
       actor: requester.name,
       action: "call.pending",
       subject: held.tool,
-      callId: held.id,
       detail: `${wait.rule ? `held by rule "${wait.rule}": ${wait.reason}` : wait.reason}${skippedText(b.skipped)}`,
     });
     await b.notify?.(db, "call.pending", held);
@@ -162,12 +182,10 @@ export async function writeBirth(db: Db, b: Birth): Promise<CallRow> {
     approvalReason: run?.by === "grant" ? (run.otherwise?.reason ?? null) : null,
   };
   // The row exists before the tool is asked: a crash mid-call leaves it `interrupted`.
-  await insertCall(db, started);
-  await writeAudit(db, {
+  await insertCall(db, started, {
     actor: requester.name,
     action: "call.started",
     subject: started.tool,
-    callId: started.id,
     detail: `${detail}${skippedText(b.skipped)}`,
   });
   if (run && run.by !== "default") await b.notify?.(db, "call.decided", started);
@@ -187,13 +205,11 @@ async function writeRefusal(db: Db, b: Birth, stop: StopDecision): Promise<CallR
     rule: stop.rule,
     reason: stop.reason,
   };
-  await insertCall(db, refused);
   const detail = stop.rule ? `${stop.code}: ${stop.message} (${stop.why})` : `${stop.code}: ${stop.message}`;
-  await writeAudit(db, {
+  await insertCall(db, refused, {
     actor: refused.requesterName,
     action: "call.refused",
     subject: refused.tool,
-    callId: refused.id,
     detail: `${detail}${skippedText(b.skipped)}`,
   });
   if (stop.rule) await b.notify?.(db, "call.decided", refused);

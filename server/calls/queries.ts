@@ -2,8 +2,9 @@ import "server-only";
 import { and, asc, desc, eq, getTableColumns, gte, lt, lte, or, type SQL, sql } from "drizzle-orm";
 import type { AuditEventView, CallStatus, CallView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
-import { type Db, first } from "../store/db";
-import { prepared } from "../store/prepared";
+import { type AuditParams, writeAudit } from "../store/audit";
+import { type Db, dialectOf, first } from "../store/db";
+import { pgStatement, prepared } from "../store/prepared";
 import { auditEvents, calls, tools } from "../store/schema";
 import { type CallRow, type OutcomeColumns, type Requester, toView } from "./call-row";
 
@@ -12,27 +13,108 @@ import { type CallRow, type OutcomeColumns, type Requester, toView } from "./cal
  * (`prepared`); the rest are built when asked. Nothing here publishes or decides.
  */
 
-/** Inserts a whole call row: one prepared statement, every column a placeholder. */
-export async function insertCall(db: Db, row: CallRow): Promise<void> {
+/** The call row's columns, in one order: the PostgreSQL statement below binds them by position. */
+const callColumns = Object.entries(getTableColumns(calls));
+
+/**
+ * The birth write on PostgreSQL: the call row and, in the same statement (a data-modifying
+ * WITH), its first audit row: one round trip instead of two. Built once, from the table's columns.
+ */
+let insertAuditedPg: string | null = null;
+function insertAuditedText(): string {
+  if (insertAuditedPg) return insertAuditedPg;
+  const names = callColumns.map(([, c]) => `"${c.name}"`).join(", ");
+  const values = callColumns.map((_, i) => `$${i + 1}`).join(", ");
+  const n = callColumns.length;
+  insertAuditedPg = `WITH born AS (INSERT INTO calls (${names}) VALUES (${values}) RETURNING id)
+INSERT INTO audit_events (actor, action, subject, call_id, detail)
+SELECT $${n + 1}, $${n + 2}, $${n + 3}, born.id, $${n + 4} FROM born`;
+  return insertAuditedPg;
+}
+
+/**
+ * Inserts a whole call row and, given `audit`, its first audit row (about this call). SQLite:
+ * prepared statements, every column a placeholder, inside the caller's transaction. PostgreSQL
+ * with `audit`: one statement (see {@link insertAuditedText}), each value encoded as its column
+ * encodes it.
+ */
+export async function insertCall(
+  db: Db,
+  row: CallRow,
+  audit?: Pick<AuditParams, "actor" | "action" | "subject" | "detail">,
+): Promise<void> {
+  if (audit && dialectOf(db) === "postgres") {
+    const values = callColumns.map(([key, column]) => {
+      const value = row[key as keyof CallRow];
+      return value === null || value === undefined ? null : column.mapToDriverValue(value);
+    });
+    await pgStatement(db, "calls.insertAudited", insertAuditedText(), [
+      ...values,
+      audit.actor,
+      audit.action,
+      audit.subject,
+      audit.detail ?? null,
+    ]);
+    return;
+  }
   const insert = prepared(db, "calls.insert", () => {
-    const values = Object.fromEntries(
-      Object.keys(getTableColumns(calls)).map((k) => [k, sql.placeholder(k)]),
-    );
+    const values = Object.fromEntries(callColumns.map(([k]) => [k, sql.placeholder(k)]));
     return db
       .insert(calls)
       .values(values as unknown as typeof calls.$inferInsert)
       .prepare();
   });
   await insert.execute(row);
+  if (audit) await writeAudit(db, { ...audit, callId: row.id });
 }
 
+/** The audit row of a call's outcome (its call, actor and subject are the call's). */
+export type OutcomeAudit = Pick<AuditParams, "actor" | "action" | "subject" | "detail" | "durationMs">;
+
 /**
- * Writes a running call's outcome; a call that is no longer `running` is left as it is (another
- * Gatehouse started on the same store marks the calls it finds running `interrupted`). Returns
- * whether the row moved. Exactly once on PostgreSQL too: one conditional UPDATE (`status =
- * 'running'`), which re-checks its WHERE on the row it locks, run in a transaction.
+ * The outcome write on PostgreSQL: the conditional update and, only when it moved the row, the
+ * audit row, in ONE statement (a data-modifying WITH): atomic on its own, so it needs no
+ * transaction around it, and one round trip instead of four (BEGIN, two statements, COMMIT).
  */
-export async function finishCall(db: Db, id: string, outcome: OutcomeColumns): Promise<boolean> {
+const FINISH_AUDITED_PG = `WITH moved AS (
+  UPDATE calls SET status = $1, started_at = $2, finished_at = $3, result = $4,
+    result_truncated = $5, error_code = $6, error_message = $7
+  WHERE id = $8 AND status = 'running' RETURNING id)
+INSERT INTO audit_events (actor, action, subject, call_id, detail, duration_ms)
+SELECT $9, $10, $11, moved.id, $12, $13 FROM moved RETURNING call_id`;
+
+/**
+ * Writes a running call's outcome and its audit row `audit`; a call that is no longer `running`
+ * is left as it is, and gets no audit row (another replica, or a restart, marked it
+ * `interrupted`). Returns whether the row moved. Exactly once on either store: one conditional
+ * UPDATE (`status = 'running'`), which on PostgreSQL re-checks its WHERE on the row it locks.
+ * On PostgreSQL both rows are written by one statement (see {@link FINISH_AUDITED_PG}), so
+ * `db` may be the store itself; on SQLite they are two statements, to run in a transaction.
+ */
+export async function finishCall(
+  db: Db,
+  id: string,
+  outcome: OutcomeColumns,
+  audit: OutcomeAudit,
+): Promise<boolean> {
+  if (dialectOf(db) === "postgres") {
+    const moved = await pgStatement(db, "calls.finishAudited", FINISH_AUDITED_PG, [
+      outcome.status,
+      outcome.startedAt,
+      outcome.finishedAt,
+      outcome.result,
+      outcome.resultTruncated ? 1 : 0,
+      outcome.errorCode,
+      outcome.errorMessage,
+      id,
+      audit.actor,
+      audit.action,
+      audit.subject,
+      audit.detail ?? null,
+      audit.durationMs ?? null,
+    ]);
+    return moved.length > 0;
+  }
   const finish = prepared(db, "calls.finish", () =>
     db
       .update(calls)
@@ -52,7 +134,9 @@ export async function finishCall(db: Db, id: string, outcome: OutcomeColumns): P
       .prepare(),
   );
   const moved = await finish.execute({ ...outcome, id });
-  return moved.length > 0;
+  if (moved.length === 0) return false;
+  await writeAudit(db, { ...audit, callId: id });
+  return true;
 }
 
 export async function findCall(db: Db, id: string): Promise<CallRow | null> {

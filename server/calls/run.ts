@@ -8,7 +8,6 @@ import type { CallProgressEvent, EventBus } from "../events";
 import type { Logger } from "../log";
 import { outcomeUnknown } from "../mcp/failures";
 import type { ReconnectWait, ReconnectWaitOptions } from "../mcp/manager";
-import { writeAudit } from "../store/audit";
 import type { Db } from "../store/db";
 import { calls, replicas } from "../store/schema";
 import type { WriteBatch } from "../store/write-batch";
@@ -234,32 +233,30 @@ export async function runCall(
   stored.finishedAt = new Date(answered).toISOString();
   const durationMs = answered - sent;
   let moved = false;
-  // On PostgreSQL at READ COMMITTED: the conditional update alone decides (PostgreSQL re-checks
-  // `status = 'running'` on the row as last committed), and the rest only follows from its answer.
-  // SERIALIZABLE added nothing here but conflicts: concurrent outcomes touch the same index pages
-  // (time-ordered ids), so under 32 concurrent calls they failed one another past every retry.
+  // Only a call that waited for a reviewer was ever told of (as at a restart).
+  const told = stored.status === "interrupted" && call.approvalReason !== null;
+  // On PostgreSQL the conditional update decides alone (PostgreSQL re-checks `status = 'running'`
+  // on the row as last committed), and the rest only follows from its answer: the outcome and its
+  // audit row are one statement, run outside any transaction (`alone`) unless a notification
+  // goes with them; then at READ COMMITTED. SERIALIZABLE added nothing here but conflicts:
+  // concurrent outcomes touch the same index pages (time-ordered ids), so under 32 concurrent
+  // calls they failed one another past every retry.
   await deps.writes.write(
     async (tx) => {
       // `running →` outcome is a conditional update (see `finishCall`): written once, whichever
       // replica's restart or outcome reached the row first. `moved` is set by every attempt, so a
       // retried transaction (PostgreSQL) leaves the last attempt's answer.
-      moved = await finishCall(tx, call.id, stored);
-      if (!moved) return;
-      await writeAudit(tx, {
+      moved = await finishCall(tx, call.id, stored, {
         actor: call.requesterName,
         action: outcomeAction(stored.status),
         subject: call.tool,
-        callId: call.id,
         detail: [waitedNote, stored.errorMessage, truncatedNote].filter(Boolean).join("; ") || null,
         // An interrupted call has no run time: the tool's answer never came.
         durationMs: stored.status === "interrupted" ? null : durationMs,
       });
-      // Only a call that waited for a reviewer was ever told of (as at a restart).
-      if (stored.status === "interrupted" && call.approvalReason !== null) {
-        await deps.notify?.(tx, "call.interrupted", await getCall(tx, call.id));
-      }
+      if (moved && told) await deps.notify?.(tx, "call.interrupted", await getCall(tx, call.id));
     },
-    { isolation: "read committed" },
+    { isolation: "read committed", alone: !told },
   );
   return { stored, full, moved };
 }

@@ -3,19 +3,14 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AllowedPeers } from "../agent-mcp/guard";
 import { authenticate } from "../auth/access";
 import { INTERNAL_FORWARD_PATH } from "../replicas/forward";
+import type { InternalAnswer, InternalRequest } from "../replicas/internal-route";
 import { forwardedHttps } from "../request";
 import type { Runtime } from "../runtime";
 import * as callsApi from "./calls-api";
 import { answerHealth, HEALTH_PATHS } from "./health";
 import { answerHot, type HotPathOptions, type RouteHandler } from "./hot-path";
 import * as mcpApi from "./mcp-api";
-import {
-  BRIDGE_MAX_BODY_BYTES,
-  clientAddressStamper,
-  readBody,
-  sendResponse,
-  webRequest,
-} from "./node-bridge";
+import { BRIDGE_MAX_BODY_BYTES, clientAddressStamper, readBody, sendResponse } from "./node-bridge";
 import { PAGE_URL_HEADER } from "./page-url";
 import { edgePeers, refuseHost } from "./peers";
 import securityHeaders from "./security-headers.json";
@@ -37,7 +32,7 @@ export interface FrontDoorOptions {
    * the Host check: replicas address each other by their registered addresses, and every request
    * is signed with their shared key, which is all that lets one in.
    */
-  internal?: ((req: Request) => Promise<Response>) | null;
+  internal?: ((req: InternalRequest) => Promise<InternalAnswer>) | null;
   /**
    * The probes (`/healthz`, `/readyz`: ./health), or none. Not under the Host check either:
    * probes address a replica by its own address, and the answers say nothing but up or not.
@@ -90,7 +85,7 @@ export function frontDoor(opts: FrontDoorOptions): Listener {
 export async function serveInternal(
   req: IncomingMessage,
   res: ServerResponse,
-  internal: (req: Request) => Promise<Response>,
+  internal: (req: InternalRequest) => Promise<InternalAnswer>,
 ): Promise<void> {
   const body = await readBody(req, BRIDGE_MAX_BODY_BYTES);
   if (body === null) {
@@ -98,7 +93,30 @@ export async function serveInternal(
     res.end(JSON.stringify({ error: { code: "payload_too_large", message: "forwarded request too large" } }));
     return;
   }
-  await sendResponse(res, await internal(webRequest(req, res, "http://internal", body)));
+  const aborter = new AbortController();
+  res.once("close", () => {
+    if (!res.writableFinished) aborter.abort();
+  });
+  const url = req.url ?? "/";
+  const q = url.indexOf("?");
+  const answer = await internal({
+    method: req.method ?? "GET",
+    path: q === -1 ? url : url.slice(0, q),
+    headers: {
+      get: (name) => {
+        const value = req.headers[name.toLowerCase()];
+        return typeof value === "string" ? value : null;
+      },
+    },
+    body: body.toString("utf8"),
+    signal: aborter.signal,
+  });
+  if (res.destroyed) return;
+  res.writeHead(answer.status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(answer.body),
+  });
+  res.end(answer.body);
 }
 
 function hasBody(req: IncomingMessage): boolean {

@@ -190,6 +190,9 @@ const isName = (v: unknown): v is string => typeof v === "string" && v.length > 
  */
 export function received(payload: string, self: string): { events: LiveEvent[]; resync: string | null } {
   const nothing = { events: [], resync: null };
+  // This replica's own notifications come back too (every listener hears every one): known by
+  // their first bytes (`envelopes` writes `from` first), not parsed.
+  if (payload.startsWith(`{"from":${JSON.stringify(self)},`)) return nothing;
   let envelope: unknown;
   try {
     envelope = JSON.parse(payload);

@@ -6,7 +6,8 @@ import { GatehouseError, isErrorCode } from "@/lib/errors";
 import type { ForwardedMethod, Forwarder } from "../mcp/remote";
 import {
   createGuardedAgent,
-  guardedFetch,
+  type GuardedAnswer,
+  guardedRequest,
   RedirectRefusedError,
   RefusedAddressError,
 } from "../net/guarded-fetch";
@@ -18,6 +19,13 @@ import { SKEW_MS, signInternal } from "./internal-auth";
 /** How often a request for a server nobody holds looks again for its holder (ms). */
 const HOLDER_LOOK_MS = 250;
 
+/**
+ * How long a holder found is used without asking the registry again (ms). A holder that changed
+ * meanwhile refuses the request, or cannot be reached, before any tool server is asked; the
+ * request is then sent again to the holder the registry names.
+ */
+export const HOLDER_REMEMBER_MS = 1_000;
+
 /** The internal route: where a replica asks the holder of a stdio server to send a request to it. */
 export const INTERNAL_FORWARD_PATH = "/internal/forward";
 
@@ -25,6 +33,13 @@ export const INTERNAL_FORWARD_PATH = "/internal/forward";
 export type ForwardAnswer =
   | { result: unknown }
   | { error: { code: string; message: string; outcomeUnknown?: boolean } };
+
+/** A live replica holding a server, and where it is reached. */
+interface Holder {
+  replica: string;
+  address: string;
+  label: string;
+}
 
 /** Where the holder of a server is, as the registry has it: live replicas only. */
 export async function holderOf(
@@ -57,22 +72,33 @@ export async function holdersOf(db: Db, servers: string[], leaseMs: number): Pro
 /**
  * Sends requests for stdio servers this replica does not hold to the replica that does, over
  * its internal route ({@link INTERNAL_FORWARD_PATH}), signed with the replicas' shared key
- * (internal-auth.ts). The holder is looked up for every request (it changes when one dies).
- * Replicas are reached on the addresses they registered, private ones included, through the
- * outbound guard (which checks the address it dials) with redirects refused: a signed body goes
- * to the replica it was signed for or nowhere.
+ * (internal-auth.ts). The holder is looked up in the registry, and remembered for
+ * {@link HOLDER_REMEMBER_MS} (it changes only when one dies or lets go). Replicas are reached on
+ * the addresses they registered, private ones included, through the outbound guard (which checks
+ * the address it dials) with redirects refused: a signed body goes to the replica it was signed
+ * for or nowhere.
+ *
+ * Connections to a holder are kept open between requests: a new one per request cost more CPU
+ * than the tool call it carried. A holder that stops closes its connections (its kernel does, when
+ * it is killed), and a closed connection is not used again. What remains is a request written in
+ * the instant a holder dies, or to a holder whose machine vanished: it is answered as sent and
+ * broken off (`upstream_error`, outcome unknown), which is what it may be; never as "not sent".
  */
 export class ReplicaForwarder implements Forwarder {
-  private readonly fetch = guardedFetch(
+  private readonly request = guardedRequest(
     createGuardedAgent({ server: "replicas", allowPrivate: true, connectTimeoutMs: 5_000 }),
     { server: "replicas", allowPrivate: true, credentialHeaders: [], refuseRedirects: true },
   );
+  /** Holders found lately, by server, with when each is to be looked up again (ms). */
+  private readonly known = new Map<string, { holder: Holder; until: number }>();
 
   constructor(
     private readonly db: Db,
     private readonly key: KeyObject,
     private readonly self: string,
     private readonly leaseMs: number,
+    /** How long a holder found is used without asking the registry again (ms). */
+    private readonly rememberMs = HOLDER_REMEMBER_MS,
   ) {}
 
   /**
@@ -81,10 +107,7 @@ export class ReplicaForwarder implements Forwarder {
    * request is refused `upstream_elsewhere` (nothing was sent). A takeover is then no error for a
    * call that arrives during it.
    */
-  private async holderSoon(
-    server: string,
-    signal?: AbortSignal,
-  ): Promise<{ replica: string; address: string; label: string }> {
+  private async holderSoon(server: string, signal?: AbortSignal): Promise<Holder> {
     const until = Date.now() + 2 * this.leaseMs;
     for (;;) {
       const holder = await holderOf(this.db, server, this.leaseMs);
@@ -112,21 +135,42 @@ export class ReplicaForwarder implements Forwarder {
     params: Record<string, unknown>,
     opts: { timeoutMs: number; signal?: AbortSignal },
   ): Promise<unknown> {
+    const remembered = this.known.get(server);
+    if (remembered && remembered.until > Date.now()) {
+      try {
+        return await this.sendTo(remembered.holder, server, method, params, opts);
+      } catch (err) {
+        // Refused or not reached: nothing was sent to the tool server, so it goes to the
+        // holder the registry names now (perhaps the same one, which then refuses again).
+        if (!(err instanceof GatehouseError && err.code === "upstream_elsewhere")) throw err;
+        this.known.delete(server);
+      }
+    }
     const holder = await this.holderSoon(server, opts.signal);
+    const result = await this.sendTo(holder, server, method, params, opts);
+    this.known.set(server, { holder, until: Date.now() + this.rememberMs });
+    return result;
+  }
+
+  /** Sends one request to `holder`; `upstream_elsewhere` only when the tool server was not asked. */
+  private async sendTo(
+    holder: Holder,
+    server: string,
+    method: ForwardedMethod,
+    params: Record<string, unknown>,
+    opts: { timeoutMs: number; signal?: AbortSignal },
+  ): Promise<unknown> {
     // Addressed to the holder: the nonce guards against a replay to it, the address against one to any other.
     const body = JSON.stringify({ server, method, params, replica: holder.replica });
     const signal = AbortSignal.any([
       AbortSignal.timeout(opts.timeoutMs),
       ...(opts.signal ? [opts.signal] : []),
     ]);
-    let res: Response;
+    let res: GuardedAnswer;
     try {
-      res = await this.fetch(`${holder.address}${INTERNAL_FORWARD_PATH}`, {
+      res = await this.request(`${holder.address}${INTERNAL_FORWARD_PATH}`, {
         method: "POST",
         headers: {
-          // A connection of its own: one kept from an earlier request may belong to a holder that
-          // died since, and a request lost on it could not be told from one the holder took.
-          connection: "close",
           "content-type": "application/json",
           ...signInternal(this.key, "POST", INTERNAL_FORWARD_PATH, body),
         },
@@ -158,7 +202,7 @@ export class ReplicaForwarder implements Forwarder {
     }
     let answer: ForwardAnswer;
     try {
-      answer = (await res.json()) as ForwardAnswer;
+      answer = JSON.parse(await textOf(res)) as ForwardAnswer;
     } catch (err) {
       // The holder took the request and broke off: whether the tool ran is unknown.
       throw new GatehouseError(
@@ -188,19 +232,29 @@ export class ReplicaForwarder implements Forwarder {
  * for a holder not reached, whatever code the holder gave: its `unauthenticated` or
  * `bad_request` is about this replica, and must not reach the caller as the caller's own.
  */
-async function refusedByHolder(res: Response, server: string, label: string): Promise<GatehouseError> {
+async function refusedByHolder(res: GuardedAnswer, server: string, label: string): Promise<GatehouseError> {
   if (res.status === 401) {
+    res.body.resume();
     return new GatehouseError(
       "upstream_elsewhere",
       `server ${server} runs on replica ${label}, which refused this replica's signature: every replica needs the same GATEHOUSE_SECRET_KEY, and clocks within ${SKEW_MS / 1000} s of each other`,
     );
   }
-  const said = (await res.json().catch(() => null)) as { error?: { message?: unknown } } | null;
+  const said = (await textOf(res)
+    .then((text) => JSON.parse(text) as unknown)
+    .catch(() => null)) as { error?: { message?: unknown } } | null;
   const why = typeof said?.error?.message === "string" ? said.error.message : `HTTP ${res.status}`;
   return new GatehouseError(
     "upstream_elsewhere",
     `server ${server} runs on replica ${label}, which refused the request (${why}); try again in a few seconds`,
   );
+}
+
+/** The whole body of an answer, as text. */
+async function textOf(res: GuardedAnswer): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of res.body) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
 }
 
 /** Connection errors that mean the request never left this replica. */

@@ -239,4 +239,31 @@ describe.runIf(onPostgres)("a request caught on its way to the holder", () => {
     },
     SLOW_START,
   );
+
+  it(
+    "a holder remembered after it stopped: the request goes to the holder the registry names now, and runs once",
+    async () => {
+      const p = await startPair({ leaseMs: 2_000 });
+      moved.push(p);
+      const { a, b } = p;
+      // A replica that holds nothing and remembers a holder for a minute (the default is a second).
+      const forwarder = new ReplicaForwarder(b.runtime.db, key, "observer", 2_000, 60_000);
+      const send = (text: string) =>
+        forwarder.send(
+          "demo",
+          "tools/call",
+          { name: "add_note", arguments: { text } },
+          { timeoutMs: 20_000 },
+        );
+      await send("to A");
+      expect(a.demoRuns()).toBe(1);
+      await a.stop();
+      await expect.poll(() => b.runtime.holding?.holds("demo"), { timeout: 7_000, interval: 100 }).toBe(true);
+      await waitForServersReady(b.runtime, ["demo"]);
+      // A is still remembered: it cannot be reached, nothing was sent, so B is asked instead.
+      await send("to B");
+      expect(b.demoRuns()).toBe(1);
+    },
+    SLOW_START,
+  );
 });

@@ -5,15 +5,36 @@ import type { Logger } from "../log";
 import { outcomeUnknown } from "../mcp/failures";
 import type { McpManager } from "../mcp/manager";
 import { FORWARDED_METHODS, type ForwardedMethod, type ReadClient, RemoteSupervisor } from "../mcp/remote";
-import { MAX_REQUEST_BODY_BYTES, readJsonBody } from "../request";
+import { MAX_REQUEST_BODY_BYTES } from "../request";
 import type { ForwardAnswer } from "./forward";
 import type { InternalVerifier } from "./internal-auth";
 
 /** A forwarded request's body: its arguments (up to the API's bound) and a little more. */
 const MAX_FORWARD_BYTES = MAX_REQUEST_BODY_BYTES + 64 * 1024;
 
-const answer = (body: ForwardAnswer, status = 200) =>
-  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+/**
+ * A request on the internal route as the front door read it: plain values, no web `Request`
+ * (whose streams cost more than the forwarded call); `signal` aborts when the asking replica
+ * goes away before the answer.
+ */
+export interface InternalRequest {
+  method: string;
+  path: string;
+  headers: { get(name: string): string | null };
+  body: string;
+  signal: AbortSignal;
+}
+
+/** What the internal route answers: a status and a JSON body. */
+export interface InternalAnswer {
+  status: number;
+  body: string;
+}
+
+const answer = (body: ForwardAnswer, status = 200): InternalAnswer => ({
+  status,
+  body: JSON.stringify(body),
+});
 
 const refused = (status: number, code: string, message: string) =>
   answer({ error: { code, message } }, status);
@@ -35,7 +56,7 @@ export const HOLDER_START_WAIT_MS = 10_000;
  * is unknown (a call cut off mid-way), so the asking replica records the call as it would have.
  */
 export async function answerForwarded(
-  req: Request,
+  req: InternalRequest,
   deps: {
     verifier: InternalVerifier;
     manager: McpManager;
@@ -43,22 +64,23 @@ export async function answerForwarded(
     /** This replica's id: a request addressed to another replica is refused. */
     replica: string;
   },
-): Promise<Response> {
+): Promise<InternalAnswer> {
   if (req.method !== "POST") return refused(405, "bad_request", "the internal route takes POST");
-  const text = await req.text();
+  const text = req.body;
   if (text.length > MAX_FORWARD_BYTES)
     return refused(413, "payload_too_large", "forwarded request too large");
-  const path = new URL(req.url).pathname;
-  const why = deps.verifier.refusal("POST", path, req.headers, text);
+  const why = deps.verifier.refusal("POST", req.path, req.headers, text);
   if (why !== null) {
     deps.log.warn(`internal route refused a request: ${why}`);
     return refused(401, "unauthenticated", "not signed by a Gatehouse replica");
   }
-  const parsed = await readJsonBody(
-    new Request("http://internal/", { method: "POST", body: text }),
-    MAX_FORWARD_BYTES,
-  );
-  const body = (parsed.ok ? parsed.value : null) as {
+  let parsed: unknown = null;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = null;
+  }
+  const body = (typeof parsed === "object" ? parsed : null) as {
     server?: unknown;
     method?: unknown;
     params?: unknown;

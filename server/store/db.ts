@@ -36,6 +36,17 @@ interface Handle {
   sqlite?: Database.Database;
   /** The PostgreSQL URL (PostgreSQL only): listening for notifications takes a connection of its own. */
   postgresUrl?: string;
+  /**
+   * PostgreSQL only: the store this handle belongs to (itself for the store) and what its
+   * statements run on (the pool for the store, the transaction's own connection for a transaction).
+   */
+  pg?: PgBinding;
+}
+
+/** Where a PostgreSQL handle's statements run: see {@link pgBindingOf}. */
+export interface PgBinding {
+  store: Db;
+  client: unknown;
 }
 
 /**
@@ -120,6 +131,15 @@ export function dialectOf(db: Db): Dialect {
 /** The SQLite connection under `db`, or undefined on PostgreSQL. */
 export function sqliteOf(db: Db): Database.Database | undefined {
   return handleOf(db).sqlite;
+}
+
+/**
+ * PostgreSQL only (undefined on SQLite): the store `db` belongs to, and the pool or connection
+ * its statements run on, for statements built once per store and run on any of its transactions
+ * (prepared.ts).
+ */
+export function pgBindingOf(db: Db): PgBinding | undefined {
+  return handleOf(db).pg;
 }
 
 /** The URL of the PostgreSQL store under `db`, or undefined on SQLite. Carries the password: never print it. */
@@ -230,6 +250,7 @@ export async function openStore(location: StoreLocation): Promise<Db> {
     handles.set(tx, {
       dialect: "postgres",
       postgresUrl: location.url,
+      pg: { store: db, client: sessionClientOf(tx) },
       rows: async (query) => (await tx.execute(query)).rows,
       close,
       transaction: (fn) =>
@@ -242,11 +263,22 @@ export async function openStore(location: StoreLocation): Promise<Db> {
   handles.set(db, {
     dialect: "postgres",
     postgresUrl: location.url,
+    pg: { store: db, client: driver.pool },
     rows: async (query) => (await driver.db.execute(query)).rows,
     close,
     transaction: (fn, opts) => driver.transaction((tx) => fn(register(tx)), opts.isolation),
   });
   return db;
+}
+
+/**
+ * The connection a drizzle transaction runs on: its session's client (drizzle-orm's
+ * node-postgres session keeps it as `client`; pinned version, checked by the store tests).
+ */
+function sessionClientOf(tx: PgDb): unknown {
+  const client = (tx as unknown as { session?: { client?: unknown } }).session?.client;
+  if (!client) throw new Error("a PostgreSQL transaction without a connection (drizzle-orm changed?)");
+  return client;
 }
 
 /**

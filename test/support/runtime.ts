@@ -173,7 +173,7 @@ async function internalRouteServer(): Promise<{
   serve(runtime: Runtime): void;
   close(): Promise<void>;
 }> {
-  let answer: ((req: Request) => Promise<Response>) | null = null;
+  let answer: Runtime["answerInternal"] = null;
   const server = http.createServer((req, res) => {
     if (!answer) {
       res.writeHead(503).end();

@@ -1,0 +1,58 @@
+/**
+ * Statements prepared once per store (prepared.ts) run where they are used: inside a
+ * transaction, on its connection, so they commit or roll back with it, whichever handle built
+ * them first. On PostgreSQL they are named, so a connection parses each once.
+ */
+import { eq, sql } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { openTestDb, testDialect } from "@/test/support/store";
+import { newCall } from "../calls/call-row";
+import { insertCall } from "../calls/queries";
+import { getToolRow } from "../catalogue/catalogue";
+import { rows, transaction } from "./db";
+import { calls } from "./schema";
+
+const call = (text: string) => ({
+  ...newCall(
+    { kind: "agent", name: "bot" },
+    { tool: "demo_add_note", server: "demo", remoteName: "add_note", args: { text }, destructive: true },
+  ),
+  status: "pending" as const,
+});
+
+describe("statements prepared once per store", () => {
+  it("a statement first run on the store runs inside a later transaction, and rolls back with it", async () => {
+    const db = await openTestDb();
+    const kept = call("kept");
+    await insertCall(db, kept);
+    const rolledBack = call("rolled back");
+    await expect(
+      transaction(db, async (tx) => {
+        await insertCall(tx, rolledBack);
+        throw new Error("roll back");
+      }),
+    ).rejects.toThrow("roll back");
+    expect((await db.select({ id: calls.id }).from(calls)).map((c) => c.id)).toEqual([kept.id]);
+  });
+
+  it("a statement first run inside a transaction runs on the store after that transaction ended", async () => {
+    const db = await openTestDb();
+    const inside = call("inside");
+    await transaction(db, async (tx) => insertCall(tx, inside));
+    const after = call("after");
+    await insertCall(db, after);
+    const stored = await db.select({ id: calls.id }).from(calls).where(eq(calls.id, after.id));
+    expect(stored).toHaveLength(1);
+  });
+});
+
+describe.runIf(testDialect === "postgres")("on PostgreSQL", () => {
+  it("a call-path statement is prepared under its name on the connection that ran it", async () => {
+    const db = await openTestDb();
+    const names = await transaction(db, async (tx) => {
+      await getToolRow(tx, "demo_add_note");
+      return await rows<{ name: string }>(tx, sql`SELECT name FROM pg_prepared_statements`);
+    });
+    expect(names.map((n) => n.name)).toContain("tools.byLocalName");
+  });
+});
