@@ -2,7 +2,7 @@ import "server-only";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AllowedPeers } from "../agent-mcp/guard";
 import { authenticate } from "../auth/access";
-import { INTERNAL_FORWARD_PATH } from "../replicas/forward";
+import { INTERNAL_FORWARD_PATH, PROGRESS_STREAM } from "../replicas/forward";
 import type { InternalAnswer, InternalRequest } from "../replicas/internal-route";
 import { forwardedHttps } from "../request";
 import type { Runtime } from "../runtime";
@@ -99,6 +99,8 @@ export async function serveInternal(
   });
   const url = req.url ?? "/";
   const q = url.indexOf("?");
+  /** Whether progress went out ahead of the answer: then the answer is the stream's last line. */
+  let streaming = false;
   const answer = await internal({
     method: req.method ?? "GET",
     path: q === -1 ? url : url.slice(0, q),
@@ -110,8 +112,20 @@ export async function serveInternal(
     },
     body: body.toString("utf8"),
     signal: aborter.signal,
+    progress(progress) {
+      if (res.destroyed) return;
+      if (!streaming) {
+        streaming = true;
+        res.writeHead(200, { "content-type": PROGRESS_STREAM, "cache-control": "no-store" });
+      }
+      res.write(`${JSON.stringify({ progress })}\n`);
+    },
   });
   if (res.destroyed) return;
+  if (streaming) {
+    res.end(`${answer.body}\n`);
+    return;
+  }
   res.writeHead(answer.status, {
     "content-type": "application/json",
     "content-length": Buffer.byteLength(answer.body),

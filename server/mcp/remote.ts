@@ -2,6 +2,7 @@ import "server-only";
 import type {
   CallToolResult,
   Client,
+  Progress,
   RequestOptions,
   ServerCapabilities,
 } from "@modelcontextprotocol/client";
@@ -45,7 +46,12 @@ export interface Forwarder {
     server: string,
     method: ForwardedMethod,
     params: Record<string, unknown>,
-    opts: { timeoutMs: number; signal?: AbortSignal },
+    opts: {
+      timeoutMs: number;
+      signal?: AbortSignal;
+      /** Hears the tool server's progress notifications of a `tools/call`, relayed by the holder. */
+      onProgress?: (progress: Progress) => void;
+    },
   ): Promise<unknown>;
   /** Of `servers`, those a live replica holds now, each with that replica's label. */
   holders(servers: string[]): Promise<Map<string, string>>;
@@ -145,9 +151,14 @@ export class RemoteSupervisor {
   async callTool(
     name: string,
     args: Record<string, unknown>,
-    opts: { signal?: AbortSignal } = {},
+    opts: { signal?: AbortSignal; onProgress?: (progress: Progress) => void } = {},
   ): Promise<CallToolResult> {
-    return (await this.forward("tools/call", { name, arguments: args }, opts.signal)) as CallToolResult;
+    return (await this.forward(
+      "tools/call",
+      { name, arguments: args },
+      opts.signal,
+      opts.onProgress,
+    )) as CallToolResult;
   }
 
   /**
@@ -188,6 +199,7 @@ export class RemoteSupervisor {
     method: ForwardedMethod,
     params: Record<string, unknown>,
     signal?: AbortSignal,
+    onProgress?: (progress: Progress) => void,
   ): Promise<unknown> {
     if (!this.config.enabled) {
       return Promise.reject(
@@ -197,6 +209,7 @@ export class RemoteSupervisor {
     return this.forwarder.send(this.config.name, method, params, {
       timeoutMs: this.config.timeoutMs + FORWARD_MARGIN_MS,
       ...(signal ? { signal } : {}),
+      ...(onProgress ? { onProgress } : {}),
     });
   }
 }

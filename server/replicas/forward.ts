@@ -1,6 +1,7 @@
 import "server-only";
 import type { KeyObject } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { Progress } from "@modelcontextprotocol/client";
 import { and, eq, inArray, lt } from "drizzle-orm";
 import { GatehouseError, isErrorCode } from "@/lib/errors";
 import type { ForwardedMethod, Forwarder } from "../mcp/remote";
@@ -33,6 +34,20 @@ export const INTERNAL_FORWARD_PATH = "/internal/forward";
 export type ForwardAnswer =
   | { result: unknown }
   | { error: { code: string; message: string; outcomeUnknown?: boolean } };
+
+/**
+ * The content type of a holder's answer that carries the tool server's progress before it: one
+ * JSON object per line, the answer last. Asked for with `progress: true` in the request.
+ */
+export const PROGRESS_STREAM = "application/x-ndjson";
+
+/** How one request is forwarded: its deadline, the caller's signal, and who hears progress. */
+export interface ForwardOptions {
+  timeoutMs: number;
+  signal?: AbortSignal;
+  /** Hears the tool server's progress notifications of a `tools/call` as the holder hears them. */
+  onProgress?: (progress: Progress) => void;
+}
 
 /** A live replica holding a server, and where it is reached. */
 interface Holder {
@@ -133,7 +148,7 @@ export class ReplicaForwarder implements Forwarder {
     server: string,
     method: ForwardedMethod,
     params: Record<string, unknown>,
-    opts: { timeoutMs: number; signal?: AbortSignal },
+    opts: ForwardOptions,
   ): Promise<unknown> {
     const remembered = this.known.get(server);
     if (remembered && remembered.until > Date.now()) {
@@ -158,10 +173,16 @@ export class ReplicaForwarder implements Forwarder {
     server: string,
     method: ForwardedMethod,
     params: Record<string, unknown>,
-    opts: { timeoutMs: number; signal?: AbortSignal },
+    opts: ForwardOptions,
   ): Promise<unknown> {
     // Addressed to the holder: the nonce guards against a replay to it, the address against one to any other.
-    const body = JSON.stringify({ server, method, params, replica: holder.replica });
+    const body = JSON.stringify({
+      server,
+      method,
+      params,
+      replica: holder.replica,
+      ...(opts.onProgress ? { progress: true } : {}),
+    });
     const signal = AbortSignal.any([
       AbortSignal.timeout(opts.timeoutMs),
       ...(opts.signal ? [opts.signal] : []),
@@ -202,7 +223,11 @@ export class ReplicaForwarder implements Forwarder {
     }
     let answer: ForwardAnswer;
     try {
-      answer = JSON.parse(await textOf(res)) as ForwardAnswer;
+      answer = (
+        opts.onProgress && res.headers.get("content-type")?.startsWith(PROGRESS_STREAM)
+          ? await lastAfterProgress(res, opts.onProgress)
+          : JSON.parse(await textOf(res))
+      ) as ForwardAnswer;
     } catch (err) {
       // The holder took the request and broke off: whether the tool ran is unknown.
       throw new GatehouseError(
@@ -247,6 +272,37 @@ async function refusedByHolder(res: GuardedAnswer, server: string, label: string
   return new GatehouseError(
     "upstream_elsewhere",
     `server ${server} runs on replica ${label}, which refused the request (${why}); try again in a few seconds`,
+  );
+}
+
+/**
+ * Reads a holder's answer sent as {@link PROGRESS_STREAM}: lines `{"progress": {...}}` are the
+ * tool server's progress notifications, passed to `onProgress` as they come (when they have the
+ * fields progress has); the line with `result` or `error` is the answer, returned parsed.
+ */
+async function lastAfterProgress(res: GuardedAnswer, onProgress: (p: Progress) => void): Promise<unknown> {
+  let pending = "";
+  let answer: unknown;
+  for await (const chunk of res.body) {
+    pending += (chunk as Buffer).toString("utf8");
+    for (let end = pending.indexOf("\n"); end !== -1; end = pending.indexOf("\n")) {
+      const line = JSON.parse(pending.slice(0, end)) as Record<string, unknown>;
+      pending = pending.slice(end + 1);
+      if ("result" in line || "error" in line) answer = line;
+      else if (isProgress(line.progress)) onProgress(line.progress);
+    }
+  }
+  if (answer === undefined) throw new Error("the holder's answer ended without its last line");
+  return answer;
+}
+
+function isProgress(p: unknown): p is Progress {
+  if (typeof p !== "object" || p === null) return false;
+  const { progress, total, message } = p as Record<string, unknown>;
+  return (
+    typeof progress === "number" &&
+    (total === undefined || typeof total === "number") &&
+    (message === undefined || typeof message === "string")
   );
 }
 

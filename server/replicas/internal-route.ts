@@ -1,5 +1,5 @@
 import "server-only";
-import type { RequestOptions } from "@modelcontextprotocol/client";
+import type { Progress, RequestOptions } from "@modelcontextprotocol/client";
 import { GatehouseError } from "@/lib/errors";
 import type { Logger } from "../log";
 import { outcomeUnknown } from "../mcp/failures";
@@ -23,6 +23,11 @@ export interface InternalRequest {
   headers: { get(name: string): string | null };
   body: string;
   signal: AbortSignal;
+  /**
+   * Sends the tool server's progress notification ahead of the answer (the front door then
+   * answers as `PROGRESS_STREAM`, forward.ts). Used for a `tools/call` that asked for progress.
+   */
+  progress(progress: Progress): void;
 }
 
 /** What the internal route answers: a status and a JSON body. */
@@ -85,6 +90,7 @@ export async function answerForwarded(
     method?: unknown;
     params?: unknown;
     replica?: unknown;
+    progress?: unknown;
   } | null;
   if (
     !body ||
@@ -123,7 +129,10 @@ export async function answerForwarded(
     let result: unknown;
     if (method === "tools/call") {
       const args = (params.arguments ?? {}) as Record<string, unknown>;
-      result = await supervisor.callTool(String(params.name), args, { signal: req.signal });
+      result = await supervisor.callTool(String(params.name), args, {
+        signal: req.signal,
+        ...(body.progress === true ? { onProgress: (p: Progress) => req.progress(p) } : {}),
+      });
     } else if (method === "reconnect") {
       supervisor.reconnectNow();
       result = null;

@@ -30,6 +30,7 @@ type Runtime = TestRuntime["runtime"];
 
 const FILES = path.join(REPO_ROOT, "test/fixtures/servers/files.mjs");
 const PROMPTS = path.join(REPO_ROOT, "test/fixtures/servers/prompts.mjs");
+const PROGRESS_TALK = path.join(REPO_ROOT, "test/fixtures/servers/progress-talk.mjs");
 
 /** The note only replica A's notebook holds. */
 export const A_NOTE = "kept in replica A's notebook";
@@ -51,6 +52,8 @@ export interface PairOptions {
   leaseMs?: number;
   /** Also configure the resource server (`files`) and the prompt server (`prompts`). */
   reads?: boolean;
+  /** Also configure `talk`, whose tool sends progress notifications (progress-talk.mjs). */
+  progress?: boolean;
 }
 
 /** A runtime's directory, made here so its files exist before its servers start. */
@@ -62,11 +65,15 @@ function replicaDir(name: "a" | "b", notes: string[]): string {
   return dir;
 }
 
-function servers(dir: string, reads: boolean): Record<string, unknown> {
-  if (!reads) return {};
+function servers(dir: string, opts: PairOptions): Record<string, unknown> {
   return {
-    files: { command: "node", args: [FILES, path.join(dir, "served")], enabled: true },
-    prompts: { command: "node", args: [PROMPTS], enabled: true },
+    ...(opts.reads
+      ? {
+          files: { command: "node", args: [FILES, path.join(dir, "served")], enabled: true },
+          prompts: { command: "node", args: [PROMPTS], enabled: true },
+        }
+      : {}),
+    ...(opts.progress ? { talk: { command: "node", args: [PROGRESS_TALK], enabled: true } } : {}),
   };
 }
 
@@ -75,8 +82,7 @@ function servers(dir: string, reads: boolean): Record<string, unknown> {
  * ready (on A). `demo_add_note` is allowed by a rule, so a call to it runs at once.
  */
 export async function startPair(opts: PairOptions = {}): Promise<ReplicaPair> {
-  const reads = opts.reads ?? false;
-  const names = ["demo", ...(reads ? ["files", "prompts"] : [])];
+  const names = ["demo", ...(opts.reads ? ["files", "prompts"] : []), ...(opts.progress ? ["talk"] : [])];
   const common = {
     config: { rules: [{ name: "notes", tools: [ADD_NOTE], decision: "allow" }] },
     ...(opts.leaseMs ? { replicaLeaseMs: opts.leaseMs } : {}),
@@ -87,7 +93,7 @@ export async function startPair(opts: PairOptions = {}): Promise<ReplicaPair> {
   };
   try {
     const dirA = replicaDir("a", [A_NOTE]);
-    const a = await startTestRuntime({ ...common, dir: dirA, servers: servers(dirA, reads) });
+    const a = await startTestRuntime({ ...common, dir: dirA, servers: servers(dirA, opts) });
     started.push(a);
     await waitForServersReady(a.runtime, names);
     await enableTool(a.runtime, LIST_NOTES);
@@ -96,7 +102,7 @@ export async function startPair(opts: PairOptions = {}): Promise<ReplicaPair> {
     const b = await startTestRuntime({
       ...common,
       dir: dirB,
-      servers: servers(dirB, reads),
+      servers: servers(dirB, opts),
       ...(a.databaseUrl ? { databaseUrl: a.databaseUrl } : {}),
     });
     started.push(b);
