@@ -63,6 +63,27 @@ export function startProcess(
       }, 5000);
       await exited;
       clearTimeout(killer);
+      // npm exits at the signal; what it started (the server, its tool servers) may take its time
+      // or hang in its shutdown (a server profiled, its database gone). Nothing of the group may
+      // outlive the row: whatever is left after 5 s is killed.
+      const group = -(child.pid ?? 0);
+      const alive = () => {
+        try {
+          process.kill(group, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      const deadline = Date.now() + 5000;
+      while (alive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      if (alive()) {
+        try {
+          process.kill(group, "SIGKILL");
+        } catch {
+          // Gone meanwhile.
+        }
+      }
     };
     const onData = (chunk: Buffer) => {
       out += chunk.toString("utf8");

@@ -113,7 +113,8 @@ export async function serveInternal(
     body: body.toString("utf8"),
     signal: aborter.signal,
     progress(progress) {
-      if (res.destroyed) return;
+      // Gone, or answered already (a late notification): nothing more goes out.
+      if (res.destroyed || res.writableEnded) return;
       if (!streaming) {
         streaming = true;
         res.writeHead(200, { "content-type": PROGRESS_STREAM, "cache-control": "no-store" });

@@ -229,6 +229,8 @@ export class ReplicaForwarder implements Forwarder {
           : JSON.parse(await textOf(res))
       ) as ForwardAnswer;
     } catch (err) {
+      // The caller gave up while the answer (or its progress) was arriving: as any cancellation.
+      if (opts.signal?.aborted) throw opts.signal.reason;
       // The holder took the request and broke off: whether the tool ran is unknown.
       throw new GatehouseError(
         "upstream_error",
@@ -280,16 +282,27 @@ async function refusedByHolder(res: GuardedAnswer, server: string, label: string
  * tool server's progress notifications, passed to `onProgress` as they come (when they have the
  * fields progress has); the line with `result` or `error` is the answer, returned parsed.
  */
-async function lastAfterProgress(res: GuardedAnswer, onProgress: (p: Progress) => void): Promise<unknown> {
+export async function lastAfterProgress(
+  res: GuardedAnswer,
+  onProgress: (p: Progress) => void,
+): Promise<unknown> {
   let pending = "";
   let answer: unknown;
+  // One decoder for the whole body: a character split between two chunks stays whole.
+  const decoder = new TextDecoder();
   for await (const chunk of res.body) {
-    pending += (chunk as Buffer).toString("utf8");
+    pending += decoder.decode(chunk as Buffer, { stream: true });
     for (let end = pending.indexOf("\n"); end !== -1; end = pending.indexOf("\n")) {
       const line = JSON.parse(pending.slice(0, end)) as Record<string, unknown>;
       pending = pending.slice(end + 1);
       if ("result" in line || "error" in line) answer = line;
-      else if (isProgress(line.progress)) onProgress(line.progress);
+      else if (isProgress(line.progress)) {
+        try {
+          onProgress(line.progress);
+        } catch {
+          // A listener's failure is its own: the answer is still read, and the call not cut off.
+        }
+      }
     }
   }
   if (answer === undefined) throw new Error("the holder's answer ended without its last line");
@@ -314,19 +327,25 @@ async function textOf(res: GuardedAnswer): Promise<string> {
 }
 
 /** Connection errors that mean the request never left this replica. */
-const NOT_CONNECTED = new Set([
-  "ECONNREFUSED",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "ENOTFOUND",
-  "UND_ERR_CONNECT_TIMEOUT",
-]);
+const NOT_CONNECTED = new Set(["ECONNREFUSED", "ENOTFOUND", "UND_ERR_CONNECT_TIMEOUT"]);
+
+/**
+ * Errors that mean it only when raised by `connect`: on a kept connection, an unanswered write
+ * ends with them too, and that request may have reached the holder.
+ */
+const NOT_CONNECTED_AT_CONNECT = new Set(["EHOSTUNREACH", "ENETUNREACH"]);
 
 /** Whether `err` (from fetch) says no connection to the holder was made, so nothing was sent. */
 function neverConnected(err: unknown): boolean {
   for (let e: unknown = err; e instanceof Error; e = e.cause) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string" && NOT_CONNECTED.has(code)) return true;
+    if (
+      typeof code === "string" &&
+      NOT_CONNECTED_AT_CONNECT.has(code) &&
+      (e as { syscall?: unknown }).syscall === "connect"
+    )
+      return true;
     // Refused by the guard before dialling, or a redirect (no holder answers one): not sent to the holder.
     if (e instanceof RefusedAddressError || e instanceof RedirectRefusedError) return true;
   }

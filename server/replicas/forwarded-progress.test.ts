@@ -51,4 +51,16 @@ describe.runIf(onPostgres)("progress of a call forwarded to the holder", () => {
     expect(forwarded.heard.every((p) => p.total === 5 && p.message === "working")).toBe(true);
   });
 
+  it("a forwarded call its caller gives up on while progress streams fails with the caller's reason, as any cancellation", async () => {
+    if (!pair) throw new Error("the replicas did not start");
+    const caller = new AbortController();
+    const reason = new Error("the agent left");
+    const call = pair.b.runtime.manager.callTool(
+      "talk",
+      "talk",
+      { count: 50, everyMs: 100 },
+      { signal: caller.signal, onProgress: () => caller.abort(reason) },
+    );
+    await expect(call).rejects.toBe(reason);
+  });
 });

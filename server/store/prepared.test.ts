@@ -34,19 +34,43 @@ describe("statements prepared once per store", () => {
     ).rejects.toThrow("roll back");
     expect((await db.select({ id: calls.id }).from(calls)).map((c) => c.id)).toEqual([kept.id]);
   });
-
-  it("a statement first run inside a transaction runs on the store after that transaction ended", async () => {
-    const db = await openTestDb();
-    const inside = call("inside");
-    await transaction(db, async (tx) => insertCall(tx, inside));
-    const after = call("after");
-    await insertCall(db, after);
-    const stored = await db.select({ id: calls.id }).from(calls).where(eq(calls.id, after.id));
-    expect(stored).toHaveLength(1);
-  });
 });
 
 describe.runIf(testDialect === "postgres")("on PostgreSQL", () => {
+  it("a statement first run inside a transaction runs in a later one, not on the connection the first gave back", async () => {
+    const db = await openTestDb();
+    await transaction(db, async (tx) => insertCall(tx, call("builds it")));
+    // C takes the connection the first transaction gave back (the pool hands out the last one
+    // released) and keeps its transaction open meanwhile.
+    let release = () => {};
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let began = () => {};
+    const begun = new Promise<void>((r) => {
+      began = r;
+    });
+    const c = transaction(
+      db,
+      async () => {
+        began();
+        await held;
+      },
+      { isolation: "read committed" },
+    );
+    await begun;
+    const rolledBack = call("rolled back");
+    await expect(
+      transaction(db, async (tx) => {
+        await insertCall(tx, rolledBack);
+        throw new Error("roll back");
+      }),
+    ).rejects.toThrow("roll back");
+    release();
+    await c;
+    expect(await db.select({ id: calls.id }).from(calls).where(eq(calls.id, rolledBack.id))).toEqual([]);
+  });
+
   it("a call-path statement is prepared under its name on the connection that ran it", async () => {
     const db = await openTestDb();
     const names = await transaction(db, async (tx) => {
