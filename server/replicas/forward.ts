@@ -49,6 +49,22 @@ export interface ForwardOptions {
   onProgress?: (progress: Progress) => void;
 }
 
+/**
+ * `upstream_elsewhere` for a holder that could not be reached or no longer holds the server
+ * (stopping, or dead with its lease not yet run out): nothing was sent, and a takeover is near,
+ * so the request waits for the next holder as it would with none.
+ */
+class HolderGone extends GatehouseError {
+  /** Said by a property: `instanceof` on GatehouseError's subclasses answers for every GatehouseError. */
+  readonly holderGone = true;
+  constructor(message: string) {
+    super("upstream_elsewhere", message);
+  }
+}
+
+const isHolderGone = (err: unknown): boolean =>
+  typeof err === "object" && err !== null && (err as { holderGone?: unknown }).holderGone === true;
+
 /** A live replica holding a server, and where it is reached. */
 interface Holder {
   replica: string;
@@ -122,8 +138,7 @@ export class ReplicaForwarder implements Forwarder {
    * request is refused `upstream_elsewhere` (nothing was sent). A takeover is then no error for a
    * call that arrives during it.
    */
-  private async holderSoon(server: string, signal?: AbortSignal): Promise<Holder> {
-    const until = Date.now() + 2 * this.leaseMs;
+  private async holderSoon(server: string, until: number, signal?: AbortSignal): Promise<Holder> {
     for (;;) {
       const holder = await holderOf(this.db, server, this.leaseMs);
       if (holder && holder.replica !== this.self && holder.address)
@@ -161,10 +176,24 @@ export class ReplicaForwarder implements Forwarder {
         this.known.delete(server);
       }
     }
-    const holder = await this.holderSoon(server, opts.signal);
-    const result = await this.sendTo(holder, server, method, params, opts);
-    this.known.set(server, { holder, until: Date.now() + this.rememberMs });
-    return result;
+    // A holder gone (stopping, or dead and not yet found so) is waited past like none at all,
+    // within the same two leases: its successor takes the server over meanwhile.
+    const until = Date.now() + 2 * this.leaseMs;
+    for (;;) {
+      const holder = await this.holderSoon(server, until, opts.signal);
+      try {
+        const result = await this.sendTo(holder, server, method, params, opts);
+        this.known.set(server, { holder, until: Date.now() + this.rememberMs });
+        return result;
+      } catch (err) {
+        if (!isHolderGone(err) || Date.now() >= until) throw err;
+        await sleep(HOLDER_LOOK_MS, undefined, opts.signal ? { signal: opts.signal } : {}).catch(
+          (e: unknown) => {
+            throw opts.signal?.aborted ? opts.signal.reason : e;
+          },
+        );
+      }
+    }
   }
 
   /** Sends one request to `holder`; `upstream_elsewhere` only when the tool server was not asked. */
@@ -202,8 +231,7 @@ export class ReplicaForwarder implements Forwarder {
       if (opts.signal?.aborted) throw opts.signal.reason;
       if (neverConnected(err)) {
         // Not reached: the tool server was never asked.
-        throw new GatehouseError(
-          "upstream_elsewhere",
+        throw new HolderGone(
           `server ${server} runs on replica ${holder.label}, which could not be reached; try again in a few seconds`,
         );
       }
@@ -271,10 +299,9 @@ async function refusedByHolder(res: GuardedAnswer, server: string, label: string
     .then((text) => JSON.parse(text) as unknown)
     .catch(() => null)) as { error?: { message?: unknown } } | null;
   const why = typeof said?.error?.message === "string" ? said.error.message : `HTTP ${res.status}`;
-  return new GatehouseError(
-    "upstream_elsewhere",
-    `server ${server} runs on replica ${label}, which refused the request (${why}); try again in a few seconds`,
-  );
+  const message = `server ${server} runs on replica ${label}, which refused the request (${why}); try again in a few seconds`;
+  // 409: not held there (any more), or addressed to another replica: the next holder is waited for.
+  return res.status === 409 ? new HolderGone(message) : new GatehouseError("upstream_elsewhere", message);
 }
 
 /**
