@@ -71,7 +71,8 @@ export class GatehouseError extends Error {
 
   static override [Symbol.hasInstance](value: unknown): boolean {
     // A subclass inherits this method: for it, the ordinary prototype check (else every
-    // GatehouseError would pass for a TooManyAttempts).
+    // GatehouseError would pass for a TooManyAttempts). `this` is the class asked about.
+    // biome-ignore lint/complexity/noThisInStatic: the receiver is the subclass, not GatehouseError
     if (this !== GatehouseError) return Function.prototype[Symbol.hasInstance].call(this, value);
     return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
   }
