@@ -18,24 +18,17 @@ const callColumns = Object.entries(getTableColumns(calls));
 
 /**
  * The birth write on PostgreSQL: the call row and, in the same statement (a data-modifying
- * WITH), its first audit row: one round trip instead of two. Built once, from the table's columns.
+ * WITH), its first audit row: one round trip instead of two. Built from the table's columns.
  */
-let insertAuditedPg: string | null = null;
-function insertAuditedText(): string {
-  if (insertAuditedPg) return insertAuditedPg;
-  const names = callColumns.map(([, c]) => `"${c.name}"`).join(", ");
-  const values = callColumns.map((_, i) => `$${i + 1}`).join(", ");
-  const n = callColumns.length;
-  insertAuditedPg = `WITH born AS (INSERT INTO calls (${names}) VALUES (${values}) RETURNING id)
+const INSERT_AUDITED_PG = `WITH born AS (INSERT INTO calls (${callColumns.map(([, c]) => `"${c.name}"`).join(", ")})
+  VALUES (${callColumns.map((_, i) => `$${i + 1}`).join(", ")}) RETURNING id)
 INSERT INTO audit_events (actor, action, subject, call_id, detail)
-SELECT $${n + 1}, $${n + 2}, $${n + 3}, born.id, $${n + 4} FROM born`;
-  return insertAuditedPg;
-}
+SELECT $${callColumns.length + 1}, $${callColumns.length + 2}, $${callColumns.length + 3}, born.id, $${callColumns.length + 4} FROM born`;
 
 /**
  * Inserts a whole call row and, given `audit`, its first audit row (about this call). SQLite:
  * prepared statements, every column a placeholder, inside the caller's transaction. PostgreSQL
- * with `audit`: one statement (see {@link insertAuditedText}), each value encoded as its column
+ * with `audit`: one statement (see {@link INSERT_AUDITED_PG}), each value encoded as its column
  * encodes it.
  */
 export async function insertCall(
@@ -48,7 +41,7 @@ export async function insertCall(
       const value = row[key as keyof CallRow];
       return value === null || value === undefined ? null : column.mapToDriverValue(value);
     });
-    await pgStatement(db, "calls.insertAudited", insertAuditedText(), [
+    await pgStatement(db, "calls.insertAudited", INSERT_AUDITED_PG, [
       ...values,
       audit.actor,
       audit.action,

@@ -9,7 +9,7 @@ import { openTestDb, testDialect } from "@/test/support/store";
 import { newCall } from "../calls/call-row";
 import { insertCall } from "../calls/queries";
 import { getToolRow } from "../catalogue/catalogue";
-import { rows, transaction } from "./db";
+import { type Db, rows, transaction } from "./db";
 import { calls } from "./schema";
 
 const call = (text: string) => ({
@@ -20,18 +20,24 @@ const call = (text: string) => ({
   status: "pending" as const,
 });
 
+/** A call inserted inside a transaction that then rolls back; the call. */
+async function insertRolledBack(db: Db) {
+  const rolledBack = call("rolled back");
+  await expect(
+    transaction(db, async (tx) => {
+      await insertCall(tx, rolledBack);
+      throw new Error("roll back");
+    }),
+  ).rejects.toThrow("roll back");
+  return rolledBack;
+}
+
 describe("statements prepared once per store", () => {
   it("a statement first run on the store runs inside a later transaction, and rolls back with it", async () => {
     const db = await openTestDb();
     const kept = call("kept");
     await insertCall(db, kept);
-    const rolledBack = call("rolled back");
-    await expect(
-      transaction(db, async (tx) => {
-        await insertCall(tx, rolledBack);
-        throw new Error("roll back");
-      }),
-    ).rejects.toThrow("roll back");
+    await insertRolledBack(db);
     expect((await db.select({ id: calls.id }).from(calls)).map((c) => c.id)).toEqual([kept.id]);
   });
 });
@@ -59,13 +65,7 @@ describe.runIf(testDialect === "postgres")("on PostgreSQL", () => {
       { isolation: "read committed" },
     );
     await begun;
-    const rolledBack = call("rolled back");
-    await expect(
-      transaction(db, async (tx) => {
-        await insertCall(tx, rolledBack);
-        throw new Error("roll back");
-      }),
-    ).rejects.toThrow("roll back");
+    const rolledBack = await insertRolledBack(db);
     release();
     await c;
     expect(await db.select({ id: calls.id }).from(calls).where(eq(calls.id, rolledBack.id))).toEqual([]);
