@@ -1,6 +1,7 @@
 "use client";
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { HealthPanel } from "@/components/health-panel";
 import { ServerCap } from "@/components/server-cap";
 import { ServerInspector } from "@/components/server-inspector";
 import { ServerSignIn, SignInBanner, signInShowsLastError } from "@/components/server-sign-in";
@@ -26,6 +27,7 @@ export function ServersView() {
         title="Servers"
         subtitle="MCP servers from gatehouse.json and the state of each connection."
       />
+      <HealthPanel />
       <SignInBanner servers={query.data} />
       {query.isPending ? (
         <Loading label="Loading servers…" />

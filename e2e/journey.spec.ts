@@ -181,6 +181,51 @@ test.describe
       expect(demoRuns()).toBe(1);
       await agent.dispose();
     });
+
+    test("the owner's health panel counts the journey's calls and follows a new one live", async ({
+      page,
+      browser,
+      playwright,
+    }) => {
+      await signIn(page, people.owner);
+      await page.goto("/servers");
+      const panel = page.getByTestId("health-panel");
+      const figure = (label: string) =>
+        panel
+          .locator("div")
+          .filter({ has: page.getByText(label, { exact: true }) })
+          .locator("dd");
+      // So far: a read that ran at once, a write approved, a write denied.
+      await expect(figure("Waiting now")).toHaveText("0");
+      await expect(figure("Decided, last hour")).toHaveText("2");
+      await expect(figure("Failed deliveries, 24 h")).toHaveText("0");
+      await expect(panel.getByRole("img", { name: "demo: 3 calls in 24 hours" })).toBeVisible();
+      await expect(panel.getByText(/latest hour with decisions: p50/)).toBeVisible();
+
+      const agent = await agentApi(playwright);
+      const write = await agent.post("/api/calls", {
+        data: { tool: "demo_add_note", arguments: { text: "later" } },
+      });
+      expect(write.status()).toBe(202);
+      const { id } = (await write.json()) as { id: string };
+      // Live: no reload.
+      await expect(figure("Waiting now")).toHaveText("1");
+      await expect(panel.getByRole("img", { name: "demo: 4 calls in 24 hours" })).toBeVisible();
+      await snap(page, "servers-health");
+
+      const reviewerContext = await browser.newContext();
+      const reviewer = await reviewerContext.newPage();
+      await signIn(reviewer, people.reviewer);
+      const denied = await reviewer.request.post(`/api/calls/${id}/deny`, {
+        data: { reason: "the panel has seen it" },
+        headers: { origin: readState().baseURL },
+      });
+      expect(denied.status()).toBe(200);
+      await expect(figure("Waiting now")).toHaveText("0");
+      await expect(figure("Decided, last hour")).toHaveText("3");
+      await reviewerContext.close();
+      await agent.dispose();
+    });
   });
 
 async function signIn(page: import("@playwright/test").Page, who: { name: string; password: string }) {

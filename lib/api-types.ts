@@ -792,3 +792,20 @@ export interface ResourceReadsPage {
   /** Pass as `before` for the next (older) page; null when this page is the last. */
   nextBefore: number | null;
 }
+
+/** The Servers page's health panel (`GET /api/health`), read from the store: the same on every replica. */
+export interface HealthPanelView {
+  /** When it was read (ISO 8601). */
+  at: string;
+  pendingNow: number;
+  /** Reviewers' decisions (approve or deny) in the last hour. */
+  decisionsLastHour: number;
+  /** The starts of the UTC hours the charts cover, oldest first; the current hour last. */
+  hours: string[];
+  /** Per hour: reviewers' decisions, and the time from request to decision (s; null without any). */
+  timeToDecision: { decisions: number; p50: number | null; p95: number | null }[];
+  /** Calls made per hour, per server (by name, sorted). */
+  callsPerServer: { server: string; counts: number[] }[];
+  /** Notification deliveries given up on, over the same hours. */
+  failedDeliveries: number;
+}

@@ -21,6 +21,7 @@ import type {
   DenyBody,
   GrantListView,
   GrantView,
+  HealthPanelView,
   MarkChangesReadBody,
   PromptView,
   ResourceContentView,
@@ -114,6 +115,8 @@ export const endpoints = {
 
   servers: {
     list: (init?: ReadInit) => api<{ servers: ServerView[] }>("/api/servers", init),
+    /** `GET /api/health`: the health panel's numbers. */
+    health: (init?: ReadInit) => api<HealthPanelView>("/api/health", init),
     /** `POST /api/servers/:name/reconnect`: answers 202 with the server as it is now. */
     reconnect: (name: string) =>
       api<{ server: ServerView }>(`/api/servers/${seg(name)}/reconnect`, { method: "POST" }),

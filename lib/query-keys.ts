@@ -31,6 +31,8 @@ export const queryKeys = {
     activity: (filters: Record<string, string>) => [...queryKeys.calls.all, "activity", filters] as const,
     story: (id: string) => [...queryKeys.calls.all, "story", id] as const,
     one: (id: string) => [...queryKeys.calls.all, "one", id] as const,
+    // The Servers page's health panel: its numbers move with calls.
+    health: () => [...queryKeys.calls.all, "health"] as const,
   },
   grants: {
     all: ["grants"] as const,

@@ -1,6 +1,6 @@
 import "server-only";
 import { EventEmitter } from "node:events";
-import type { LiveEvent } from "@/lib/api-types";
+import type { CallStatus, LiveEvent } from "@/lib/api-types";
 
 /**
  * A tool server's progress on a call while it runs, as Gatehouse passes it on: numbers finite,
@@ -14,6 +14,24 @@ export interface CallProgressEvent {
   progress: number;
   total?: number;
   message?: string;
+}
+
+/**
+ * A call this process stored in a new status: born (`from: null`) or moved. For observers in this
+ * process (metrics) only: never sent to browsers, nor to other replicas, so each replica tells
+ * what it did itself. The call's own columns, as stored.
+ */
+export interface CallFact {
+  from: "pending" | "running" | null;
+  /** Its columns as stored; those of its decision given for a birth or a move from `pending`. */
+  call: {
+    server: string;
+    tool: string;
+    status: CallStatus;
+    createdAt?: string;
+    rule?: string | null;
+    grantId?: string | null;
+  };
 }
 
 /**
@@ -44,6 +62,17 @@ export class EventBus {
     return () => this.emitter.off("event", listener);
   }
 
+  /** Tells this process's observers of a call's new status ({@link CallFact}); committed first. */
+  recordCall(fact: CallFact): void {
+    this.emitter.emit(CALL_FACTS, fact);
+  }
+
+  /** Hears every {@link CallFact} of this process until the returned function is called. */
+  observeCalls(listener: (fact: CallFact) => void): () => void {
+    this.emitter.on(CALL_FACTS, listener);
+    return () => this.emitter.off(CALL_FACTS, listener);
+  }
+
   publishProgress(event: CallProgressEvent): void {
     this.emitter.emit(progressChannel(event.id), event);
   }
@@ -55,6 +84,9 @@ export class EventBus {
     return () => this.emitter.off(channel, listener);
   }
 }
+
+/** The channel of {@link CallFact}s: no call id starts with it. */
+const CALL_FACTS = "call-facts";
 
 /** A call's own progress channel; the prefix keeps it apart from the main one ("event"). */
 function progressChannel(id: string): string {

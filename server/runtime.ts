@@ -1,22 +1,15 @@
 import "server-only";
-import type { Tool } from "@modelcontextprotocol/client";
 import { GatehouseError } from "@/lib/errors";
 import { AgentMcpEndpoint } from "./agent-mcp/endpoint";
 import { LoginThrottle } from "./auth/access";
 import { issueSetupCode } from "./auth/users";
 import { CallBroker } from "./calls/broker";
-import { hasChanges, type SyncSummary, syncServerTools } from "./catalogue/catalogue";
-import {
-  authSecrets,
-  CREDENTIAL_NAME,
-  type GatehouseConfig,
-  type ServerConfig,
-  substitutedValues,
-} from "./config";
+import { catalogueWriter } from "./catalogue-writer";
+import { authSecrets, CREDENTIAL_NAME, type GatehouseConfig, substitutedValues } from "./config";
 import { EventBus } from "./events";
-import { endGrantsForChanges } from "./grants";
 import { logger, registerSecrets } from "./log";
 import { McpManager } from "./mcp/manager";
+import { Metrics } from "./metrics";
 import { createNotifier, type Notifier, notificationSecrets } from "./notify/notifier";
 import { type AddressPolicy, OAuthSignIns } from "./oauth";
 import { type BusBridge, bridgeBus } from "./replicas/bus-bridge";
@@ -25,16 +18,15 @@ import type { StdioHolding } from "./replicas/holding";
 import { INTERNAL_KEY_PURPOSE, InternalVerifier } from "./replicas/internal-auth";
 import { answerForwarded, type InternalAnswer, type InternalRequest } from "./replicas/internal-route";
 import { placeStdioServers } from "./replicas/placement";
-import { DEFAULT_LEASE_MS, newReplicaId, ReplicaRegistry } from "./replicas/registry";
+import { DEFAULT_LEASE_MS, newReplicaId, ReplicaRegistry, replicaLabel } from "./replicas/registry";
 import { publishChangesSince } from "./replicas/resync";
-import { RuleSet, rulesMatchingNoTool } from "./rules";
+import { RuleSet } from "./rules";
 import { loadSecretKey, SecretBox, type SecretKey } from "./secrets";
 import { capWarnings } from "./servers/cap";
 import { StoredServerHistory } from "./servers/history";
 import { applyServerSwitches, followSwitches } from "./servers/switch";
-import { closeDb, type Db, openStore } from "./store/db";
+import { closeDb, type Db, observeTransactions, openStore } from "./store/db";
 import { lockStore } from "./store/lock";
-import { tools } from "./store/schema";
 
 const log = logger("gatehouse");
 
@@ -50,6 +42,8 @@ export interface Runtime {
   /** Webhooks and email about calls and catalogue changes: the outbox and its dispatcher. */
   notifier: Notifier;
   throttle: LoginThrottle;
+  /** This process's counters and histograms (`/metrics` reads them, with gauges of its own). */
+  metrics: Metrics;
   /** `/mcp`: Gatehouse as an MCP server for agents, with its in-memory sessions. */
   agentMcp: AgentMcpEndpoint;
   /** `GATEHOUSE_PUBLIC_ORIGIN`, when Gatehouse is reached through a proxy. */
@@ -151,6 +145,7 @@ async function wireRuntime(opts: RuntimeOptions, lock: HeldLock): Promise<Runtim
   registerSecrets(authSecrets(config.servers));
   // `${VAR}` values put into args and URLs: a server may print its argv or an error with its URL.
   registerSecrets(envSecrets(Object.fromEntries(substitutedValues())));
+  if (config.metrics) registerSecrets([config.metrics.token]);
   // Before the store opens: a refused key file stops the start with nothing opened.
   const secrets = new SecretBox(opts.secretKey ?? loadSecretKey({ env: {}, dbFile: opts.dbFile }));
   const db = await openStore(
@@ -179,6 +174,12 @@ async function wireOnStore(
   const bus = new EventBus();
   const shared = opts.databaseUrl !== undefined;
   const replicaId = newReplicaId();
+  const metrics = new Metrics(
+    config.servers.map((s) => s.name),
+    shared ? replicaLabel() : null,
+  );
+  bus.observeCalls((fact) => metrics.recordCall(fact));
+  observeTransactions(db, (outcome, seconds) => metrics.recordTransaction(outcome, seconds));
   registerSecrets(notificationSecrets(config.notifications));
   const notifier = createNotifier({
     db,
@@ -188,10 +189,6 @@ async function wireOnStore(
     publicOrigin: opts.publicOrigin ?? null,
     ...(shared ? { replica: replicaId } : {}),
   });
-  // Rules are checked against the catalogue once every enabled server has listed its tools.
-  const enabledServers = config.servers.filter((s) => s.enabled).map((s) => s.name);
-  const listedOnce = new Set<string>();
-  let rulesChecked = false;
   const signIns = await OAuthSignIns.open({
     db,
     secrets,
@@ -227,41 +224,10 @@ async function wireOnStore(
     history,
     onState: (s) => bus.publish({ type: "server", name: s.name, state: s.state }),
     // Awaited by the listing: a server is `ready` once its tools are in the catalogue.
-    onTools: (server, tools) => storeTools(server, tools),
+    onTools: catalogueWriter({ db, config, bus, notifier, metrics, log }),
+    onUpstream: (server, method, outcome, seconds) =>
+      metrics.recordUpstream(metrics.bounds.server(server), method, outcome, seconds),
   });
-  /** A server's listed tools into the catalogue; tells browsers, and checks the rules once all listed. */
-  const storeTools = async (server: ServerConfig, tools: Tool[]): Promise<void> => {
-    let summary: SyncSummary;
-    try {
-      summary = await syncServerTools(db, server, tools, {
-        descriptionMaxChars: config.catalogue.descriptionMaxChars,
-        // Queued in the refresh's own transaction: a crash cannot keep the feed and lose the message.
-        // Grants of a tool whose definition changed end in the same transaction as the change.
-        alsoWrite: async (tx, changes) => {
-          await endGrantsForChanges(tx, changes);
-          await notifier.catalogueChanged(tx, server.name, changes);
-        },
-      });
-    } catch (err) {
-      log.error(`catalogue of ${server.name} could not be stored`, { error: String(err) });
-      return;
-    }
-    if (hasChanges(summary) || summary.overCap.length > 0) {
-      log.info(`catalogue of ${server.name} updated`, {
-        added: summary.added.length,
-        changed: summary.changed.length,
-        gone: summary.gone.length,
-        returned: summary.returned.length,
-        overCap: summary.overCap.length,
-      });
-    }
-    bus.publish({ type: "catalogue", server: server.name });
-    listedOnce.add(server.name);
-    if (!rulesChecked && enabledServers.every((name) => listedOnce.has(name))) {
-      rulesChecked = true;
-      await warnUnmatchedRules(db, config);
-    }
-  };
   const rules = new RuleSet(config.rules);
   const argumentBytes = new Map(config.servers.map((s) => [s.name, s.maxArgumentBytes]));
   const broker = new CallBroker({
@@ -320,7 +286,8 @@ async function wireOnStore(
     broker,
     rules,
     notifier,
-    throttle: new LoginThrottle(db),
+    throttle: new LoginThrottle(db, { onRefused: (reason) => metrics.recordSignInFailure(reason) }),
+    metrics,
     agentMcp: new AgentMcpEndpoint({
       db,
       bus,
@@ -370,6 +337,7 @@ async function wireOnStore(
     await broker.start();
     // After the broker: calls it found interrupted at start are queued by now and go out with the rest.
     notifier.start();
+    notifier.onSettled((d) => metrics.recordDelivery(d.channel, d.status === "queued" ? "retry" : d.status));
     await manager.start();
     if (shared && opts.databaseUrl) {
       runtime.holding = await placeStdioServers({
@@ -389,21 +357,6 @@ async function wireOnStore(
     throw err;
   }
   return runtime;
-}
-
-/**
- * A rule whose globs match no tool the catalogue knows is probably a typo: said once, as a
- * warning, when every enabled server has listed its tools (a dark server's tools may still come).
- */
-async function warnUnmatchedRules(db: Db, config: GatehouseConfig): Promise<void> {
-  if (config.rules.length === 0) return;
-  const known = (await db.select({ name: tools.localName }).from(tools)).map((t) => t.name);
-  for (const name of rulesMatchingNoTool(config.rules, known)) {
-    const index = config.rules.findIndex((r) => r.name === name);
-    log.warn(
-      `rules[${index}] "${name}": its tools globs match no tool in the catalogue; check its "tools" for a typo`,
-    );
-  }
 }
 
 const KEY = Symbol.for("gatehouse.runtime");

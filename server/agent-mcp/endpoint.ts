@@ -15,7 +15,7 @@ import { asJsonIfQuick, tracked } from "./json-answer";
 import { resourceServers } from "./listings";
 import { ModernLeg, SHUTDOWN_ANSWER_MS, type VerifiedAgent } from "./modern";
 import { ListedResources } from "./resources";
-import { expectsOnlyItsResponse, readMessage, rpcError } from "./rpc";
+import { expectsOnlyItsResponse, readMessage, rpcError, tooManySessions } from "./rpc";
 import { createSession, type SessionParts } from "./session-factory";
 import { answerInFlight, answering, isBusy, type Session, SessionTable } from "./sessions";
 import { clientOf, restoreInitialized, StoredSessions } from "./stored-sessions";
@@ -97,6 +97,8 @@ export class AgentMcpEndpoint {
   private readonly debounceMs: number;
   private readonly jsonWindowMs: number;
   private readonly modern: ModernLeg;
+  /** 2025 sessions' GET streams open now (and GET requests on their way to being one). */
+  private getStreams = 0;
   private readonly unsubscribe: () => void;
   private readonly sweepTimer: NodeJS.Timeout;
   private debounceTimer: NodeJS.Timeout | null = null;
@@ -152,6 +154,11 @@ export class AgentMcpEndpoint {
     return this.sessions.count(tokenName);
   }
 
+  /** Open listen streams: 2025 sessions' GET streams and 2026-07-28 `subscriptions/listen` ones. */
+  listenStreamCount(): number {
+    return this.getStreams + this.modern.listenCount();
+  }
+
   /**
    * Handles one request to `/mcp` (GET, POST or DELETE) and returns the SDK transport's
    * response. `principal`: who the edge found these headers authenticate (only an agent's
@@ -194,7 +201,7 @@ export class AgentMcpEndpoint {
     const init = messages.find(isInitializeRequest);
     if (!init) return rpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required");
     const session = this.reserve(agent, req);
-    if (!session) return this.tooMany();
+    if (!session) return tooManySessions(this.maxSessionsPerToken);
     // Stored before the client learns the session's id, which it may take to another replica next.
     if (isJSONRPCRequest(init)) {
       session.transport.beforeAnswer(init.id, (answer) =>
@@ -221,15 +228,6 @@ export class AgentMcpEndpoint {
     return res;
   }
 
-  /** 429, not 503: the limit is this token's own, and Gatehouse itself is fine. */
-  private tooMany(): Response {
-    return rpcError(
-      429,
-      -32000,
-      `Too many sessions: this token has too many open sessions (${this.maxSessionsPerToken}), each with an open event stream or a request in flight (a call waiting for approval, say); end one with DELETE /mcp, or retry once one of them is over`,
-    );
-  }
-
   /**
    * Session `sid` of `agent`: the one held here, else the one brought back from its row (once,
    * however many of its requests come at once), else null (unknown, another token's, revoked or
@@ -252,7 +250,7 @@ export class AgentMcpEndpoint {
     if (!stored) return null;
     if (this.closed) return rpcError(503, -32000, "Gatehouse is stopping");
     const session = this.reserve(agent, req, stored.id);
-    if (!session) return this.tooMany();
+    if (!session) return tooManySessions(this.maxSessionsPerToken);
     try {
       await session.server.connect(session.transport);
       await restoreInitialized(session.server, session.transport, stored, req.url);
@@ -300,7 +298,9 @@ export class AgentMcpEndpoint {
     void this.stored.used(session);
     session.open++;
     // A GET is a listen stream, which no shutdown waits for.
-    const answered = req.method === "POST" ? answering(session) : () => undefined;
+    const listening = req.method === "GET";
+    if (listening) this.getStreams++;
+    const answered = listening ? () => void this.getStreams-- : answering(session);
     let res: Response;
     try {
       res = await session.transport.handleRequest(req, parsedBody === undefined ? undefined : { parsedBody });

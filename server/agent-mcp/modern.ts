@@ -147,6 +147,13 @@ export class ModernLeg {
     });
   }
 
+  /** Open `subscriptions/listen` streams. */
+  listenCount(): number {
+    let n = 0;
+    for (const e of this.open) if (e.listen) n++;
+    return n;
+  }
+
   /** Tells every open listen stream that asked for them which lists changed. */
   listsChanged(changed: { tools: boolean; servers: boolean }): void {
     if (changed.tools) this.handler.notify.toolsChanged();

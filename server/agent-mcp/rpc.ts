@@ -17,6 +17,18 @@ export function rpcError(
   );
 }
 
+/**
+ * The refusal of a session past a token's cap of `max`: 429, not 503, since the limit is this
+ * token's own and Gatehouse itself is fine.
+ */
+export function tooManySessions(max: number): Response {
+  return rpcError(
+    429,
+    -32000,
+    `Too many sessions: this token has too many open sessions (${max}), each with an open event stream or a request in flight (a call waiting for approval, say); end one with DELETE /mcp, or retry once one of them is over`,
+  );
+}
+
 /** A POST body as parsed JSON, or the JSON-RPC error answering a body too large or not JSON. */
 export async function readMessage(req: Request): Promise<{ parsed: unknown } | Response> {
   const body = await readJsonBody(req);

@@ -121,16 +121,24 @@ export class LoginThrottle {
   /** When this replica sweeps ended windows next (ms; 0: at the next admission). */
   private sweepAt = 0;
 
+  private readonly onRefused: ((reason: "bad_credentials" | "throttled") => void) | undefined;
+
   /**
    * @param db the store every replica shares.
-   * @param limits per name (default {@link PER_NAME}) and per address (default {@link PER_ADDRESS}).
+   * @param limits per name (default {@link PER_NAME}) and per address (default {@link PER_ADDRESS});
+   *   `onRefused` hears each attempt refused here: throttled, or settled as failed (metrics; must not throw).
    */
   constructor(
     private readonly db: Db,
-    limits: { perName?: Partial<ThrottleLimits>; perAddress?: Partial<ThrottleLimits> } = {},
+    limits: {
+      perName?: Partial<ThrottleLimits>;
+      perAddress?: Partial<ThrottleLimits>;
+      onRefused?: (reason: "bad_credentials" | "throttled") => void;
+    } = {},
   ) {
     this.names = new Kind("name:", { ...PER_NAME, ...limits.perName });
     this.addresses = new Kind("address:", { ...PER_ADDRESS, ...limits.perAddress });
+    this.onRefused = limits.onRefused;
   }
 
   /**
@@ -138,6 +146,15 @@ export class LoginThrottle {
    * anything. `address` null (no edge told us, as under `next dev`): per name only.
    */
   async begin(who: { name: string; address: string | null }, now = Date.now()): Promise<SignInAttempt> {
+    try {
+      return await this.admit(who, now);
+    } catch (err) {
+      if (err instanceof TooManyAttempts) this.onRefused?.("throttled");
+      throw err;
+    }
+  }
+
+  private async admit(who: { name: string; address: string | null }, now: number): Promise<SignInAttempt> {
     const name = `${this.names.prefix}${who.name.toLowerCase()}`;
     const address = who.address === null ? null : `${this.addresses.prefix}${addressBucket(who.address)}`;
     await this.sweep(now);
@@ -161,7 +178,9 @@ export class LoginThrottle {
       },
       // Counted when admitted: a failure leaves the counts as they are.
       failed: async () => {
+        if (settled) return;
         settled = true;
+        this.onRefused?.("bad_credentials");
       },
     };
   }

@@ -206,6 +206,7 @@ export class CallBroker {
     });
     const running = stored as CallRow | null;
     if (!running) throw new Error(`call ${call.id} was not stored`);
+    this.deps.bus.recordCall({ from: null, call: running });
     if (running.status === "refused") {
       // Committed before the caller hears of it.
       this.deps.bus.publish({ type: "call", id: call.id, status: "refused" });
@@ -250,6 +251,7 @@ export class CallBroker {
       });
     }
     this.deps.bus.publish({ type: "call", id: call.id, status: outcome.stored.status });
+    this.deps.bus.recordCall({ from: "running", call: { ...call, ...outcome.stored } });
     return outcome;
   }
 

@@ -146,7 +146,10 @@ export async function transition<F extends MovableStatus>(
     },
     { wait: spec.wait },
   );
-  for (const row of moved) bus.publish({ type: "call", id: row.id, status: spec.to });
+  for (const row of moved) {
+    bus.publish({ type: "call", id: row.id, status: spec.to });
+    bus.recordCall({ from: spec.from, call: row });
+  }
   return moved;
 }
 

@@ -188,6 +188,14 @@ export interface GatehouseConfig {
   notifications: NotificationsConfig;
   /** `rules`: tried in order, the first that matches decides a call; [] when absent. */
   rules: RuleConfig[];
+  /** `metrics`: the scrape token of `/metrics`; absent when the file has none (owners only). */
+  metrics?: MetricsConfig;
+}
+
+/** `metrics` (PRODUCT.md §15). */
+export interface MetricsConfig {
+  /** The expanded scrape token (a secret: registered for redaction, never shown). */
+  token: string;
 }
 
 /** What a rule does with a call it matches. */

@@ -1,6 +1,7 @@
 import "server-only";
 import { childPath } from "./display";
 import { writeRefs } from "./expand";
+import { readMetrics } from "./metrics";
 import { CATALOGUE_WEBHOOK_URL, readNotifications } from "./notifications";
 import type { Json } from "./readers";
 import {
@@ -37,7 +38,15 @@ import type {
  * must never reach a message — all easier to guarantee when each check writes its own text.
  */
 
-const TOP_KEYS = ["mcpServers", "approvals", "catalogue", "agentEndpoint", "notifications", "rules"] as const;
+const TOP_KEYS = [
+  "mcpServers",
+  "approvals",
+  "catalogue",
+  "agentEndpoint",
+  "notifications",
+  "rules",
+  "metrics",
+] as const;
 const APPROVAL_KEYS = ["expireAfterSeconds", "waitSeconds", "selfApproval"] as const;
 const CATALOGUE_KEYS = ["descriptionMaxChars", "refreshSeconds", "webhook", "webhookAllowPrivate"] as const;
 
@@ -122,12 +131,14 @@ export function validateConfig(raw: unknown, opts: ValidateOptions): ConfigResul
     issues,
   );
   const rules = readRules(raw, issues);
+  const metrics = readMetrics(raw, opts.env, issues);
 
   const config: GatehouseConfig | null =
     issues.errors.length === 0
       ? { path: opts.path ?? "", servers, approvals, catalogue, notifications, rules }
       : null;
   if (config && agentEndpoint) config.agentEndpoint = agentEndpoint;
+  if (config && metrics) config.metrics = metrics;
   return { config, errors: issues.errors, warnings: issues.warnings };
 }
 

@@ -10,7 +10,14 @@ import * as callsApi from "./calls-api";
 import { answerHealth, HEALTH_PATHS } from "./health";
 import { answerHot, type HotPathOptions, type RouteHandler } from "./hot-path";
 import * as mcpApi from "./mcp-api";
-import { BRIDGE_MAX_BODY_BYTES, clientAddressStamper, readBody, sendResponse } from "./node-bridge";
+import { answerMetrics, METRICS_PATH } from "./metrics";
+import {
+  BRIDGE_MAX_BODY_BYTES,
+  clientAddressStamper,
+  headersOf,
+  readBody,
+  sendResponse,
+} from "./node-bridge";
 import { PAGE_URL_HEADER } from "./page-url";
 import { edgePeers, refuseHost } from "./peers";
 import securityHeaders from "./security-headers.json";
@@ -38,6 +45,12 @@ export interface FrontDoorOptions {
    * probes address a replica by its own address, and the answers say nothing but up or not.
    */
   health?: (path: string) => Promise<Response>;
+  /**
+   * `/metrics` (./metrics), or none. Not under the Host check: Prometheus scrapes each replica by
+   * its own address. Its own credentials let a scrape in: the scrape token, or an owner's session
+   * cookie (which a page reaching Gatehouse through DNS rebinding never has).
+   */
+  metrics?: (headers: Headers) => Promise<Response>;
 }
 
 /**
@@ -59,6 +72,13 @@ export function frontDoor(opts: FrontDoorOptions): Listener {
     if (opts.health && HEALTH_PATHS.has(pathname) && (req.method === "GET" || req.method === "HEAD")) {
       void opts
         .health(pathname)
+        .then((answer) => sendResponse(res, answer, opts.hotOptions.extraHeaders))
+        .catch(() => res.destroy());
+      return;
+    }
+    if (opts.metrics && pathname === METRICS_PATH && (req.method === "GET" || req.method === "HEAD")) {
+      void opts
+        .metrics(headersOf(req))
         .then((answer) => sendResponse(res, answer, opts.hotOptions.extraHeaders))
         .catch(() => res.destroy());
       return;
@@ -173,5 +193,10 @@ export function gatehouseListener(
     stampClientAddress: clientAddressStamper(env),
     internal: runtime.answerInternal,
     health: (path) => answerHealth(path, runtime),
+    metrics: (headers) =>
+      answerMetrics(headers, {
+        ...runtime,
+        ...(runtime.config.metrics ? { scrapeToken: runtime.config.metrics.token } : {}),
+      }),
   });
 }

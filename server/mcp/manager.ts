@@ -5,7 +5,7 @@ import { GatehouseError } from "@/lib/errors";
 import type { GatehouseConfig, ServerConfig } from "../config";
 import type { Logger } from "../log";
 import { type Forwarder, RemoteSupervisor } from "./remote";
-import type { HistoryStore, SupervisorDeps, SupervisorSnapshot } from "./supervision";
+import type { HistoryStore, SupervisorDeps, SupervisorSnapshot, UpstreamObserver } from "./supervision";
 import { ServerSupervisor } from "./supervisor";
 
 /** A server as the manager hands it out: supervised here, or run by another replica. */
@@ -28,6 +28,11 @@ export interface ManagerDeps {
    * replica holds it. Absent: every server runs here.
    */
   placement?: { forwarder: Forwarder };
+  /**
+   * Hears every `tools/call` (forwarded ones included, timed here) and every `tools/list` of a
+   * server supervised here (metrics); must not throw.
+   */
+  onUpstream?: UpstreamObserver;
 }
 
 /** A progress notification of a running tool call, as the tool server sent it. */
@@ -161,6 +166,7 @@ export class McpManager {
       backoff: deps.backoff,
       ...(deps.signIn ? { signIn: deps.signIn } : {}),
       ...(history ? { history } : {}),
+      ...(deps.onUpstream ? { onUpstream: deps.onUpstream } : {}),
     });
   }
 
@@ -244,7 +250,18 @@ export class McpManager {
   ): Promise<CallToolResult> {
     const { reconnect, ...callOpts } = opts;
     const supervisor = reconnect ? await this.reachable(server, reconnect) : this.get(server);
-    return supervisor.callTool(tool, args, callOpts);
+    const observe = this.deps.onUpstream;
+    if (!observe) return supervisor.callTool(tool, args, callOpts);
+    // Timed from the request, after any wait for the server to come back: the server's own time.
+    const started = performance.now();
+    try {
+      const result = await supervisor.callTool(tool, args, callOpts);
+      observe(server, "tools/call", "ok", (performance.now() - started) / 1000);
+      return result;
+    } catch (err) {
+      observe(server, "tools/call", upstreamOutcome(err), (performance.now() - started) / 1000);
+      throw err;
+    }
   }
 
   /**
@@ -308,4 +325,9 @@ export class McpManager {
   get servers(): readonly ServerConfig[] {
     return this.config.servers;
   }
+}
+
+/** How a failed request to a tool server is counted: its deadline passed, or it failed otherwise. */
+export function upstreamOutcome(err: unknown): "timeout" | "error" {
+  return err instanceof GatehouseError && err.code === "upstream_timeout" ? "timeout" : "error";
 }

@@ -12,10 +12,10 @@ import type { ServerConfig } from "../config";
 import type { Logger } from "../log";
 import { requestErrorForAgents, unavailableForAgents } from "./agent-facing";
 import { answerOf, progressRoute } from "./client";
-import { classifyFailure, failureContext, SessionLostError, unreached } from "./failures";
+import { classifyFailure, failureContext, requestTimedOut, SessionLostError, unreached } from "./failures";
 import { collectPages } from "./pages";
 import { isSignInRequired } from "./sign-in";
-import { MAX_LIST_TTL_MS, MAX_TOOL_PAGES, watchUntil } from "./supervision";
+import { MAX_LIST_TTL_MS, MAX_TOOL_PAGES, type UpstreamObserver, watchUntil } from "./supervision";
 
 // The requests made over a supervisor's connection (the tool listing, tool calls, reads), and what
 // the last listing left, apart from the state machine in supervisor.ts that keeps it up.
@@ -42,6 +42,8 @@ export interface RequestHost {
   scheduleRefresh(): void;
   /** Receives every complete tool list of the live connection (awaited); must not throw or reject. */
   onTools(tools: Tool[]): void | Promise<void>;
+  /** Hears each listing's time and outcome (metrics); must not throw. */
+  onUpstream?: UpstreamObserver;
 }
 
 /**
@@ -115,7 +117,23 @@ export class ServerRequests {
   async listTools(gen: number): Promise<void> {
     const { client } = this.host.connection();
     if (!client) return;
-    const { tools, freshForMs } = await listToolPages(client, this.host.config.timeoutMs);
+    const started = performance.now();
+    const observe = (outcome: "ok" | "timeout" | "error") =>
+      this.host.onUpstream?.(
+        this.host.config.name,
+        "tools/list",
+        outcome,
+        (performance.now() - started) / 1000,
+      );
+    let listing: Awaited<ReturnType<typeof listToolPages>>;
+    try {
+      listing = await listToolPages(client, this.host.config.timeoutMs);
+    } catch (err) {
+      observe(requestTimedOut(err) ? "timeout" : "error");
+      throw err;
+    }
+    observe("ok");
+    const { tools, freshForMs } = listing;
     if (gen !== this.host.connection().gen) return;
     this.freshUntil = Date.now() + freshForMs;
     this.listed = tools.length;

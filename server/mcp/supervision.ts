@@ -92,7 +92,20 @@ export interface SupervisorDeps {
   signIn?: SignInSource;
   /** Keeps the history across restarts; without one it lasts as long as the process. */
   history?: HistoryStore;
+  /** Hears how long each `tools/list` request took and how it ended (metrics); must not throw. */
+  onUpstream?: UpstreamObserver;
 }
+
+/**
+ * Hears one request to a tool server: its method, how it ended (`ok`, `timeout`, or any other
+ * `error`) and how long it took (s). Must not throw.
+ */
+export type UpstreamObserver = (
+  server: string,
+  method: "tools/call" | "tools/list",
+  outcome: "ok" | "timeout" | "error",
+  seconds: number,
+) => void;
 
 /** Delay before retry number `attempt` (1-based), with jitter from `random` in [0, 1). */
 export function backoffDelay(

@@ -99,6 +99,7 @@ export class ServerSupervisor {
       failWith: (gen, err) => this.failWith(gen, err),
       scheduleRefresh: () => this.scheduleRefresh(),
       onTools: (tools) => this.deps.onTools(this.config, tools),
+      ...(deps.onUpstream ? { onUpstream: deps.onUpstream } : {}),
     });
   }
 

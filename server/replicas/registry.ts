@@ -21,6 +21,11 @@ export interface ReplicaInfo {
 }
 
 /** A new replica's id: random, so a restarted process is a new replica. */
+/** How a replica is named to people (the Servers page, logs, the metrics' `replica` label): its host and process. */
+export function replicaLabel(): string {
+  return `${hostname()} pid ${process.pid}`;
+}
+
 export function newReplicaId(): string {
   return randomBytes(8).toString("hex");
 }
@@ -133,7 +138,7 @@ export class ReplicaRegistry {
     const row = {
       id: this.id,
       address: this.opts.address,
-      label: `${hostname()} pid ${process.pid}`,
+      label: replicaLabel(),
     };
     await this.db
       .insert(replicas)

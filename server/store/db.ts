@@ -41,7 +41,12 @@ interface Handle {
    * statements run on (the pool for the store, the transaction's own connection for a transaction).
    */
   pg?: PgBinding;
+  /** A store's own handle only (never a transaction's): hears each of its transactions (see {@link observeTransactions}). */
+  onTransaction?: TransactionObserver;
 }
+
+/** Hears one transaction of a store: committed or rolled back, and how long it took with its retries (s). */
+export type TransactionObserver = (outcome: "committed" | "rolled_back", seconds: number) => void;
 
 /** Where a PostgreSQL handle's statements run: see {@link pgBindingOf}. */
 export interface PgBinding {
@@ -106,7 +111,28 @@ export function transaction<T>(
   fn: (tx: Db) => Promise<T>,
   opts: TransactionOptions = {},
 ): Promise<T> {
-  return handleOf(db).transaction(fn, opts);
+  const handle = handleOf(db);
+  const observe = handle.onTransaction;
+  if (!observe) return handle.transaction(fn, opts);
+  const started = performance.now();
+  return handle.transaction(fn, opts).then(
+    (value) => {
+      observe("committed", (performance.now() - started) / 1000);
+      return value;
+    },
+    (err: unknown) => {
+      observe("rolled_back", (performance.now() - started) / 1000);
+      throw err;
+    },
+  );
+}
+
+/**
+ * Has `observer` hear every transaction of store `db` from now on (nested ones are part of
+ * theirs): the metrics' store latency. One observer per store; a second replaces the first.
+ */
+export function observeTransactions(db: Db, observer: TransactionObserver): void {
+  handleOf(db).onTransaction = observer;
 }
 
 /** The first row `query` returns, or undefined: SQLite's `.get()`, on either store. */

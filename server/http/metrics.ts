@@ -1,0 +1,152 @@
+import "server-only";
+import { createHash, timingSafeEqual } from "node:crypto";
+import { count, eq } from "drizzle-orm";
+import { serverStates } from "@/lib/api-types";
+import type { AgentMcpEndpoint } from "../agent-mcp/endpoint";
+import { authenticate } from "../auth/access";
+import type { McpManager } from "../mcp/manager";
+import type { Metrics } from "../metrics";
+import { forwardedHttps } from "../request";
+import { type Db, first } from "../store/db";
+import { calls } from "../store/schema";
+import { json } from "./route";
+
+/** The path Prometheus scrapes. */
+export const METRICS_PATH = "/metrics";
+
+/** How long a scrape waits for the store's answer before it leaves the store's gauges out (ms). */
+export const STORE_GAUGE_MS = 1_000;
+
+/** What a scrape reads besides the counters: the runtime's parts, by what each gives. */
+export interface ScrapeSources {
+  db: Db;
+  metrics: Metrics;
+  manager: Pick<McpManager, "list">;
+  agentMcp: Pick<AgentMcpEndpoint, "sessionCount" | "listenStreamCount">;
+  /** `metrics.token` of the config, when set. */
+  scrapeToken?: string;
+}
+
+/** The gauges registered on each process's metrics, once: read from their sources at each scrape. */
+const registered = new WeakSet<Metrics>();
+
+/**
+ * Registers the gauges a scrape reads at that moment: pending calls (from the store, so every
+ * replica tells the same number; left out, with `gatehouse_store_up 0`, when the store does not
+ * answer within {@link STORE_GAUGE_MS}), each server's state (one series per state, 1 for the
+ * current one: the states this replica sees), `/mcp` sessions and listen streams (this replica's).
+ */
+function registerGauges(src: ScrapeSources): void {
+  const { metrics } = src;
+  if (registered.has(metrics)) return;
+  registered.add(metrics);
+  const storeUp = metrics.gauge({
+    name: "gatehouse_store_up",
+    help: "Whether the store answered this scrape's query in time (1) or not (0).",
+    labelNames: [],
+    async collect() {},
+  });
+  metrics.gauge({
+    name: "gatehouse_pending_calls",
+    help: "Calls waiting for a reviewer now (the store's count: the same on every replica).",
+    labelNames: [],
+    async collect() {
+      const pending = await pendingCalls(src.db);
+      storeUp.set(pending === null ? 0 : 1);
+      if (pending === null) this.reset();
+      else this.set(pending);
+    },
+  });
+  metrics.gauge({
+    name: "gatehouse_server_state",
+    help: "Each configured server's state as this replica sees it: 1 for its current state, 0 for the others.",
+    labelNames: ["server", "state"],
+    async collect() {
+      this.reset();
+      for (const { config, status } of src.manager.list()) {
+        const server = metrics.bounds.server(config.name);
+        for (const state of serverStates) this.set({ server, state }, status.state === state ? 1 : 0);
+      }
+    },
+  });
+  metrics.gauge({
+    name: "gatehouse_mcp_sessions",
+    help: "2025 /mcp sessions this replica holds in memory.",
+    labelNames: [],
+    async collect() {
+      this.set(src.agentMcp.sessionCount());
+    },
+  });
+  metrics.gauge({
+    name: "gatehouse_mcp_listen_streams",
+    help: "Open /mcp listen streams on this replica (2025 GET streams and 2026-07-28 subscriptions/listen).",
+    labelNames: [],
+    async collect() {
+      this.set(src.agentMcp.listenStreamCount());
+    },
+  });
+}
+
+/** The count of pending calls, or null when the store did not answer within {@link STORE_GAUGE_MS}. */
+async function pendingCalls(db: Db): Promise<number | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), STORE_GAUGE_MS);
+  });
+  const counted = first(db.select({ n: count() }).from(calls).where(eq(calls.status, "pending")))
+    .then((row) => Number(row?.n ?? 0))
+    .catch(() => null);
+  try {
+    return await Promise.race([counted, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * `GET /metrics`: the Prometheus text of this process, for an owner's session or the scrape
+ * token (`Authorization: Bearer <metrics.token>`). Anything else is 401 and reads nothing, so an
+ * unauthenticated scrape costs no query. An agent's token is no scrape token, nor is a reviewer's
+ * session (403): the numbers describe every agent and server.
+ */
+export async function answerMetrics(headers: Headers, src: ScrapeSources): Promise<Response> {
+  const allowed = await mayScrape(headers, src);
+  if (allowed !== true) return allowed;
+  registerGauges(src);
+  const text = await src.metrics.registry.metrics();
+  return new Response(text, {
+    status: 200,
+    headers: { "content-type": src.metrics.registry.contentType, "cache-control": "no-store" },
+  });
+}
+
+async function mayScrape(headers: Headers, src: ScrapeSources): Promise<true | Response> {
+  const bearer = /^Bearer\s+(\S+)$/i.exec(headers.get("authorization")?.trim() ?? "")?.[1];
+  if (bearer !== undefined && src.scrapeToken !== undefined && sameSecret(bearer, src.scrapeToken))
+    return true;
+  const principal = await authenticate(src.db, headers, forwardedHttps(headers));
+  if (principal?.kind === "user" && principal.user.roles.includes("owner")) return true;
+  if (principal?.kind === "user") {
+    return json(
+      { error: { code: "forbidden", message: "only owners (or the scrape token) may read /metrics" } },
+      403,
+    );
+  }
+  return json(
+    {
+      error: {
+        code: "unauthenticated",
+        message:
+          "/metrics needs the scrape token (metrics.token in gatehouse.json) as a Bearer token, or an owner's session",
+      },
+    },
+    401,
+    { "www-authenticate": 'Bearer realm="gatehouse-metrics"' },
+  );
+}
+
+/** Compares two secrets in time independent of where they differ (by their digests: lengths may differ). */
+function sameSecret(a: string, b: string): boolean {
+  const digest = (s: string) => createHash("sha256").update(s).digest();
+  return timingSafeEqual(digest(a), digest(b));
+}
