@@ -26,6 +26,7 @@ import { launchBrowser, signedIn } from "./browser";
 import type { CallerSpec } from "./caller";
 import { openDashboards } from "./dashboards";
 import { type Gatehouse, startGatehouse } from "./gatehouse";
+import { benchObservability } from "./observability";
 import { benchReplicas } from "./replicas";
 import {
   freePort,
@@ -43,7 +44,8 @@ const smoke = process.argv.includes("--smoke");
 const startedAt = performance.now();
 /**
  * `--only=minimal,gatehouse` runs just those sections (the first word of each as printed:
- * floor, minimal, gatehouse, dashboards, supergateway, dial, catalogue, memory, soak, tools, replicas) and writes
+ * floor, minimal, gatehouse, dashboards, supergateway, dial, catalogue, memory, soak, tools, replicas,
+ * observability) and writes
  * bench/results/partial.json; the default is all of them.
  */
 const only = process.argv
@@ -538,12 +540,20 @@ if (want("tools")) {
 // 9. PostgreSQL: one replica and two on one database against SQLite, and approvals across replicas
 // (bench/replicas.ts); its table is printed after the main one.
 let replicaLines: string[] = [];
+let observabilityLines: string[] = [];
 if (want("replicas")) {
   console.log("replicas");
   const r = await benchReplicas({ ...SIZE, repeatBaseline: !smoke, pairs: smoke ? 1 : 3 }, CONCURRENCY);
   replicaLines = r.lines;
   extra.replicas = { rows: r.rows, approvals: r.approvals };
   notes.push(...r.notes);
+}
+
+if (want("observability")) {
+  console.log("observability");
+  const o = await benchObservability({ ...SIZE, pairs: smoke ? 1 : 3 }, CONCURRENCY, echoServer);
+  observabilityLines = o.lines;
+  extra.observability = { rows: o.rows };
 }
 
 // The table. "rps/peer" compares with supergateway in this run, sending the same kind of
@@ -571,6 +581,7 @@ if (rows.length > 0) {
   );
 }
 if (replicaLines.length > 0) console.log(`\n${replicaLines.join("\n")}`);
+if (observabilityLines.length > 0) console.log(`\n${observabilityLines.join("\n")}`);
 for (const n of notes) console.log(`note: ${n}`);
 console.log(`benchmark took ${((performance.now() - startedAt) / 1000).toFixed(0)} s`);
 await shared.httpEcho?.stop();

@@ -16,6 +16,7 @@ import {
 import { dbPathFromEnv } from "./store/db";
 import { describeLocation, type StoreLocation, storeLocation } from "./store/location";
 import { StoreInUseError } from "./store/lock";
+import { otlpEndpoint, startTracing, stopTracing } from "./tracing";
 
 const log = logger("boot");
 
@@ -66,6 +67,14 @@ export async function boot({ announce = true }: { announce?: boolean } = {}): Pr
   if (result.warnings.length > 0)
     log.warn(`config warnings\n${formatIssues({ config: null, errors: [], warnings: result.warnings })}`);
   registerSecrets(secretKeyValues(process.env));
+  try {
+    // Before anything else starts, so every request is traced; nothing is loaded when it is unset.
+    if (await startTracing(process.env))
+      log.info(`traces go to ${new URL(otlpEndpoint(process.env) ?? "").origin} (OTLP/HTTP)`);
+  } catch (err) {
+    process.stderr.write(`Gatehouse cannot start: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  }
   let runtime: Runtime;
   let secretKey: SecretKey;
   let location: StoreLocation;
@@ -83,6 +92,7 @@ export async function boot({ announce = true }: { announce?: boolean } = {}): Pr
       secretKey,
       internalUrl: replica.internalUrl,
       replicaLeaseMs: replica.leaseMs,
+      metrics: process.env.GATEHOUSE_METRICS?.trim().toLowerCase() !== "off",
     });
   } catch (err) {
     // Another Gatehouse owns the store, the key is refused, the store is unreachable or newer:
@@ -114,7 +124,10 @@ export async function boot({ announce = true }: { announce?: boolean } = {}): Pr
     }
     stoppingSince = Date.now();
     log.info(`${signal}: stopping tool servers`);
-    void runtime.stop().finally(() => process.exit(0));
+    void runtime
+      .stop()
+      .then(() => stopTracing())
+      .finally(() => process.exit(0));
   };
   for (const signal of STOP_SIGNALS) process.on(signal, shutdown);
   // A promise nobody awaited that failed is a bug, but one that must not stop every agent's

@@ -87,13 +87,16 @@ export class Metrics {
   private readonly signInFailures: Counter<"reason">;
   private readonly transactions: Histogram<"outcome">;
 
+  /** False when the operator turned metrics off (`GATEHOUSE_METRICS=off`): nothing is recorded or served. */
+  readonly enabled: boolean;
+
   /**
    * @param servers the configured servers' names (label values).
    * @param replica this replica's label, or null for a single process (no `replica` label).
-   * @param processMetrics whether to collect Node's process metrics (default true; tests that
-   *   make many registries turn it off).
+   * @param enabled default true; false records nothing (every `record…` returns at once).
    */
-  constructor(servers: Iterable<string>, replica: string | null, processMetrics = true) {
+  constructor(servers: Iterable<string>, replica: string | null, enabled = true) {
+    this.enabled = enabled;
     this.bounds = new LabelBounds(servers);
     const registers = [this.registry];
     if (replica !== null) this.registry.setDefaultLabels({ replica });
@@ -148,7 +151,7 @@ export class Metrics {
       buckets: STORE_BUCKETS,
       registers,
     });
-    if (processMetrics) collectDefaultMetrics({ register: this.registry, prefix: "gatehouse_" });
+    if (enabled) collectDefaultMetrics({ register: this.registry, prefix: "gatehouse_" });
   }
 
   /**
@@ -157,6 +160,7 @@ export class Metrics {
    * the request, and said how it was made.
    */
   recordCall({ from, call }: CallFact, now = Date.now()): void {
+    if (!this.enabled) return;
     // A call for a tool the catalogue does not know is stored with no server.
     const known = call.server !== "";
     const server = known ? this.bounds.server(call.server) : OTHER;
@@ -174,6 +178,8 @@ export class Metrics {
     outcome: UpstreamOutcome,
     seconds: number,
   ): void {
+    if (!this.enabled) return;
+    if (!this.enabled) return;
     this.upstream.observe({ server, method, outcome }, seconds);
   }
 
@@ -183,6 +189,8 @@ export class Metrics {
     outcome: "ok" | "error",
     changes: { added: number; changed: number; removed: number } = { added: 0, changed: 0, removed: 0 },
   ): void {
+    if (!this.enabled) return;
+    if (!this.enabled) return;
     this.refreshes.inc({ server, outcome });
     for (const change of ["added", "changed", "removed"] as const) {
       if (changes[change] > 0) this.catalogueChanges.inc({ server, change }, changes[change]);
@@ -191,16 +199,19 @@ export class Metrics {
 
   /** A notification delivery attempt to a `destination` kind ended as `outcome`. */
   recordDelivery(destination: "webhook" | "email", outcome: "delivered" | "retry" | "failed"): void {
+    if (!this.enabled) return;
     this.deliveries.inc({ destination, outcome });
   }
 
   /** A sign-in was refused. */
   recordSignInFailure(reason: "bad_credentials" | "throttled"): void {
+    if (!this.enabled) return;
     this.signInFailures.inc({ reason });
   }
 
   /** A store transaction took `seconds`. */
   recordTransaction(outcome: "committed" | "rolled_back", seconds: number): void {
+    if (!this.enabled) return;
     this.transactions.observe({ outcome }, seconds);
   }
 

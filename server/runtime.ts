@@ -88,6 +88,8 @@ export interface RuntimeOptions {
   internalUrl?: string;
   /** How long a replica may miss heartbeats before the others take it for dead. Default 15 s. */
   replicaLeaseMs?: number;
+  /** `GATEHOUSE_METRICS=off` gives false: nothing is counted and `/metrics` is 404. Default true. */
+  metrics?: boolean;
 }
 
 /**
@@ -177,6 +179,7 @@ async function wireOnStore(
   const metrics = new Metrics(
     config.servers.map((s) => s.name),
     shared ? replicaLabel() : null,
+    opts.metrics !== false,
   );
   bus.observeCalls((fact) => metrics.recordCall(fact));
   observeTransactions(db, (outcome, seconds) => metrics.recordTransaction(outcome, seconds));

@@ -14,6 +14,7 @@ import { watchingCallStarts } from "../calls/run";
 import { cleanDescription } from "../catalogue/definition";
 import type { CallProgressEvent, EventBus } from "../events";
 import type { Logger } from "../log";
+import { inSpan } from "../tracing";
 import { linkResult } from "./links";
 import type { ResourceDeps } from "./listings";
 import type { ListedResources } from "./resources";
@@ -315,7 +316,28 @@ class AgentProgress {
  * reviewer at once instead of holding the request (a 2026-07-28 task, tasks.ts); absent, the
  * call is held.
  */
-export async function callTool<Pending = never>(
+export function callTool<Pending = never>(
+  ctx: CallContext,
+  params: { name: string; arguments?: Record<string, unknown> },
+  req: CallRequest,
+  links: LinkContext,
+  answerPending?: (call: CallView) => Pending,
+): Promise<CallToolResult | Pending> {
+  const attributes = {
+    "mcp.method.name": "tools/call",
+    "gen_ai.tool.name": params.name,
+    "gen_ai.operation.name": "execute_tool",
+    "jsonrpc.request.id": String(req.mcpReq.id),
+  };
+  // A client may carry its trace in the request's _meta (as the MCP conventions say) rather than a header.
+  const carried = (req.mcpReq._meta as { traceparent?: unknown } | undefined)?.traceparent;
+  const traceparent = typeof carried === "string" ? carried : null;
+  return inSpan(`tools/call ${params.name}`, { kind: "server", attributes, traceparent }, () =>
+    answerCall(ctx, params, req, links, answerPending),
+  );
+}
+
+async function answerCall<Pending>(
   ctx: CallContext,
   params: { name: string; arguments?: Record<string, unknown> },
   req: CallRequest,

@@ -8,6 +8,7 @@ import type { Logger } from "../log";
 import type { RuleSet } from "../rules";
 import type { Db, TransactionOptions } from "../store/db";
 import { WriteBatch } from "../store/write-batch";
+import { rememberCallTrace } from "../tracing";
 import { approve } from "./approve";
 import { recordedArguments } from "./arguments";
 import { writeBirth } from "./birth";
@@ -215,6 +216,7 @@ export class CallBroker {
     }
     const toolNow = { description: row?.description ?? null, definitionHash: row?.definitionHash ?? null };
     if (running.status === "pending") {
+      rememberCallTrace(call.id);
       this.deps.bus.publish({ type: "call", id: call.id, status: "pending" });
       return { httpStatus: 202, call: toView(running, toolNow) };
     }

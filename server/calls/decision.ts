@@ -7,6 +7,7 @@ import { type CoverQuery, findCoveringGrant, type GrantRow } from "../grants";
 import type { RuleMatch, RuleSet, RuleSkip } from "../rules";
 import type { Db } from "../store/db";
 import type { tools } from "../store/schema";
+import { inSpan } from "../tracing";
 import { argumentsDigest, checkArguments } from "./arguments";
 import type { Requester } from "./call-row";
 
@@ -114,11 +115,18 @@ export function coverQuery(requester: Requester, row: ToolRow, args: Record<stri
  *
  * Reads only; nothing is written and no grant use is taken here.
  */
-export async function decideCall(
-  deps: DecisionDeps,
-  input: DecisionInput,
-  now = new Date(),
-): Promise<Decided> {
+export function decideCall(deps: DecisionDeps, input: DecisionInput, now = new Date()): Promise<Decided> {
+  return inSpan("decide", {}, async (span) => {
+    const decided = await decide(deps, input, now);
+    const { decision } = decided;
+    span.setAttribute("gatehouse.decision", decision.outcome);
+    if (decision.outcome === "run") span.setAttribute("gatehouse.decided_by", decision.by);
+    if (decision.rule) span.setAttribute("gatehouse.rule", decision.rule);
+    return decided;
+  });
+}
+
+async function decide(deps: DecisionDeps, input: DecisionInput, now: Date): Promise<Decided> {
   const { db } = deps;
   const row = await getToolRow(db, input.tool);
   const problem = await callProblem(row, input.tool, db);

@@ -11,6 +11,7 @@ import type { ReconnectWait, ReconnectWaitOptions } from "../mcp/manager";
 import type { Db } from "../store/db";
 import { calls, replicas } from "../store/schema";
 import type { WriteBatch } from "../store/write-batch";
+import { inCallSpan } from "../tracing";
 import {
   type CallNotify,
   type CallRow,
@@ -170,7 +171,16 @@ function waitedText(server: string, wait: ReconnectWait): string {
  * and it is never re-run. A read-only call failing that way is `failed`: nothing it may have done
  * needs a reviewer. A call refused before anything was sent is `failed` either way.
  */
-export async function runCall(
+export function runCall(deps: RunDeps, call: RunnableCall): ReturnType<typeof runNow> {
+  // Traced as part of the agent's request, even when a reviewer's approval runs it later.
+  return inCallSpan(call.id, "run", { attributes: { "gatehouse.call.id": call.id } }, async (span) => {
+    const outcome = await runNow(deps, call);
+    span.setAttribute("gatehouse.call.status", outcome.stored.status);
+    return outcome;
+  });
+}
+
+async function runNow(
   deps: RunDeps,
   call: RunnableCall,
 ): Promise<{ stored: OutcomeColumns & { status: RunStatus }; full: unknown; moved: boolean }> {

@@ -2,6 +2,7 @@ import "server-only";
 import { type CallView, isFinalCallStatus as isFinal } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import type { EventBus } from "../events";
+import { inSpan } from "../tracing";
 
 /** What a wait on a call reads: the bus its moves are published on, and its view (null: none). */
 export interface WaitSource {
@@ -14,7 +15,20 @@ export interface WaitSource {
  * aborts, whichever is first; woken by the event bus, never by polling. `call_not_found` when
  * there is no such call.
  */
-export async function untilFinal(
+export function untilFinal(
+  source: WaitSource,
+  id: string,
+  seconds: number,
+  signal?: AbortSignal,
+): Promise<CallView> {
+  return inSpan("wait for review", { attributes: { "gatehouse.call.id": id } }, async (span) => {
+    const view = await waitFinal(source, id, seconds, signal);
+    span.setAttribute("gatehouse.call.status", view.status);
+    return view;
+  });
+}
+
+async function waitFinal(
   source: WaitSource,
   id: string,
   seconds: number,

@@ -2,6 +2,7 @@ import "server-only";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Principal } from "../auth/access";
 import { forwardedHttps } from "../request";
+import { inSpan, tracing } from "../tracing";
 import { BRIDGE_MAX_BODY_BYTES, headersOf, readBody, sendResponse, webRequest } from "./node-bridge";
 import { errorResponse, type HandlerContext, payloadTooLarge, type RouteHandlerFn } from "./route";
 
@@ -32,7 +33,31 @@ const EMPTY = Buffer.alloc(0);
  * working credential. An unexpected failure is answered 500 (and logged by `errorResponse`)
  * while the client is still there; a client that left gets nothing.
  */
-export async function answerHot(
+export function answerHot(
+  req: IncomingMessage,
+  res: ServerResponse,
+  handler: RouteHandler,
+  opts: HotPathOptions,
+): Promise<void> {
+  if (!tracing()) return answer(req, res, handler, opts);
+  // One span per agent request, continuing the trace the agent sent.
+  const path = (req.url ?? "/").split("?")[0] ?? "/";
+  const method = req.method ?? "GET";
+  return inSpan(
+    `${method} ${path}`,
+    {
+      kind: "server",
+      traceparent: typeof req.headers.traceparent === "string" ? req.headers.traceparent : null,
+      attributes: { "http.request.method": method, "url.path": path },
+    },
+    async (span) => {
+      await answer(req, res, handler, opts);
+      span.setAttribute("http.response.status_code", res.statusCode);
+    },
+  );
+}
+
+async function answer(
   req: IncomingMessage,
   res: ServerResponse,
   handler: RouteHandler,
@@ -41,7 +66,13 @@ export async function answerHot(
   try {
     const headers = headersOf(req);
     let body: Buffer | null = Buffer.alloc(0);
-    const principal = await opts.authenticate(headers);
+    const principal = tracing()
+      ? await inSpan("authenticate", {}, async (span) => {
+          const found = await opts.authenticate(headers);
+          span.setAttribute("gatehouse.authenticated", found?.kind ?? "nobody");
+          return found;
+        })
+      : await opts.authenticate(headers);
     if (principal === null) {
       // The body stays unread, so the connection cannot carry another request.
       if (hasBody(req)) res.setHeader("Connection", "close");

@@ -17,7 +17,9 @@ import {
   waitForServersReady,
 } from "@/test/support/runtime";
 import { addNote, approve, call, deny, people, runtimes } from "../calls/call-fixtures";
+import { Metrics } from "../metrics";
 import { gatehouseListener } from "./front-door";
+import { answerMetrics } from "./metrics";
 
 const { start } = runtimes();
 
@@ -278,6 +280,20 @@ describe("/metrics", () => {
     } finally {
       await door.close();
     }
+  });
+
+  it("turned off, counts nothing and answers 404", async () => {
+    const rt = await started();
+    const off = new Metrics(["demo"], null, false);
+    off.recordCall({ from: null, call: { server: "demo", tool: LIST_NOTES, status: "succeeded" } });
+    off.recordSignInFailure("bad_credentials");
+    expect(await off.registry.metrics()).not.toMatch(/^gatehouse_calls_total\{/m);
+    const res = await answerMetrics(new Headers({ authorization: `Bearer ${SCRAPE_TOKEN}` }), {
+      ...rt.runtime,
+      metrics: off,
+      scrapeToken: SCRAPE_TOKEN,
+    });
+    expect(res.status).toBe(404);
   });
 
   it("counts refused sign-ins by reason", async () => {

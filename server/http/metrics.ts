@@ -110,6 +110,12 @@ async function pendingCalls(db: Db): Promise<number | null> {
  * session (403): the numbers describe every agent and server.
  */
 export async function answerMetrics(headers: Headers, src: ScrapeSources): Promise<Response> {
+  if (!src.metrics.enabled) {
+    return json(
+      { error: { code: "not_found", message: "metrics are off here (GATEHOUSE_METRICS=off)" } },
+      404,
+    );
+  }
   const allowed = await mayScrape(headers, src);
   if (allowed !== true) return allowed;
   registerGauges(src);

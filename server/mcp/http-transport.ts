@@ -17,6 +17,7 @@ import {
   NULL_BODY_STATUSES,
   webStreamOf,
 } from "../net/guarded-fetch";
+import { traceparentNow } from "../tracing";
 import { SessionLostError, STREAM_ENDED_CODE } from "./failures";
 import { type AuthChallenge, readChallenge } from "./sign-in";
 
@@ -251,7 +252,9 @@ export class GuardedHttpTransport implements Transport {
       // Nor for the era probe: a made-up error would read as a 2025 server's answer to it, and
       // turn a broken stream (worth a retry) into a 2025 handshake a 2026-07-28 server refuses.
       const answerable = ids.filter((_, i) => methods[i] !== LISTEN_METHOD && methods[i] !== DISCOVER_METHOD);
-      const res = await opts.send(url, init);
+      // The trace of the request this one serves goes on to the server (only while traces are sent).
+      const parent = init?.method === "POST" ? traceparentNow() : null;
+      const res = await opts.send(url, parent ? withTraceparent(init, parent) : init);
       if (res.status === 401 || res.status === 403) {
         const challenge = readChallenge(res.headers.get("www-authenticate"));
         if (challenge) opts.onChallenge?.(res.status, challenge);
@@ -393,4 +396,11 @@ export class GuardedHttpTransport implements Transport {
     this.closed = true;
     return this.inner.close();
   }
+}
+
+/** `init` with a W3C `traceparent` header added. */
+function withTraceparent(init: RequestInit | undefined, traceparent: string): RequestInit {
+  const headers = new Headers(init?.headers);
+  headers.set("traceparent", traceparent);
+  return { ...init, headers };
 }

@@ -4,6 +4,7 @@ import type { ServerState } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import type { GatehouseConfig, ServerConfig } from "../config";
 import type { Logger } from "../log";
+import { inSpan } from "../tracing";
 import { type Forwarder, RemoteSupervisor } from "./remote";
 import type { HistoryStore, SupervisorDeps, SupervisorSnapshot, UpstreamObserver } from "./supervision";
 import { ServerSupervisor } from "./supervisor";
@@ -250,6 +251,26 @@ export class McpManager {
   ): Promise<CallToolResult> {
     const { reconnect, ...callOpts } = opts;
     const supervisor = reconnect ? await this.reachable(server, reconnect) : this.get(server);
+    const attributes = {
+      "mcp.method.name": "tools/call",
+      "gen_ai.tool.name": tool,
+      "gen_ai.operation.name": "execute_tool",
+      "gatehouse.server": server,
+      "network.transport": supervisor.config.transport === "stdio" ? "pipe" : "tcp",
+    };
+    return inSpan(`tools/call ${tool}`, { kind: "client", attributes }, () =>
+      this.observedCall(supervisor, server, tool, args, callOpts),
+    );
+  }
+
+  /** Calls `tool` on `supervisor`, timed for `onUpstream`. */
+  private async observedCall(
+    supervisor: Supervised,
+    server: string,
+    tool: string,
+    args: Record<string, unknown>,
+    callOpts: { signal?: AbortSignal; onProgress?: (progress: ToolProgress) => void },
+  ): Promise<CallToolResult> {
     const observe = this.deps.onUpstream;
     if (!observe) return supervisor.callTool(tool, args, callOpts);
     // Timed from the request, after any wait for the server to come back: the server's own time.

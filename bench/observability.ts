@@ -1,0 +1,146 @@
+/**
+ * The cost of metrics and traces: two Gatehouses started the same way (`npm start`, production,
+ * the stdio echo server), one with both off (`GATEHOUSE_METRICS=off`, no OTLP endpoint), one with
+ * both on (traces exported to a local OTLP/HTTP receiver in this process, `/metrics` scraped
+ * every 5 s as Prometheus would), each with an owner's /tools and a reviewer's /approvals open.
+ * Both run throughout; their rows are measured in alternating pairs (off then on, then on then
+ * off), REST and `/mcp`, and the server CPU per call of "on" is compared with "off" within each
+ * pair. The goal: at most 5 % more.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { request } from "undici";
+import type { CallerSpec } from "./caller";
+import { openDashboards } from "./dashboards";
+import { type Gatehouse, startGatehouse } from "./gatehouse";
+import { runCaller } from "./support";
+
+export interface ObservabilityRow {
+  name: string;
+  pair: number;
+  setup: "off" | "on";
+  path: "rest" | "mcp";
+  p50: number;
+  rps: number;
+  serverCpuUs: number;
+}
+
+/** How often the "on" Gatehouse's `/metrics` is read while it is measured (ms). */
+const SCRAPE_EVERY_MS = 5_000;
+
+export async function benchObservability(
+  size: { warmup: number; seq: number; conc: number; pairs: number },
+  concurrency: number,
+  echoServer: string,
+): Promise<{ rows: ObservabilityRow[]; lines: string[] }> {
+  let exports = 0;
+  const sink = http.createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      exports++;
+      res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    });
+  });
+  await new Promise<void>((resolve) => sink.listen(0, "127.0.0.1", resolve));
+  const sinkUrl = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
+  const servers = { echo: { command: process.execPath, args: [echoServer], enabled: true } };
+  const started: Gatehouse[] = [];
+  const rows: ObservabilityRow[] = [];
+  const lines: string[] = [];
+  try {
+    const off = await startGatehouse(servers, ["echo_echo"], { env: { GATEHOUSE_METRICS: "off" } });
+    started.push(off);
+    const on = await startGatehouse(servers, ["echo_echo"], {
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl },
+    });
+    started.push(on);
+    const scrapes: number[] = [];
+    const scrape = async () => {
+      const res = await request(`${on.base}/metrics`, { headers: { cookie: on.cookie } });
+      scrapes.push(res.statusCode);
+      await res.body.text();
+    };
+    await scrape();
+    if (scrapes[0] !== 200) throw new Error(`/metrics of the "on" Gatehouse answered ${scrapes[0]}`);
+    const offMetrics = await request(`${off.base}/metrics`, { headers: { cookie: off.cookie } });
+    await offMetrics.body.text();
+    if (offMetrics.statusCode !== 404)
+      throw new Error(`/metrics of the "off" Gatehouse answered ${offMetrics.statusCode}`);
+    const dashboards = [await openDashboards(off), await openDashboards(on)];
+    try {
+      const timer = setInterval(() => void scrape().catch(() => scrapes.push(0)), SCRAPE_EVERY_MS);
+      try {
+        for (let pair = 1; pair <= size.pairs; pair++) {
+          const order: ["off" | "on", Gatehouse][] =
+            pair % 2 === 1
+              ? [
+                  ["off", off],
+                  ["on", on],
+                ]
+              : [
+                  ["on", on],
+                  ["off", off],
+                ];
+          for (const path of ["rest", "mcp"] as const) {
+            for (const [setup, g] of order) {
+              const spec: CallerSpec = {
+                kind: path === "rest" ? "rest" : "http",
+                url: `${g.base}${path === "rest" ? "/api/calls" : "/mcp"}`,
+                token: g.token,
+                tool: "echo_echo",
+                vary: true,
+                warmup: size.warmup,
+                seq: size.seq,
+                conc: size.conc,
+                concurrency,
+                serverPid: g.pid,
+              };
+              const r = await runCaller(spec);
+              const name = `${path === "rest" ? "REST" : "/mcp"}, metrics + traces ${setup}, pair ${pair}`;
+              rows.push({
+                name,
+                pair,
+                setup,
+                path,
+                p50: r.seq.p50,
+                rps: r.rps,
+                serverCpuUs: r.serverCpuUs ?? Number.NaN,
+              });
+              console.log(
+                `  ${name}: p50 ${r.seq.p50.toFixed(3)} ms, ${r.rps.toFixed(0)} calls/s, Gatehouse CPU ${(r.serverCpuUs ?? Number.NaN).toFixed(0)} µs/call`,
+              );
+            }
+          }
+        }
+      } finally {
+        clearInterval(timer);
+      }
+    } finally {
+      for (const d of dashboards) await d.close();
+    }
+    lines.push("Metrics and traces: the same Gatehouse with both off and with both on, pages open on each");
+    for (const path of ["rest", "mcp"] as const) {
+      const ratios: number[] = [];
+      for (let pair = 1; pair <= size.pairs; pair++) {
+        const of = (setup: "off" | "on") =>
+          rows.find((r) => r.pair === pair && r.path === path && r.setup === setup);
+        const a = of("off");
+        const b = of("on");
+        if (a && b) ratios.push(b.serverCpuUs / a.serverCpuUs);
+      }
+      const sorted = [...ratios].sort((x, y) => x - y);
+      const median = sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+      lines.push(
+        `goal: ${path === "rest" ? "REST" : "/mcp"} with metrics and traces on costs at most 5 % more Gatehouse CPU per call than with both off: median ${median.toFixed(2)} × (pairs ${ratios.map((r) => r.toFixed(2)).join(", ")}): ${median <= 1.05 ? "met" : "missed"}`,
+      );
+    }
+    lines.push(
+      `the "on" Gatehouse exported ${exports} OTLP requests to the receiver; /metrics was read ${scrapes.length} times (statuses ${[...new Set(scrapes)].join(", ")})`,
+    );
+  } finally {
+    for (const g of started.reverse()) await g.stop();
+    await new Promise<void>((resolve) => sink.close(() => resolve()));
+  }
+  for (const l of lines) console.log(`  ${l}`);
+  return { rows, lines };
+}

@@ -1,0 +1,206 @@
+/**
+ * Traces over OTLP: a receiver started here (OTLP/HTTP, JSON, as the SDK's exporter sends it)
+ * gets the spans of an agent's requests, continuing the trace the agent sent, with their
+ * parent/child links; a request to an HTTP tool server carries the trace on. Real parts: the
+ * demo server (stdio), an SDK v2 server over HTTP, the SDK v1 client, the production listener.
+ */
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort, RestartableServer, stopHttpServers } from "@/test/support/http-servers";
+import {
+  ADD_NOTE,
+  enableTool,
+  REPO_ROOT,
+  request,
+  type TestRuntime,
+  waitForServersReady,
+} from "@/test/support/runtime";
+import { approve, people, runtimes } from "../calls/call-fixtures";
+import { flushTracing, inSpan, otlpEndpoint, startTracing, stopTracing } from "../tracing";
+import { gatehouseListener } from "./front-door";
+
+const { start } = runtimes();
+const V2 = path.join(REPO_ROOT, "test", "fixtures", "servers", "v2-tools.mjs");
+
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  attributes: { key: string; value: { stringValue?: string; intValue?: string | number } }[];
+}
+const SERVER = 2;
+const CLIENT = 3;
+
+/** Every span the receiver got so far. */
+const received: OtlpSpan[] = [];
+let receiver: http.Server;
+
+beforeAll(async () => {
+  receiver = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      expect(req.url).toBe("/v1/traces");
+      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
+        resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[];
+      };
+      for (const r of body.resourceSpans) for (const s of r.scopeSpans) received.push(...s.spans);
+      res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+  const { port } = receiver.address() as AddressInfo;
+  expect(await startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` })).toBe(true);
+});
+
+afterAll(async () => {
+  await stopTracing();
+  await stopHttpServers();
+  await new Promise<void>((resolve) => receiver.close(() => resolve()));
+});
+
+const attr = (s: OtlpSpan, key: string) => {
+  const v = s.attributes.find((a) => a.key === key)?.value;
+  return v?.stringValue ?? (v?.intValue === undefined ? undefined : String(v.intValue));
+};
+
+/** The one span named `name` in trace `traceId` (several: the test is wrong). */
+function span(traceId: string, name: string): OtlpSpan {
+  const found = received.filter((s) => s.traceId === traceId && s.name === name);
+  expect(
+    found.map((s) => s.name),
+    `spans named ${name}`,
+  ).toEqual([name]);
+  return found[0] as OtlpSpan;
+}
+
+/** A W3C traceparent for a new trace, as an agent's own tracing would send. */
+function agentTrace(): { traceId: string; spanId: string; header: string } {
+  const traceId = randomBytes(16).toString("hex");
+  const spanId = randomBytes(8).toString("hex");
+  return { traceId, spanId, header: `00-${traceId}-${spanId}-01` };
+}
+
+async function door(rt: TestRuntime, port: number): Promise<{ origin: string; close(): Promise<void> }> {
+  const server = http.createServer(
+    gatehouseListener(rt.runtime, (_q, r) => r.writeHead(404).end(), `127.0.0.1:${port}`, {}),
+  );
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describe("traces", () => {
+  it("an /mcp call held for review and approved is one trace under the agent's: request, authentication, decision, the wait, the run and the upstream request", async () => {
+    const port = await freePort();
+    const rt = await start({ config: { agentEndpoint: { allowedHosts: [`127.0.0.1:${port}`] } } });
+    const front = await door(rt, port);
+    try {
+      const { agent, alice } = await people(rt);
+      const trace = agentTrace();
+      const client = new Client({ name: "traced-agent", version: "1.0.0" }, { capabilities: {} });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${front.origin}/mcp`), {
+          requestInit: { headers: { Authorization: `Bearer ${agent}`, traceparent: trace.header } },
+        }),
+      );
+      const pending = new Promise<string>((resolve) => {
+        const off = rt.runtime.bus.subscribe((e) => {
+          if (e.type === "call" && e.status === "pending") {
+            off();
+            resolve(e.id);
+          }
+        });
+      });
+      const answer = client.callTool({ name: ADD_NOTE, arguments: { text: "traced" } });
+      const id = await pending;
+      expect((await approve(id, alice.cookie)).status).toBe(200);
+      expect(JSON.stringify(await answer)).toContain("traced");
+      await client.close();
+      await flushTracing();
+
+      const call = span(trace.traceId, `tools/call ${ADD_NOTE}`);
+      expect(call.kind).toBe(SERVER);
+      expect(attr(call, "mcp.method.name")).toBe("tools/call");
+      expect(attr(call, "gen_ai.tool.name")).toBe(ADD_NOTE);
+      // Its HTTP request continues the agent's span.
+      const post = received.find((s) => s.spanId === call.parentSpanId);
+      expect(post?.name).toBe("POST /mcp");
+      expect(post?.parentSpanId).toBe(trace.spanId);
+      expect(received.some((s) => s.name === "authenticate" && s.parentSpanId === post?.spanId)).toBe(true);
+      const decide = span(trace.traceId, "decide");
+      expect(decide.parentSpanId).toBe(call.spanId);
+      expect(attr(decide, "gatehouse.decision")).toBe("wait");
+      const wait = span(trace.traceId, "wait for review");
+      expect(wait.parentSpanId).toBe(call.spanId);
+      // Run by the reviewer's approval, yet traced under the agent's request.
+      const run = span(trace.traceId, "run");
+      expect(run.parentSpanId).toBe(call.spanId);
+      expect(attr(run, "gatehouse.call.status")).toBe("succeeded");
+      const upstream = span(trace.traceId, "tools/call add_note");
+      expect(upstream.kind).toBe(CLIENT);
+      expect(upstream.parentSpanId).toBe(run.spanId);
+      expect(attr(upstream, "gen_ai.operation.name")).toBe("execute_tool");
+      expect(attr(upstream, "network.transport")).toBe("pipe");
+    } finally {
+      await front.close();
+    }
+  });
+
+  it("a REST call with a traceparent continues it, and the HTTP tool server receives the trace", async () => {
+    const log = path.join(tmpdir(), `gh-trace-${randomBytes(4).toString("hex")}.log`);
+    const v2 = new RestartableServer(await freePort(), {
+      args: [V2, "--era", "dual", "--transport", "http"],
+      env: { REQUEST_LOG: log },
+      ready: /listening \d+\n/,
+    });
+    await v2.start();
+    const rt = await start({ servers: { v2: { url: v2.url, allowPrivate: true, enabled: true } } });
+    await waitForServersReady(rt.runtime, ["v2"]);
+    const { agent } = await people(rt);
+    await enableTool(rt.runtime, "v2_echo");
+    const trace = agentTrace();
+    // The route module, as the hot path calls it, inside the span the hot path would open.
+    const res = await inSpan("POST /api/calls", { kind: "server", traceparent: trace.header }, () =>
+      request("POST", "/api/calls", { bearer: agent, body: { tool: "v2_echo", arguments: { text: "hi" } } }),
+    );
+    expect(res.status).toBe(200);
+    await flushTracing();
+    const upstream = span(trace.traceId, "tools/call echo");
+    expect(attr(upstream, "network.transport")).toBe("tcp");
+    const sent = readFileSync(log, "utf8")
+      .split("\n")
+      .filter((l) => l.startsWith("traceparent "))
+      .map((l) => l.slice("traceparent ".length));
+    // The tools/call request carried the upstream span as its parent, in the agent's trace.
+    expect(sent).toContain(`00-${trace.traceId}-${upstream.spanId}-01`);
+  });
+
+  it("an OTLP endpoint that is not an http(s) URL stops the start with a clear message", () => {
+    expect(() => otlpEndpoint({ OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" })).toThrow(
+      /http or https URL|not a URL/,
+    );
+    expect(() => otlpEndpoint({ OTEL_EXPORTER_OTLP_ENDPOINT: "grpc://collector:4317" })).toThrow(
+      /must be an http or https URL/,
+    );
+    expect(otlpEndpoint({})).toBeNull();
+    expect(otlpEndpoint({ OTEL_EXPORTER_OTLP_ENDPOINT: "https://collector.example:4318" })).toBe(
+      "https://collector.example:4318",
+    );
+  });
+});
