@@ -85,6 +85,32 @@ export class EventBus {
   }
 }
 
+/**
+ * A bus for work inside a transaction that may be retried or rolled back: it holds what is
+ * published on it, events and {@link CallFact}s alike, until `release` passes them on to the real
+ * bus (after the commit); `clear` drops what an abandoned attempt published.
+ */
+export function holdingBus(): { bus: EventBus; clear(): void; release(to: EventBus): void } {
+  const bus = new EventBus();
+  let events: LiveEvent[] = [];
+  let facts: CallFact[] = [];
+  bus.subscribe((e) => events.push(e));
+  bus.observeCalls((f) => facts.push(f));
+  return {
+    bus,
+    clear() {
+      events = [];
+      facts = [];
+    },
+    release(to) {
+      for (const e of events) to.publish(e);
+      for (const f of facts) to.recordCall(f);
+      events = [];
+      facts = [];
+    },
+  };
+}
+
 /** The channel of {@link CallFact}s: no call id starts with it. */
 const CALL_FACTS = "call-facts";
 

@@ -167,7 +167,7 @@ export class Metrics {
     if (FINAL.has(call.status))
       this.calls.inc({ server, tool: this.bounds.tool(call.tool, known), outcome: call.status });
     const how = decidedHow(from, call);
-    if (how && call.createdAt)
+    if (how && call.createdAt && Number.isFinite(Date.parse(call.createdAt)))
       this.decisions.observe({ how }, Math.max(0, (now - Date.parse(call.createdAt)) / 1000));
   }
 
@@ -179,7 +179,6 @@ export class Metrics {
     seconds: number,
   ): void {
     if (!this.enabled) return;
-    if (!this.enabled) return;
     this.upstream.observe({ server, method, outcome }, seconds);
   }
 
@@ -189,7 +188,6 @@ export class Metrics {
     outcome: "ok" | "error",
     changes: { added: number; changed: number; removed: number } = { added: 0, changed: 0, removed: 0 },
   ): void {
-    if (!this.enabled) return;
     if (!this.enabled) return;
     this.refreshes.inc({ server, outcome });
     for (const change of ["added", "changed", "removed"] as const) {

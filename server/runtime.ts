@@ -181,7 +181,14 @@ async function wireOnStore(
     shared ? replicaLabel() : null,
     opts.metrics !== false,
   );
-  bus.observeCalls((fact) => metrics.recordCall(fact));
+  bus.observeCalls((fact) => {
+    // After the commit: a failure to count must not fail a move that is stored.
+    try {
+      metrics.recordCall(fact);
+    } catch (err) {
+      log.warn("a call was not counted in the metrics", { error: String(err) });
+    }
+  });
   observeTransactions(db, (outcome, seconds) => metrics.recordTransaction(outcome, seconds));
   registerSecrets(notificationSecrets(config.notifications));
   const notifier = createNotifier({

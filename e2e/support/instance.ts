@@ -40,9 +40,9 @@ export function freePort(): Promise<number> {
  * is the repository's own (the demo server, switched on), with the demo's state file moved into
  * the temporary directory. `{dir}` in any string of `config` becomes that directory. Resolves
  * once the setup link is printed; rejects, naming the log, if the server exits or prints none
- * within 60 s.
+ * within 60 s. `env` is added to its environment (`OTEL_EXPORTER_OTLP_ENDPOINT`, say).
  */
-export async function startInstance(config?: unknown): Promise<Instance> {
+export async function startInstance(config?: unknown, env?: Record<string, string>): Promise<Instance> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "gatehouse-e2e-own-"));
   const demoStateFile = path.join(dir, "demo-state.json");
   const chosen = config ?? {
@@ -66,6 +66,7 @@ export async function startInstance(config?: unknown): Promise<Instance> {
     dbFile: path.join(dir, "gatehouse.db"),
     logFile: path.join(dir, "server.log"),
     port,
+    ...(env ? { env } : {}),
   });
   return {
     baseURL,

@@ -325,14 +325,16 @@ export function callTool<Pending = never>(
 ): Promise<CallToolResult | Pending> {
   const attributes = {
     "mcp.method.name": "tools/call",
-    "gen_ai.tool.name": params.name,
+    "gen_ai.tool.name": params.name.slice(0, 128),
     "gen_ai.operation.name": "execute_tool",
     "jsonrpc.request.id": String(req.mcpReq.id),
   };
   // A client may carry its trace in the request's _meta (as the MCP conventions say) rather than a header.
   const carried = (req.mcpReq._meta as { traceparent?: unknown } | undefined)?.traceparent;
   const traceparent = typeof carried === "string" ? carried : null;
-  return inSpan(`tools/call ${params.name}`, { kind: "server", attributes, traceparent }, () =>
+  // The name is the agent's text: in the span's name only when it could be a tool's.
+  const target = /^[A-Za-z0-9_.-]{1,128}$/.test(params.name) ? ` ${params.name}` : "";
+  return inSpan(`tools/call${target}`, { kind: "server", attributes, traceparent }, () =>
     answerCall(ctx, params, req, links, answerPending),
   );
 }

@@ -1,7 +1,7 @@
 import "server-only";
-import type { LiveEvent, TokenView } from "@/lib/api-types";
+import type { TokenView } from "@/lib/api-types";
 import { revokeToken } from "../auth/tokens";
-import { EventBus } from "../events";
+import { type EventBus, holdingBus } from "../events";
 import { type Db, transaction } from "../store/db";
 import { nowIso, pendingMs } from "./call-row";
 import { transition } from "./transition";
@@ -24,15 +24,13 @@ export async function revokeAgent(
   params: { name: string; actor: string },
 ): Promise<{ token: TokenView; withdrawn: number }> {
   // `transition` publishes when its own (nested) transaction resolves, before this outer one
-  // commits; so it is given a bus that holds the events until then (a retried attempt's
-  // events are dropped with it).
-  let held: LiveEvent[] = [];
-  const holding = new EventBus();
-  holding.subscribe((e) => held.push(e));
+  // commits; so it is given a bus that holds the events (and the metrics' facts) until then (a
+  // retried attempt's are dropped with it).
+  const holding = holdingBus();
   const out = await transaction(db, async (tx) => {
-    held = [];
+    holding.clear();
     const token = await revokeToken(tx, params);
-    const moved = await transition(tx, holding, {
+    const moved = await transition(tx, holding.bus, {
       from: "pending",
       to: "withdrawn",
       requester: { kind: "agent", name: params.name },
@@ -46,6 +44,6 @@ export async function revokeAgent(
     });
     return { token, withdrawn: moved.length };
   });
-  for (const e of held) bus.publish(e);
+  holding.release(bus);
   return out;
 }

@@ -282,6 +282,44 @@ describe("/metrics", () => {
     }
   });
 
+  it("says the store is up on the very first scrape, with the store's count of waiting calls", async () => {
+    const rt = await started();
+    const door = await listening(rt);
+    try {
+      const { series } = await scrape(door.url);
+      expect(value(series, "gatehouse_store_up")).toBe(1);
+      expect(value(series, "gatehouse_pending_calls")).toBe(0);
+    } finally {
+      await door.close();
+    }
+  });
+
+  it("counts the calls a revoked token and a removed person leave as withdrawn", async () => {
+    const rt = await started();
+    const door = await listening(rt);
+    try {
+      const { agent } = await people(rt);
+      const owner = await createTestUser(rt.runtime, "olive", ["owner"]);
+      const rita = await createTestUser(rt.runtime, "rita", ["owner"]);
+      await addNote(agent, "left by the agent");
+      const byRita = await request("POST", "/api/calls", {
+        cookie: rita.cookie,
+        body: { tool: ADD_NOTE, arguments: { text: "left by rita" } },
+      });
+      expect(byRita.status).toBe(202);
+      expect((await request("DELETE", "/api/tokens/agent-a", { cookie: owner.cookie })).status).toBe(200);
+      expect((await request("DELETE", "/api/users/rita", { cookie: owner.cookie })).status).toBe(200);
+      const { series } = await scrape(door.url);
+      expect(
+        value(series, "gatehouse_calls_total", { server: "demo", tool: ADD_NOTE, outcome: "withdrawn" }),
+      ).toBe(2);
+      expect(value(series, "gatehouse_decision_seconds_count", { how: "withdrawal" })).toBe(2);
+      expect(value(series, "gatehouse_pending_calls")).toBe(0);
+    } finally {
+      await door.close();
+    }
+  });
+
   it("turned off, counts nothing and answers 404", async () => {
     const rt = await started();
     const off = new Metrics(["demo"], null, false);

@@ -28,33 +28,36 @@ export interface ScrapeSources {
 }
 
 /** The gauges registered on each process's metrics, once: read from their sources at each scrape. */
-const registered = new WeakSet<Metrics>();
+const registered = new WeakMap<Metrics, { pending: Promise<number | null> }>();
 
 /**
  * Registers the gauges a scrape reads at that moment: pending calls (from the store, so every
- * replica tells the same number; left out, with `gatehouse_store_up 0`, when the store does not
- * answer within {@link STORE_GAUGE_MS}), each server's state (one series per state, 1 for the
- * current one: the states this replica sees), `/mcp` sessions and listen streams (this replica's).
+ * replica tells the same number; NaN, with `gatehouse_store_up 0`, when the store does not answer
+ * within {@link STORE_GAUGE_MS}), each server's state (one series per state, 1 for the current
+ * one: the states this replica sees), `/mcp` sessions and listen streams (this replica's). The
+ * store is asked once per scrape; both of its gauges wait for that one answer (prom-client
+ * collects every metric at once).
  */
-function registerGauges(src: ScrapeSources): void {
+function registerGauges(src: ScrapeSources): { pending: Promise<number | null> } {
   const { metrics } = src;
-  if (registered.has(metrics)) return;
-  registered.add(metrics);
-  const storeUp = metrics.gauge({
+  const known = registered.get(metrics);
+  if (known) return known;
+  const scrape: { pending: Promise<number | null> } = { pending: Promise.resolve(null) };
+  registered.set(metrics, scrape);
+  metrics.gauge({
     name: "gatehouse_store_up",
     help: "Whether the store answered this scrape's query in time (1) or not (0).",
     labelNames: [],
-    async collect() {},
+    async collect() {
+      this.set((await scrape.pending) === null ? 0 : 1);
+    },
   });
   metrics.gauge({
     name: "gatehouse_pending_calls",
-    help: "Calls waiting for a reviewer now (the store's count: the same on every replica).",
+    help: "Calls waiting for a reviewer now (the store's count: the same on every replica); NaN when the store did not answer.",
     labelNames: [],
     async collect() {
-      const pending = await pendingCalls(src.db);
-      storeUp.set(pending === null ? 0 : 1);
-      if (pending === null) this.reset();
-      else this.set(pending);
+      this.set((await scrape.pending) ?? Number.NaN);
     },
   });
   metrics.gauge({
@@ -85,6 +88,7 @@ function registerGauges(src: ScrapeSources): void {
       this.set(src.agentMcp.listenStreamCount());
     },
   });
+  return scrape;
 }
 
 /** The count of pending calls, or null when the store did not answer within {@link STORE_GAUGE_MS}. */
@@ -118,7 +122,8 @@ export async function answerMetrics(headers: Headers, src: ScrapeSources): Promi
   }
   const allowed = await mayScrape(headers, src);
   if (allowed !== true) return allowed;
-  registerGauges(src);
+  const scrape = registerGauges(src);
+  scrape.pending = pendingCalls(src.db);
   const text = await src.metrics.registry.metrics();
   return new Response(text, {
     status: 200,
@@ -127,10 +132,14 @@ export async function answerMetrics(headers: Headers, src: ScrapeSources): Promi
 }
 
 async function mayScrape(headers: Headers, src: ScrapeSources): Promise<true | Response> {
-  const bearer = /^Bearer\s+(\S+)$/i.exec(headers.get("authorization")?.trim() ?? "")?.[1];
+  const authorization = headers.get("authorization")?.trim() ?? "";
+  const bearer = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1];
   if (bearer !== undefined && src.scrapeToken !== undefined && sameSecret(bearer, src.scrapeToken))
     return true;
-  const principal = await authenticate(src.db, headers, forwardedHttps(headers));
+  // Any other Bearer is no scrape token, nor an owner's: refused without a look into the store.
+  const principal = /^Bearer\b/i.test(authorization)
+    ? null
+    : await authenticate(src.db, headers, forwardedHttps(headers));
   if (principal?.kind === "user" && principal.user.roles.includes("owner")) return true;
   if (principal?.kind === "user") {
     return json(

@@ -252,8 +252,10 @@ export class GuardedHttpTransport implements Transport {
       // Nor for the era probe: a made-up error would read as a 2025 server's answer to it, and
       // turn a broken stream (worth a retry) into a 2025 handshake a 2026-07-28 server refuses.
       const answerable = ids.filter((_, i) => methods[i] !== LISTEN_METHOD && methods[i] !== DISCOVER_METHOD);
-      // The trace of the request this one serves goes on to the server (only while traces are sent).
-      const parent = init?.method === "POST" ? traceparentNow() : null;
+      // The trace of the call this request makes goes on to the server (only while traces are
+      // sent). Only a tools/call's: the connection's own requests (re-lists, reconnects) may run
+      // in whatever request's context started them, and that trace is not theirs.
+      const parent = methods.includes("tools/call") ? traceparentNow() : null;
       const res = await opts.send(url, parent ? withTraceparent(init, parent) : init);
       if (res.status === 401 || res.status === 403) {
         const challenge = readChallenge(res.headers.get("www-authenticate"));

@@ -20,12 +20,12 @@ export interface ReplicaInfo {
   heartbeatAt: string;
 }
 
-/** A new replica's id: random, so a restarted process is a new replica. */
 /** How a replica is named to people (the Servers page, logs, the metrics' `replica` label): its host and process. */
 export function replicaLabel(): string {
   return `${hostname()} pid ${process.pid}`;
 }
 
+/** A new replica's id: random, so a restarted process is a new replica. */
 export function newReplicaId(): string {
   return randomBytes(8).toString("hex");
 }

@@ -3,7 +3,7 @@ import { principalName } from "@/server/auth/access";
 import { signedOutCookie } from "@/server/auth/signin";
 import { pendingWithdrawal, removeUser, updatePerson } from "@/server/auth/user-admin";
 import { transition } from "@/server/calls/transition";
-import { EventBus } from "@/server/events";
+import { holdingBus } from "@/server/events";
 import { json, route, who } from "@/server/http/route";
 
 /**
@@ -41,17 +41,17 @@ export const DELETE = route({ access: ["owner"] }, async (ctx) => {
   const actor = principalName(who(ctx));
   // The calls withdrawn are told once the removal has committed: on PostgreSQL its transaction
   // may run more than once, and an attempt rolled back must tell nobody.
-  let withdrawn: string[] = [];
+  const holding = holdingBus();
   const removed = await removeUser(db, {
     name: ctx.params.name ?? "",
     actor,
     withdrawPending: async (tx, requester, why) => {
-      const moved = await transition(tx, new EventBus(), pendingWithdrawal(requester, why, actor));
-      withdrawn = moved.map((call) => call.id);
+      holding.clear();
+      const moved = await transition(tx, holding.bus, pendingWithdrawal(requester, why, actor));
       return moved.length;
     },
   });
-  for (const id of withdrawn) bus.publish({ type: "call", id, status: "withdrawn" });
+  holding.release(bus);
   bus.publish({ type: "grants" });
   const signedOut = removed.user.name === actor;
   return json(removed, 200, signedOut ? { "Set-Cookie": signedOutCookie(ctx.req) } : undefined);
