@@ -45,6 +45,7 @@ const ROUTE_ACCESS: Record<string, Record<string, readonly Access[]>> = {
   "/api/me": { GET: ["owner", "reviewer"] },
   "/api/me/password": { POST: ["owner", "reviewer"] },
   "/api/servers": { GET: ["owner"] },
+  "/api/health": { GET: ["owner"] },
   "/api/servers/[name]/prompts": { GET: ["owner"] },
   "/api/servers/[name]/reconnect": { POST: ["owner"] },
   "/api/servers/[name]/switch": { POST: ["owner"] },
