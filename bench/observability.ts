@@ -28,6 +28,14 @@ export interface ObservabilityRow {
 /** How often the "on" Gatehouse's `/metrics` is read while it is measured (ms). */
 const SCRAPE_EVERY_MS = 5_000;
 
+/**
+ * What "on" turns on: `both` (the default), or, to find which one costs,
+ * `GATEHOUSE_BENCH_OBSERVE=metrics` (traces off) or `=traces` (metrics off); and which paths are
+ * measured: `GATEHOUSE_BENCH_PATHS=rest,mcp` (the default) or either alone.
+ */
+const observe = process.env.GATEHOUSE_BENCH_OBSERVE ?? "both";
+const paths = (process.env.GATEHOUSE_BENCH_PATHS ?? "rest,mcp").split(",") as ("rest" | "mcp")[];
+
 export async function benchObservability(
   size: { warmup: number; seq: number; conc: number; pairs: number },
   concurrency: number,
@@ -51,7 +59,10 @@ export async function benchObservability(
     const off = await startGatehouse(servers, ["echo_echo"], { env: { GATEHOUSE_METRICS: "off" } });
     started.push(off);
     const on = await startGatehouse(servers, ["echo_echo"], {
-      env: { OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl },
+      env: {
+        ...(observe === "metrics" ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl }),
+        ...(observe === "traces" ? { GATEHOUSE_METRICS: "off" } : {}),
+      },
     });
     started.push(on);
     const scrapes: number[] = [];
@@ -61,7 +72,8 @@ export async function benchObservability(
       await res.body.text();
     };
     await scrape();
-    if (scrapes[0] !== 200) throw new Error(`/metrics of the "on" Gatehouse answered ${scrapes[0]}`);
+    if (scrapes[0] !== (observe === "traces" ? 404 : 200))
+      throw new Error(`/metrics of the "on" Gatehouse answered ${scrapes[0]}`);
     const offMetrics = await request(`${off.base}/metrics`, { headers: { cookie: off.cookie } });
     await offMetrics.body.text();
     if (offMetrics.statusCode !== 404)
@@ -81,7 +93,7 @@ export async function benchObservability(
                   ["on", on],
                   ["off", off],
                 ];
-          for (const path of ["rest", "mcp"] as const) {
+          for (const path of paths) {
             for (const [setup, g] of order) {
               const spec: CallerSpec = {
                 kind: path === "rest" ? "rest" : "http",
@@ -118,8 +130,10 @@ export async function benchObservability(
     } finally {
       for (const d of dashboards) await d.close();
     }
-    lines.push("Metrics and traces: the same Gatehouse with both off and with both on, pages open on each");
-    for (const path of ["rest", "mcp"] as const) {
+    lines.push(
+      `Metrics and traces: the same Gatehouse with both off and with ${observe === "both" ? "both" : `${observe} only`} on, pages open on each`,
+    );
+    for (const path of paths) {
       const ratios: number[] = [];
       for (let pair = 1; pair <= size.pairs; pair++) {
         const of = (setup: "off" | "on") =>
