@@ -18,12 +18,11 @@ import {
   ADD_NOTE,
   enableTool,
   REPO_ROOT,
-  request,
   type TestRuntime,
   waitForServersReady,
 } from "@/test/support/runtime";
 import { approve, people, runtimes } from "../calls/call-fixtures";
-import { flushTracing, inSpan, otlpEndpoint, startTracing, stopTracing } from "../tracing";
+import { flushTracing, otlpEndpoint, startTracing, stopTracing } from "../tracing";
 import { gatehouseListener } from "./front-door";
 
 const { start } = runtimes();
@@ -162,6 +161,35 @@ describe("traces", () => {
     }
   });
 
+  it("a traceparent in a tools/call's _meta (the MCP conventions' carrier) is continued too", async () => {
+    const port = await freePort();
+    const rt = await start({ config: { agentEndpoint: { allowedHosts: [`127.0.0.1:${port}`] } } });
+    const front = await door(rt, port);
+    try {
+      const { agent } = await people(rt);
+      const trace = agentTrace();
+      const client = new Client({ name: "meta-traced-agent", version: "1.0.0" }, { capabilities: {} });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${front.origin}/mcp`), {
+          requestInit: { headers: { Authorization: `Bearer ${agent}` } },
+        }),
+      );
+      const result = await client.callTool({
+        name: "demo_list_notes",
+        arguments: {},
+        _meta: { traceparent: trace.header },
+      });
+      expect(result.isError).toBeFalsy();
+      await client.close();
+      await flushTracing();
+      const call = span(trace.traceId, "tools/call demo_list_notes");
+      expect(call.parentSpanId).toBe(trace.spanId);
+      expect(span(trace.traceId, "tools/call list_notes").kind).toBe(CLIENT);
+    } finally {
+      await front.close();
+    }
+  });
+
   it("a REST call with a traceparent continues it, and the HTTP tool server receives the trace", async () => {
     const log = path.join(tmpdir(), `gh-trace-${randomBytes(4).toString("hex")}.log`);
     const v2 = new RestartableServer(await freePort(), {
@@ -170,17 +198,33 @@ describe("traces", () => {
       ready: /listening \d+\n/,
     });
     await v2.start();
-    const rt = await start({ servers: { v2: { url: v2.url, allowPrivate: true, enabled: true } } });
+    const port = await freePort();
+    const rt = await start({
+      servers: { v2: { url: v2.url, allowPrivate: true, enabled: true } },
+      config: { agentEndpoint: { allowedHosts: [`127.0.0.1:${port}`] } },
+    });
     await waitForServersReady(rt.runtime, ["v2"]);
     const { agent } = await people(rt);
     await enableTool(rt.runtime, "v2_echo");
+    const front = await door(rt, port);
     const trace = agentTrace();
-    // The route module, as the hot path calls it, inside the span the hot path would open.
-    const res = await inSpan("POST /api/calls", { kind: "server", traceparent: trace.header }, () =>
-      request("POST", "/api/calls", { bearer: agent, body: { tool: "v2_echo", arguments: { text: "hi" } } }),
-    );
-    expect(res.status).toBe(200);
+    try {
+      // Through the production listener, as an agent sends it.
+      const res = await fetch(`${front.origin}/api/calls`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${agent}`,
+          "content-type": "application/json",
+          traceparent: trace.header,
+        },
+        body: JSON.stringify({ tool: "v2_echo", arguments: { text: "hi" } }),
+      });
+      expect(res.status).toBe(200);
+    } finally {
+      await front.close();
+    }
     await flushTracing();
+    expect(span(trace.traceId, "POST /api/calls").parentSpanId).toBe(trace.spanId);
     const upstream = span(trace.traceId, "tools/call echo");
     expect(attr(upstream, "network.transport")).toBe("tcp");
     const sent = readFileSync(log, "utf8")
