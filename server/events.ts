@@ -31,6 +31,8 @@ export interface CallFact {
     createdAt?: string;
     rule?: string | null;
     grantId?: string | null;
+    /** A refused call's code: `denied_by_rule` when a deny rule refused it. */
+    errorCode?: string | null;
   };
 }
 

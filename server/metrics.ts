@@ -238,11 +238,13 @@ const FINAL: ReadonlySet<string> = new Set([
 /** How the decision a {@link CallFact} records was made, or null when it records none. */
 export function decidedHow(from: CallFact["from"], call: CallFact["call"]): DecidedHow | null {
   if (from === "running") return null;
+  // A refusal is a rule's only when a deny rule made it: a call held by a review rule keeps that
+  // rule's name when it is refused at approval for another reason (its tool changed).
+  if (call.status === "refused") return call.errorCode === "denied_by_rule" ? "rule" : "check";
   if (from === null) {
     if (call.status === "pending") return null;
     if (call.grantId) return "grant";
-    if (call.rule) return "rule";
-    return call.status === "running" ? "default" : "check";
+    return call.rule ? "rule" : "default";
   }
   switch (call.status) {
     case "running":
@@ -252,8 +254,6 @@ export function decidedHow(from: CallFact["from"], call: CallFact["call"]): Deci
       return "expiry";
     case "withdrawn":
       return "withdrawal";
-    case "refused":
-      return call.rule ? "rule" : "check";
     default:
       return null;
   }
