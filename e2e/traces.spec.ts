@@ -1,9 +1,8 @@
 import { randomBytes } from "node:crypto";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { expect, test } from "@playwright/test";
+import { type OtlpReceiver, startOtlpReceiver } from "../test/support/otlp";
 import { type Instance, startInstance } from "./support/instance";
 
 /**
@@ -13,40 +12,20 @@ import { type Instance, startInstance } from "./support/instance";
  * The receiver gets one trace under the agent's span, with the request, the decision, the wait,
  * the run and the request to the tool server linked parent to child.
  */
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-}
-
 test.describe
   .serial("traces", () => {
     let gatehouse: Instance;
-    let receiver: http.Server;
-    const spans: OtlpSpan[] = [];
+    let receiver: OtlpReceiver;
     const owner = { name: "olga", password: "olga-owner-pass-1" };
     const reviewer = { name: "rita", password: "rita-reviewer-pass-1" };
 
     test.beforeAll(async () => {
-      receiver = http.createServer((req, res) => {
-        const chunks: Buffer[] = [];
-        req.on("data", (c: Buffer) => chunks.push(c));
-        req.on("end", () => {
-          const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
-            resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[];
-          };
-          for (const r of body.resourceSpans) for (const s of r.scopeSpans) spans.push(...s.spans);
-          res.writeHead(200, { "content-type": "application/json" }).end("{}");
-        });
-      });
-      await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
-      const { port } = receiver.address() as AddressInfo;
-      gatehouse = await startInstance(undefined, { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` });
+      receiver = await startOtlpReceiver();
+      gatehouse = await startInstance(undefined, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint });
     });
     test.afterAll(async () => {
       await gatehouse?.stop();
-      await new Promise<void>((resolve) => receiver?.close(() => resolve()));
+      await receiver?.close();
     });
 
     test("a held /mcp call approved in the browser is one trace under the agent's span", async ({
@@ -108,11 +87,11 @@ test.describe
       await reviewerContext.close();
 
       // Spans are exported in batches (every few seconds): the last of this trace's comes with one.
-      const named = (name: string) => spans.filter((s) => s.traceId === traceId && s.name === name);
+      const named = (name: string) => receiver.spans.filter((s) => s.traceId === traceId && s.name === name);
       await expect.poll(() => named("tools/call add_note").length, { timeout: 30_000 }).toBe(1);
       const [call] = named("tools/call demo_add_note");
       expect(call).toBeDefined();
-      const post = spans.find((s) => s.spanId === call?.parentSpanId);
+      const post = receiver.spans.find((s) => s.spanId === call?.parentSpanId);
       expect(post?.name).toBe("POST /mcp");
       expect(post?.parentSpanId).toBe(agentSpan);
       expect(named("decide")[0]?.parentSpanId).toBe(call?.spanId);

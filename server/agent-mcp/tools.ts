@@ -14,7 +14,7 @@ import { watchingCallStarts } from "../calls/run";
 import { cleanDescription } from "../catalogue/definition";
 import type { CallProgressEvent, EventBus } from "../events";
 import type { Logger } from "../log";
-import { inSpan } from "../tracing";
+import { inSpan, tracing } from "../tracing";
 import { linkResult } from "./links";
 import type { ResourceDeps } from "./listings";
 import type { ListedResources } from "./resources";
@@ -323,6 +323,7 @@ export function callTool<Pending = never>(
   links: LinkContext,
   answerPending?: (call: CallView) => Pending,
 ): Promise<CallToolResult | Pending> {
+  if (!tracing()) return answerCall(ctx, params, req, links, answerPending);
   const attributes = {
     "mcp.method.name": "tools/call",
     "gen_ai.tool.name": params.name.slice(0, 128),

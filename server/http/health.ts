@@ -28,19 +28,29 @@ export async function answerHealth(
 }
 
 async function notReady(runtime: { db: Db; bridge: BusBridge | null }): Promise<string | null> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<"late">((resolve) => {
-    timer = setTimeout(() => resolve("late"), STORE_CHECK_MS);
-  });
   try {
-    const answer = await Promise.race([rows(runtime.db, sql`SELECT 1`).then(() => "ok" as const), late]);
-    if (answer === "late") return "the store did not answer in time";
+    if ((await withinMs(rows(runtime.db, sql`SELECT 1`), STORE_CHECK_MS)) === "late")
+      return "the store did not answer in time";
   } catch {
     return "the store cannot be reached";
-  } finally {
-    clearTimeout(timer);
   }
   if (runtime.bridge && !runtime.bridge.listening)
     return "not hearing the other replicas' events (reconnecting)";
   return null;
+}
+
+/**
+ * What `work` resolves with, or "late" once `ms` have passed first (the work goes on unwatched);
+ * its rejection is passed on. For a probe that must answer whether the store does or not.
+ */
+export async function withinMs<T>(work: Promise<T>, ms: number): Promise<T | "late"> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<"late">((resolve) => {
+    timer = setTimeout(() => resolve("late"), ms);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -1,5 +1,3 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -10,6 +8,7 @@ import {
   createTestUser,
   enableTool,
   LIST_NOTES,
+  productionListener,
   REPO_ROOT,
   request,
   type TestRuntime,
@@ -18,7 +17,6 @@ import {
 } from "@/test/support/runtime";
 import { addNote, approve, call, deny, people, runtimes } from "../calls/call-fixtures";
 import { Metrics } from "../metrics";
-import { gatehouseListener } from "./front-door";
 import { answerMetrics } from "./metrics";
 
 const { start } = runtimes();
@@ -45,21 +43,8 @@ async function started(opts: Parameters<typeof start>[0] = {}) {
 
 /** The production listener on a loopback port, Next replaced by a plain 404. */
 async function listening(rt: TestRuntime, at = 0): Promise<{ url: string; close(): Promise<void> }> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(at, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  server.on(
-    "request",
-    gatehouseListener(rt.runtime, (_req, res) => res.writeHead(404).end(), `127.0.0.1:${port}`, {}),
-  );
-  return {
-    url: `http://127.0.0.1:${port}/metrics`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  const door = await productionListener(rt, at);
+  return { url: `${door.origin}/metrics`, close: door.close };
 }
 
 /** One scrape's series, by name and label set as written (`name{a="x",b="y"}`). */

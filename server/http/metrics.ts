@@ -1,14 +1,14 @@
 import "server-only";
 import { createHash, timingSafeEqual } from "node:crypto";
-import { count, eq } from "drizzle-orm";
 import { serverStates } from "@/lib/api-types";
 import type { AgentMcpEndpoint } from "../agent-mcp/endpoint";
 import { authenticate } from "../auth/access";
 import type { McpManager } from "../mcp/manager";
 import type { Metrics } from "../metrics";
 import { forwardedHttps } from "../request";
-import { type Db, first } from "../store/db";
-import { calls } from "../store/schema";
+import { countPending } from "../servers/health-panel";
+import type { Db } from "../store/db";
+import { withinMs } from "./health";
 import { json } from "./route";
 
 /** The path Prometheus scrapes. */
@@ -91,20 +91,12 @@ function registerGauges(src: ScrapeSources): { pending: Promise<number | null> }
   return scrape;
 }
 
-/** The count of pending calls, or null when the store did not answer within {@link STORE_GAUGE_MS}. */
-async function pendingCalls(db: Db): Promise<number | null> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<null>((resolve) => {
-    timer = setTimeout(() => resolve(null), STORE_GAUGE_MS);
-  });
-  const counted = first(db.select({ n: count() }).from(calls).where(eq(calls.status, "pending")))
-    .then((row) => Number(row?.n ?? 0))
-    .catch(() => null);
-  try {
-    return await Promise.race([counted, late]);
-  } finally {
-    clearTimeout(timer);
-  }
+/** The count of pending calls, or null when the store failed or did not answer within {@link STORE_GAUGE_MS}. */
+function pendingCalls(db: Db): Promise<number | null> {
+  return withinMs(countPending(db), STORE_GAUGE_MS).then(
+    (n) => (n === "late" ? null : n),
+    () => null,
+  );
 }
 
 /**

@@ -6,65 +6,44 @@
  */
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, RestartableServer, stopHttpServers } from "@/test/support/http-servers";
+import { type OtlpReceiver, type OtlpSpan, startOtlpReceiver } from "@/test/support/otlp";
 import {
   ADD_NOTE,
   enableTool,
+  productionListener,
   REPO_ROOT,
-  type TestRuntime,
   waitForServersReady,
 } from "@/test/support/runtime";
 import { approve, people, runtimes } from "../calls/call-fixtures";
 import { flushTracing, otlpEndpoint, startTracing, stopTracing } from "../tracing";
-import { gatehouseListener } from "./front-door";
 
 const { start } = runtimes();
 const V2 = path.join(REPO_ROOT, "test", "fixtures", "servers", "v2-tools.mjs");
 
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  attributes: { key: string; value: { stringValue?: string; intValue?: string | number } }[];
-}
 const SERVER = 2;
 const CLIENT = 3;
 
+let receiver: OtlpReceiver;
 /** Every span the receiver got so far. */
-const received: OtlpSpan[] = [];
-let receiver: http.Server;
+let received: OtlpSpan[] = [];
 
 beforeAll(async () => {
-  receiver = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      expect(req.url).toBe("/v1/traces");
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
-        resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[];
-      };
-      for (const r of body.resourceSpans) for (const s of r.scopeSpans) received.push(...s.spans);
-      res.writeHead(200, { "content-type": "application/json" }).end("{}");
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
-  const { port } = receiver.address() as AddressInfo;
-  expect(await startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` })).toBe(true);
+  receiver = await startOtlpReceiver();
+  received = receiver.spans;
+  expect(await startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint })).toBe(true);
 });
 
 afterAll(async () => {
   await stopTracing();
   await stopHttpServers();
-  await new Promise<void>((resolve) => receiver.close(() => resolve()));
+  await receiver.close();
+  expect(receiver.paths.every((p) => p === "/v1/traces")).toBe(true);
 });
 
 const attr = (s: OtlpSpan, key: string) => {
@@ -89,26 +68,11 @@ function agentTrace(): { traceId: string; spanId: string; header: string } {
   return { traceId, spanId, header: `00-${traceId}-${spanId}-01` };
 }
 
-async function door(rt: TestRuntime, port: number): Promise<{ origin: string; close(): Promise<void> }> {
-  const server = http.createServer(
-    gatehouseListener(rt.runtime, (_q, r) => r.writeHead(404).end(), `127.0.0.1:${port}`, {}),
-  );
-  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
-  return {
-    origin: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
-
 describe("traces", () => {
   it("an /mcp call held for review and approved is one trace under the agent's: request, authentication, decision, the wait, the run and the upstream request", async () => {
     const port = await freePort();
     const rt = await start({ config: { agentEndpoint: { allowedHosts: [`127.0.0.1:${port}`] } } });
-    const front = await door(rt, port);
+    const front = await productionListener(rt, port);
     try {
       const { agent, alice } = await people(rt);
       const trace = agentTrace();
@@ -164,7 +128,7 @@ describe("traces", () => {
   it("a traceparent in a tools/call's _meta (the MCP conventions' carrier) is continued too", async () => {
     const port = await freePort();
     const rt = await start({ config: { agentEndpoint: { allowedHosts: [`127.0.0.1:${port}`] } } });
-    const front = await door(rt, port);
+    const front = await productionListener(rt, port);
     try {
       const { agent } = await people(rt);
       const trace = agentTrace();
@@ -206,7 +170,7 @@ describe("traces", () => {
     await waitForServersReady(rt.runtime, ["v2"]);
     const { agent } = await people(rt);
     await enableTool(rt.runtime, "v2_echo");
-    const front = await door(rt, port);
+    const front = await productionListener(rt, port);
     const trace = agentTrace();
     try {
       // Through the production listener, as an agent sends it.

@@ -4,7 +4,7 @@ import type { ServerState } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import type { GatehouseConfig, ServerConfig } from "../config";
 import type { Logger } from "../log";
-import { inSpan } from "../tracing";
+import { inSpan, tracing } from "../tracing";
 import { type Forwarder, RemoteSupervisor } from "./remote";
 import type { HistoryStore, SupervisorDeps, SupervisorSnapshot, UpstreamObserver } from "./supervision";
 import { ServerSupervisor } from "./supervisor";
@@ -251,6 +251,7 @@ export class McpManager {
   ): Promise<CallToolResult> {
     const { reconnect, ...callOpts } = opts;
     const supervisor = reconnect ? await this.reachable(server, reconnect) : this.get(server);
+    if (!tracing()) return this.observedCall(supervisor, server, tool, args, callOpts);
     const attributes = {
       "mcp.method.name": "tools/call",
       "gen_ai.tool.name": tool,

@@ -35,7 +35,7 @@ export async function healthPanel(
   const hourOf = (iso: string) => `${iso.slice(0, 13)}:00:00.000Z`;
 
   const [pending, decisions, perServer, failed] = await Promise.all([
-    first(db.select({ n: count() }).from(calls).where(eq(calls.status, "pending"))),
+    countPending(db),
     db
       .select({ createdAt: calls.createdAt, decidedAt: calls.decidedAt })
       .from(calls)
@@ -75,7 +75,7 @@ export async function healthPanel(
   }
   return {
     at: new Date(now).toISOString(),
-    pendingNow: Number(pending?.n ?? 0),
+    pendingNow: pending,
     decisionsLastHour: lastHour,
     hours,
     timeToDecision: hours.map((h) => {
@@ -87,6 +87,12 @@ export async function healthPanel(
       .sort((a, b) => a.server.localeCompare(b.server)),
     failedDeliveries: Number(failed?.n ?? 0),
   };
+}
+
+/** Calls waiting for a reviewer now: the panel's and the metrics' one count. */
+export async function countPending(db: Db): Promise<number> {
+  const row = await first(db.select({ n: count() }).from(calls).where(eq(calls.status, "pending")));
+  return Number(row?.n ?? 0);
 }
 
 /** The `q` quantile of ascending `sorted` (nearest rank), or null when it is empty. */

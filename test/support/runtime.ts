@@ -17,7 +17,7 @@ import { createUser } from "@/server/auth/users";
 import { setToolStatus } from "@/server/catalogue/catalogue";
 import { type ApprovalsConfig, formatIssues, type GatehouseConfig, validateConfig } from "@/server/config";
 import type { EventBus } from "@/server/events";
-import { serveInternal } from "@/server/http/front-door";
+import { gatehouseListener, serveInternal } from "@/server/http/front-door";
 import { createRuntime, type Runtime, setRuntime } from "@/server/runtime";
 import { loadSecretKey } from "@/server/secrets";
 import { first } from "@/server/store/db";
@@ -418,4 +418,30 @@ export async function request(method: string, urlPath: string, opts: RequestOpti
 /** The parsed JSON body of a response. */
 export async function bodyOf<T = Record<string, unknown>>(res: Response): Promise<T> {
   return (await res.json()) as T;
+}
+
+/**
+ * The production listener (`gatehouseListener`, as server/main.ts serves it, Next replaced by a
+ * plain 404) for `rt` on loopback port `port` (default any free one), its own port as the listen
+ * host; resolves once it listens.
+ */
+export async function productionListener(
+  rt: TestRuntime,
+  port = 0,
+): Promise<{ origin: string; close(): Promise<void> }> {
+  const server = http.createServer();
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  const { port: bound } = server.address() as AddressInfo;
+  server.on(
+    "request",
+    gatehouseListener(rt.runtime, (_req, res) => res.writeHead(404).end(), `127.0.0.1:${bound}`, {}),
+  );
+  return {
+    origin: `http://127.0.0.1:${bound}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
 }
