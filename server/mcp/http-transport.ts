@@ -394,7 +394,9 @@ export class GuardedHttpTransport implements Transport {
     }
   }
 
+  /** Closes once: a second close (the client's, then the supervisor's own) does nothing. */
   close(): Promise<void> {
+    if (this.closed) return Promise.resolve();
     this.closed = true;
     return this.inner.close();
   }

@@ -5,11 +5,11 @@
  * in lifecycle-fixtures.ts.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { FIXTURES, gatehouse, Harness, NODE, ROOT, tempDir, text } from "@/test/support/mcp-harness";
+import { FIXTURES, gatehouse, Harness, NODE, quiet, ROOT, tempDir, text } from "@/test/support/mcp-harness";
 import {
   bootChildren,
   isGone,
@@ -19,10 +19,13 @@ import {
   realClearTimeout,
   realSetTimeout,
   registerLifecycleCleanup,
+  runtimes,
   SLOW,
   seenPids,
   stdioServer,
 } from "./lifecycle-fixtures";
+import { BoundedStdioTransport, LineRing } from "./stdio-transport";
+import { ServerSupervisor } from "./supervisor";
 
 const WRAPPER = join(FIXTURES, "npx-wrapper.mjs");
 const STUBBORN = join(FIXTURES, "stubborn.mjs");
@@ -113,6 +116,45 @@ describe("process hygiene", () => {
     },
     SLOW,
   );
+
+  it(
+    "stop() while a dial still negotiates the protocol era ends the child before it resolves (a switch off right after a switch on)",
+    async () => {
+      const pidsFile = join(tempDir(), "pids.json");
+      // The wrapper's grandchild reads nothing for a while: the dial's server/discover probe waits.
+      const supervisor = new ServerSupervisor(
+        stdioServer("late", WRAPPER, {
+          env: { PIDS_FILE: pidsFile, GRANDCHILD: join(FIXTURES, "slow-start.mjs"), START_DELAY_MS: "20000" },
+        }),
+        { log: quiet, refreshSeconds: 0, onState: () => {}, onTools: () => {} },
+      );
+      runtimes.push(supervisor);
+      await supervisor.start();
+      await pollUntil("the wrapper's start", () => existsSync(pidsFile));
+      const pids = readPids(pidsFile);
+      expect(supervisor.snapshot().state).toBe("connecting");
+      await supervisor.stop();
+      expect(isReaped(pids.wrapper)).toBe(true);
+      await pollUntil("the grandchild's death", () => isGone(pids.grandchild), 2000);
+    },
+    SLOW,
+  );
+
+  it("a stdio connection closed before it was started never spawns its server (a switch off racing a switch on's dial)", async () => {
+    const pidFile = join(tempDir(), "pids");
+    const transport = new BoundedStdioTransport({
+      command: NODE,
+      args: [join(FIXTURES, "slow.mjs")],
+      env: { RUNS_FILE: join(tempDir(), "runs.json"), PID_FILE: pidFile },
+      cwd: null,
+      maxFrameBytes: 1 << 20,
+      stderr: new LineRing(),
+    });
+    await transport.close();
+    await expect(transport.start()).rejects.toThrow("closed before the server was started");
+    expect(transport.pid).toBeUndefined();
+    expect(existsSync(pidFile)).toBe(false);
+  });
 });
 
 describe("Gatehouse stopped by a signal", () => {

@@ -5,7 +5,7 @@ import { GatehouseError } from "@/lib/errors";
 import type { GatehouseConfig, ServerConfig } from "../config";
 import type { Logger } from "../log";
 import { inSpan, tracing } from "../tracing";
-import { type Forwarder, RemoteSupervisor } from "./remote";
+import { type Forwarder, isTakenHere, RemoteSupervisor } from "./remote";
 import type { HistoryStore, SupervisorDeps, SupervisorSnapshot, UpstreamObserver } from "./supervision";
 import { ServerSupervisor } from "./supervisor";
 
@@ -273,17 +273,63 @@ export class McpManager {
     callOpts: { signal?: AbortSignal; onProgress?: (progress: ToolProgress) => void },
   ): Promise<CallToolResult> {
     const observe = this.deps.onUpstream;
-    if (!observe) return supervisor.callTool(tool, args, callOpts);
+    if (!observe) return this.callOn(supervisor, server, tool, args, callOpts);
     // Timed from the request, after any wait for the server to come back: the server's own time.
     const started = performance.now();
     try {
-      const result = await supervisor.callTool(tool, args, callOpts);
+      const result = await this.callOn(supervisor, server, tool, args, callOpts);
       observe(server, "tools/call", "ok", (performance.now() - started) / 1000);
       return result;
     } catch (err) {
       observe(server, "tools/call", upstreamOutcome(err), (performance.now() - started) / 1000);
       throw err;
     }
+  }
+
+  /**
+   * Calls `tool` on `supervisor`. A stand-in's call that found this replica holding the server
+   * (it took the server while the call looked for a holder; nothing was sent) goes to the server
+   * started here, once it is in place and reachable, within the server's `timeoutMs`.
+   */
+  private async callOn(
+    supervisor: Supervised,
+    server: string,
+    tool: string,
+    args: Record<string, unknown>,
+    callOpts: { signal?: AbortSignal; onProgress?: (progress: ToolProgress) => void },
+  ): Promise<CallToolResult> {
+    try {
+      return await supervisor.callTool(tool, args, callOpts);
+    } catch (err) {
+      if (!(supervisor instanceof RemoteSupervisor) || !isTakenHere(err)) throw err;
+      const notAfter = Date.now() + supervisor.config.timeoutMs;
+      await this.untilReplaced(supervisor, notAfter);
+      const here = await this.reachable(server, { notAfter });
+      if (here instanceof RemoteSupervisor) throw err;
+      return here.callTool(tool, args, callOpts);
+    }
+  }
+
+  /** Resolves once another supervisor is in `supervisor`'s place, or at `notAfter`. */
+  private untilReplaced(supervisor: Supervised, notAfter: number): Promise<void> {
+    return new Promise((resolve) => {
+      const check = () => {
+        if (this.supervisors.get(supervisor.config.name) === supervisor) return;
+        clearTimeout(timer);
+        this.stateWatchers.delete(check);
+        resolve();
+      };
+      const timer = setTimeout(
+        () => {
+          this.stateWatchers.delete(check);
+          resolve();
+        },
+        Math.max(0, notAfter - Date.now()),
+      );
+      timer.unref();
+      this.stateWatchers.add(check);
+      check();
+    });
   }
 
   /**

@@ -58,6 +58,25 @@ export interface Forwarder {
 }
 
 /**
+ * A request forwarded for a server that this replica itself holds now: it took the server while
+ * the request looked for a holder. Nothing was sent; the manager sends the request to the server
+ * started here instead (`McpManager.callTool`).
+ */
+export class TakenHere extends GatehouseError {
+  /** Said by a property: `instanceof` on GatehouseError's subclasses answers for every GatehouseError. */
+  readonly takenHere = true;
+  constructor(server: string) {
+    super(
+      "upstream_elsewhere",
+      `server ${server} is being started on this replica; try again in a few seconds`,
+    );
+  }
+}
+
+export const isTakenHere = (err: unknown): boolean =>
+  typeof err === "object" && err !== null && (err as { takenHere?: unknown }).takenHere === true;
+
+/**
  * How much longer than the server's own deadline a forwarded request may take: the hop, and the
  * holder's wait for a server it is starting (`HOLDER_START_WAIT_MS`, 10 s) with room to spare.
  */

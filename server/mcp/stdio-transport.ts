@@ -160,7 +160,13 @@ export class BoundedStdioTransport implements Transport {
     return null;
   }
 
+  /**
+   * Spawns the server. Refused once closed: a supervisor stopped while its dial was on the way
+   * (a switch off right after a switch on) closes the transport before the SDK starts it, and
+   * a child spawned then would have nobody to stop it.
+   */
   async start(): Promise<void> {
+    if (this.closed) throw new Error("the connection was closed before the server was started");
     installExitHook();
     const child: ChildProcessWithoutNullStreams = spawn(this.opts.command, this.opts.args, {
       env: childEnv(this.opts.env) as NodeJS.ProcessEnv,

@@ -17,15 +17,22 @@ export class Teardowns {
   constructor(private readonly onCloseError: (err: unknown) => void) {}
 
   /**
-   * Closes `client` (and so its transport), or `transport` alone when the dial made no client.
-   * Its `onclose` is unhooked first: the end of a dropped connection is no failure to report.
+   * Closes `client` and `transport` (the supervisor's transports close once, however often
+   * asked). Its `onclose` is unhooked first: the end of a dropped connection is no failure to
+   * report. The transport is closed by itself too: while the client's connect negotiates the
+   * protocol era, the client does not have it yet, and its close would leave the child running.
    */
   close(client: Client | null, transport: Transport | null): Promise<void> {
     if (client) client.onclose = undefined;
     return this.track(
       (async () => {
         try {
-          await (client ? client.close() : transport?.close());
+          await client?.close();
+        } catch (err) {
+          this.onCloseError(err);
+        }
+        try {
+          await transport?.close();
         } catch (err) {
           this.onCloseError(err);
         }

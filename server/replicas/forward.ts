@@ -4,7 +4,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Progress } from "@modelcontextprotocol/client";
 import { and, eq, inArray, lt } from "drizzle-orm";
 import { GatehouseError, isErrorCode } from "@/lib/errors";
-import type { ForwardedMethod, Forwarder } from "../mcp/remote";
+import { type ForwardedMethod, type Forwarder, TakenHere } from "../mcp/remote";
 import {
   createGuardedAgent,
   type GuardedAnswer,
@@ -134,15 +134,16 @@ export class ReplicaForwarder implements Forwarder {
 
   /**
    * The live holder of `server`, waited for while there is none (its holder died and a survivor
-   * has yet to take it, or this replica is taking it): at most two leases, after which the
-   * request is refused `upstream_elsewhere` (nothing was sent). A takeover is then no error for a
-   * call that arrives during it.
+   * has yet to take it): at most two leases, after which the request is refused
+   * `upstream_elsewhere` (nothing was sent). A takeover is then no error for a call that arrives
+   * during it. {@link TakenHere} at once when this replica is the one that took it.
    */
   private async holderSoon(server: string, until: number, signal?: AbortSignal): Promise<Holder> {
     for (;;) {
       const holder = await holderOf(this.db, server, this.leaseMs);
-      if (holder && holder.replica !== this.self && holder.address)
-        return { ...holder, address: holder.address };
+      // Taken by this replica meanwhile: no other holder is coming.
+      if (holder?.replica === this.self) throw new TakenHere(server);
+      if (holder?.address) return { ...holder, address: holder.address };
       if (Date.now() >= until) {
         throw new GatehouseError(
           "upstream_elsewhere",

@@ -83,4 +83,25 @@ describe.runIf(testDialect === "postgres")("a call waiting for a server another 
     },
     SLOW_TEST,
   );
+
+  it(
+    "a call its stand-in forwards while this replica takes the server itself runs on the server started here, not refused for want of another holder",
+    async () => {
+      const { a, b } = await pair();
+      // A stops: B takes demo (its lock and the holder's row) and runs it.
+      await a.stop();
+      const manager = b.runtime.manager;
+      await expect.poll(() => manager.get("demo"), { timeout: 20_000 }).toBeInstanceOf(ServerSupervisor);
+      // The moment of a takeover: the lock and the row are B's, its stand-in still answers.
+      await manager.release("demo");
+      const standIn = manager.get("demo");
+      expect(standIn).toBeInstanceOf(RemoteSupervisor);
+      const call = manager.callTool("demo", "list_notes", {});
+      await manager.hold("demo");
+      const result = await call;
+      // B's own notebook (empty): the call ran on the server started here.
+      expect(resultText(result)).toBe("The notebook is empty.");
+    },
+    SLOW_TEST,
+  );
 });
