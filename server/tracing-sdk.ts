@@ -5,14 +5,15 @@ import type { SpanHandle, SpanOptions, TracingImpl } from "./span-types";
  * The OpenTelemetry side of tracing.ts, imported only when traces are on. Its packages are
  * imported here, when it starts, never at the top: the server's bundle would load them at start
  * otherwise. Spans are batched and sent over OTLP/HTTP (JSON) to the endpoint's `/v1/traces`;
- * the active span follows async work (AsyncLocalStorage), and `traceparent` is W3C trace context.
+ * `traceparent` is W3C trace context. No context manager: a span's parent is given to it (a
+ * `traceparent`), since one that follows async work (AsyncLocalStorage) hooks every promise of the
+ * process, which costs more CPU per call than the spans themselves.
  */
 export async function startOtlpTracing(opts: {
   endpoint: string;
   serviceName: string;
 }): Promise<TracingImpl> {
   const api = await import("@opentelemetry/api");
-  const { AsyncLocalStorageContextManager } = await import("@opentelemetry/context-async-hooks");
   const { W3CTraceContextPropagator } = await import("@opentelemetry/core");
   const { resourceFromAttributes } = await import("@opentelemetry/resources");
   const { BatchSpanProcessor, TracerProvider } = await import("@opentelemetry/sdk-trace");
@@ -23,8 +24,6 @@ export async function startOtlpTracing(opts: {
     resource: resourceFromAttributes({ "service.name": opts.serviceName }),
     spanProcessors: [new BatchSpanProcessor({ exporter })],
   });
-  const contextManager = new AsyncLocalStorageContextManager().enable();
-  api.context.setGlobalContextManager(contextManager);
   const propagator = new W3CTraceContextPropagator();
   api.propagation.setGlobalPropagator(propagator);
   api.trace.setGlobalTracerProvider(provider);
@@ -39,42 +38,49 @@ export async function startOtlpTracing(opts: {
             { traceparent: spanOpts.traceparent },
             api.defaultTextMapGetter,
           )
-        : api.context.active();
-      const attributes = Object.fromEntries(
-        Object.entries(spanOpts.attributes ?? {}).filter(
-          (e): e is [string, string | number | boolean] => e[1] !== undefined,
-        ),
-      );
-      return tracer.startActiveSpan(
-        name,
-        { kind: kinds[spanOpts.kind ?? "internal"], attributes },
-        parent,
-        async (span) => {
-          try {
-            return await fn({ setAttribute: (key, value) => span.setAttribute(key, value) });
-          } catch (err) {
-            const code = (err as { code?: unknown } | null)?.code;
-            span.setAttribute(
-              "error.type",
-              typeof code === "string" ? code : err instanceof Error ? err.name : "error",
-            );
-            span.setStatus({ code: api.SpanStatusCode.ERROR });
-            throw err;
-          } finally {
-            span.end();
-          }
+        : api.ROOT_CONTEXT;
+      const attributes: Record<string, string | number | boolean> = {};
+      for (const [key, value] of Object.entries(spanOpts.attributes ?? {})) {
+        if (value !== undefined) attributes[key] = value;
+      }
+      const span = tracer.startSpan(name, { kind: kinds[spanOpts.kind ?? "internal"], attributes }, parent);
+      const handle: SpanHandle = {
+        setAttribute: (key, value) => span.setAttribute(key, value),
+        get traceparent() {
+          const carrier: Record<string, string> = {};
+          propagator.inject(api.trace.setSpan(api.ROOT_CONTEXT, span), carrier, api.defaultTextMapSetter);
+          return carrier.traceparent ?? null;
+        },
+      };
+      const failed = (err: unknown) => {
+        const code = (err as { code?: unknown } | null)?.code;
+        span.setAttribute(
+          "error.type",
+          typeof code === "string" ? code : err instanceof Error ? err.name : "error",
+        );
+        span.setStatus({ code: api.SpanStatusCode.ERROR });
+      };
+      let running: Promise<T>;
+      try {
+        running = fn(handle);
+      } catch (err) {
+        running = Promise.reject(err);
+      }
+      return running.then(
+        (value) => {
+          span.end();
+          return value;
+        },
+        (err: unknown) => {
+          failed(err);
+          span.end();
+          throw err;
         },
       );
-    },
-    traceparentNow() {
-      const carrier: Record<string, string> = {};
-      propagator.inject(api.context.active(), carrier, api.defaultTextMapSetter);
-      return carrier.traceparent ?? null;
     },
     flush: () => provider.forceFlush(),
     async stop() {
       await provider.shutdown();
-      contextManager.disable();
       api.trace.disable();
       api.propagation.disable();
       api.context.disable();

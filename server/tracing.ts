@@ -7,8 +7,10 @@ import type { SpanHandle, SpanOptions, TracingImpl } from "./span-types";
  * just runs its function. Attribute names follow OpenTelemetry's semantic conventions for MCP
  * (semantic-conventions-genai v0.1.0, `docs/gen-ai/mcp.md`): `mcp.method.name`,
  * `gen_ai.tool.name`, `gen_ai.operation.name`, `mcp.session.id`, `jsonrpc.request.id`,
- * `error.type`. A W3C `traceparent` an agent sends is continued; one is passed on to HTTP tool
- * servers (`traceparentNow`).
+ * `error.type`. A W3C `traceparent` an agent sends is continued; a tool call passes its own on to
+ * the tool server (`_meta.traceparent`, and the `traceparent` header over HTTP). A span's parent
+ * is always handed to it (the request's span travels in the `traceparent` header of the request a
+ * route handler sees): no context follows async work, which would hook every promise.
  *
  * The tracer lives on `globalThis`: Next evaluates server modules more than once, and every copy
  * must trace into the same provider.
@@ -21,7 +23,7 @@ const holder = globalThis as { [KEY]?: { impl: TracingImpl | null; calls: Map<st
 holder[KEY] ??= { impl: null, calls: new Map() };
 const state = holder[KEY];
 
-const NO_SPAN: SpanHandle = { setAttribute: () => undefined };
+const NO_SPAN: SpanHandle = { setAttribute: () => undefined, traceparent: null };
 
 /** Calls whose trace is remembered at once, at most: the oldest is forgotten past it. */
 const MAX_REMEMBERED_CALLS = 10_000;
@@ -32,37 +34,36 @@ export function tracing(): boolean {
 }
 
 /**
- * Runs `fn` in a new span named `name` (a child of the active span, or of `opts.traceparent`),
- * ended when `fn` settles; a rejection marks it failed, with `error.type` the error's code.
- * Without tracing, runs `fn` alone.
+ * Runs `fn` in a new span named `name`, a child of `opts.traceparent` (else the root of a trace of
+ * its own), ended when `fn` settles; a rejection marks it failed, with `error.type` the error's
+ * code. `fn` hands `span.traceparent` to the spans under it. Without tracing, runs `fn` alone.
  */
 export function inSpan<T>(name: string, opts: SpanOptions, fn: (span: SpanHandle) => Promise<T>): Promise<T> {
   const impl = state.impl;
   return impl ? impl.inSpan(name, opts, fn) : fn(NO_SPAN);
 }
 
-/** The W3C `traceparent` of the span now active, for a request sent on; null without tracing or a span. */
-export function traceparentNow(): string | null {
-  return state.impl?.traceparentNow() ?? null;
-}
-
 /**
- * Remembers the active trace as call `id`'s, so that its run, which may come much later in
- * another request (a reviewer's approval), is traced as part of the agent's request. Memory of
- * this process only, bounded: a call run by another replica, or after a restart, starts its run
- * in the approver's trace instead.
+ * Remembers `traceparent` (the span of the request that made call `id`) as the call's trace, so
+ * that its run, which may come much later in another request (a reviewer's approval), is traced
+ * as part of the agent's request. Memory of this process only, bounded: a call run by another
+ * replica, or after a restart, starts its run in a trace of its own instead.
  */
-export function rememberCallTrace(id: string): void {
-  const parent = traceparentNow();
-  if (!parent) return;
+export function rememberCallTrace(id: string, traceparent: string | null): void {
+  if (!state.impl || !traceparent) return;
   if (state.calls.size >= MAX_REMEMBERED_CALLS) {
     const oldest = state.calls.keys().next().value;
     if (oldest !== undefined) state.calls.delete(oldest);
   }
-  state.calls.set(id, parent);
+  state.calls.set(id, traceparent);
 }
 
-/** Runs `fn` in span `name` under call `id`'s remembered trace (forgotten then), else under the active one. */
+/** Call `id`'s remembered trace (see {@link rememberCallTrace}), kept for its run; null when none. */
+export function callTrace(id: string): string | null {
+  return state.calls.get(id) ?? null;
+}
+
+/** Runs `fn` in span `name` under call `id`'s remembered trace (forgotten then), else in a trace of its own. */
 export function inCallSpan<T>(
   id: string,
   name: string,

@@ -87,7 +87,11 @@ export function toolsSignature(tools: AgentToolView[]): string {
  * id, its `_meta` (the progress token), its abort signal (the client's cancellation, or the
  * exchange ending) and `notify`, which puts a notification on the request's own stream.
  */
-export type CallRequest = { mcpReq: Pick<ServerContext["mcpReq"], "id" | "_meta" | "signal" | "notify"> };
+export type CallRequest = {
+  mcpReq: Pick<ServerContext["mcpReq"], "id" | "_meta" | "signal" | "notify">;
+  /** The HTTP request carrying it: its `traceparent` header is the parent of the call's span (traces). */
+  http?: { req?: Request };
+};
 
 export interface CallContext {
   broker: CallBroker;
@@ -332,11 +336,12 @@ export function callTool<Pending = never>(
   };
   // A client may carry its trace in the request's _meta (as the MCP conventions say) rather than a header.
   const carried = (req.mcpReq._meta as { traceparent?: unknown } | undefined)?.traceparent;
-  const traceparent = typeof carried === "string" ? carried : null;
+  const traceparent =
+    typeof carried === "string" ? carried : (req.http?.req?.headers.get("traceparent") ?? null);
   // The name is the agent's text: in the span's name only when it could be a tool's.
   const target = /^[A-Za-z0-9_.-]{1,128}$/.test(params.name) ? ` ${params.name}` : "";
-  return inSpan(`tools/call${target}`, { kind: "server", attributes, traceparent }, () =>
-    answerCall(ctx, params, req, links, answerPending),
+  return inSpan(`tools/call${target}`, { kind: "server", attributes, traceparent }, (span) =>
+    answerCall(ctx, params, req, links, answerPending, span.traceparent),
   );
 }
 
@@ -346,6 +351,7 @@ async function answerCall<Pending>(
   req: CallRequest,
   links: LinkContext,
   answerPending?: (call: CallView) => Pending,
+  traceparent: string | null = null,
 ): Promise<CallToolResult | Pending> {
   const signal = ctx.release ? AbortSignal.any([req.mcpReq.signal, ctx.release]) : req.mcpReq.signal;
   const progress = new AgentProgress(ctx, req, signal);
@@ -354,7 +360,12 @@ async function answerCall<Pending>(
     try {
       outcome = await watchingCallStarts(
         (id) => progress.follow(id),
-        () => ctx.broker.request(ctx.requester, { tool: params.name, arguments: params.arguments ?? {} }),
+        () =>
+          ctx.broker.request(
+            ctx.requester,
+            { tool: params.name, arguments: params.arguments ?? {} },
+            traceparent,
+          ),
       );
     } catch (err) {
       if (err instanceof GatehouseError) return text(`Refused (${err.code}): ${err.message}`, null);

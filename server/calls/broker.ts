@@ -32,12 +32,7 @@ import { interruptLeftRunning, type RunDeps, runCall } from "./run";
 import { transition } from "./transition";
 import { untilFinal } from "./wait";
 
-export {
-  type CallEventName,
-  callCursor,
-  RESULT_STORE_MAX_BYTES,
-  type Requester,
-} from "./call-row";
+export { type CallEventName, callCursor, RESULT_STORE_MAX_BYTES, type Requester } from "./call-row";
 
 export interface BrokerDeps {
   db: Db;
@@ -176,14 +171,17 @@ export class CallBroker {
    * for reviewers (`202`), or is refused (thrown, after recording the attempt). Every row is
    * committed before this resolves. A call covered by a grant takes the grant's use in the same
    * write as its row; if the last use went to another call meanwhile, it waits instead.
+   * `traceparent` (traces): the asking request's span; the call's decision, wait and run go under it.
    */
   async request(
     requester: Requester,
     body: { tool: string; arguments: Record<string, unknown> },
+    traceparent: string | null = null,
   ): Promise<{ httpStatus: 200 | 202; call: CallView }> {
     const { db } = this.deps;
     const args = body.arguments;
-    const { decision, row, skipped } = await decideCall(this.deps, { requester, tool: body.tool, args });
+    const input = { requester, tool: body.tool, args, traceparent };
+    const { decision, row, skipped } = await decideCall(this.deps, input);
     const subject: CallSubject = {
       tool: row?.localName ?? body.tool,
       server: row?.server ?? "",
@@ -215,8 +213,8 @@ export class CallBroker {
       throw new GatehouseError(code, running.errorMessage ?? "refused");
     }
     const toolNow = { description: row?.description ?? null, definitionHash: row?.definitionHash ?? null };
+    rememberCallTrace(call.id, traceparent);
     if (running.status === "pending") {
-      rememberCallTrace(call.id);
       this.deps.bus.publish({ type: "call", id: call.id, status: "pending" });
       return { httpStatus: 202, call: toView(running, toolNow) };
     }
@@ -438,8 +436,9 @@ export class CallBroker {
    * Resolves when the call reaches a final status, after `seconds`, or when `signal` aborts,
    * whichever is first (see {@link untilFinal}).
    */
-  wait(id: string, seconds: number, signal?: AbortSignal): Promise<CallView> {
-    return untilFinal({ bus: this.deps.bus, get: (callId) => this.get(callId) }, id, seconds, signal);
+  wait(id: string, seconds: number, signal?: AbortSignal, traceparent?: string | null): Promise<CallView> {
+    const source = { bus: this.deps.bus, get: (callId: string) => this.get(callId) };
+    return untilFinal(source, id, seconds, signal, traceparent);
   }
 
   /** Calls newest first (ties by id), narrowed by `params`; page on with `before`. */

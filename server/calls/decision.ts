@@ -85,6 +85,8 @@ export interface DecisionInput {
   requester: Requester;
   tool: string;
   args: Record<string, unknown>;
+  /** The span of the request asking (traces): the decision's span goes under it. */
+  traceparent?: string | null;
 }
 
 /** What a grant must match for this call. */
@@ -116,7 +118,7 @@ export function coverQuery(requester: Requester, row: ToolRow, args: Record<stri
  * Reads only; nothing is written and no grant use is taken here.
  */
 export function decideCall(deps: DecisionDeps, input: DecisionInput, now = new Date()): Promise<Decided> {
-  return inSpan("decide", {}, async (span) => {
+  return inSpan("decide", { traceparent: input.traceparent ?? null }, async (span) => {
     const decided = await decide(deps, input, now);
     const { decision } = decided;
     span.setAttribute("gatehouse.decision", decision.outcome);

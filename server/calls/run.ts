@@ -46,7 +46,12 @@ export interface RunDeps {
     server: string,
     tool: string,
     args: Record<string, unknown>,
-    opts: { onProgress: (progress: ToolProgress) => void; reconnect: ReconnectWaitOptions },
+    opts: {
+      onProgress: (progress: ToolProgress) => void;
+      reconnect: ReconnectWaitOptions;
+      /** The run's span (traces): the tool server's request is traced under it. */
+      traceparent?: string | null;
+    },
   ): Promise<CallToolResult>;
   /** Told of a held call interrupted under its tool (`call.interrupted`), in the outcome's write. */
   notify?: CallNotify;
@@ -174,7 +179,7 @@ function waitedText(server: string, wait: ReconnectWait): string {
 export function runCall(deps: RunDeps, call: RunnableCall): ReturnType<typeof runNow> {
   // Traced as part of the agent's request, even when a reviewer's approval runs it later.
   return inCallSpan(call.id, "run", { attributes: { "gatehouse.call.id": call.id } }, async (span) => {
-    const outcome = await runNow(deps, call);
+    const outcome = await runNow(deps, call, span.traceparent);
     span.setAttribute("gatehouse.call.status", outcome.stored.status);
     return outcome;
   });
@@ -183,6 +188,7 @@ export function runCall(deps: RunDeps, call: RunnableCall): ReturnType<typeof ru
 async function runNow(
   deps: RunDeps,
   call: RunnableCall,
+  traceparent: string | null,
 ): Promise<{ stored: OutcomeColumns & { status: RunStatus }; full: unknown; moved: boolean }> {
   let full: unknown;
   let truncatedNote: string | null = null;
@@ -212,6 +218,7 @@ async function runNow(
     const result = await deps.callTool(call.server, call.remoteName, call.args, {
       onProgress: progress.report,
       reconnect,
+      traceparent,
     });
     answered = Date.now();
     full = result;

@@ -2,7 +2,7 @@ import "server-only";
 import { type CallView, isFinalCallStatus as isFinal } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import type { EventBus } from "../events";
-import { inSpan } from "../tracing";
+import { callTrace, inSpan } from "../tracing";
 
 /** What a wait on a call reads: the bus its moves are published on, and its view (null: none). */
 export interface WaitSource {
@@ -20,12 +20,19 @@ export function untilFinal(
   id: string,
   seconds: number,
   signal?: AbortSignal,
+  /** The span the wait is traced under: the request waiting; default the one that made the call. */
+  traceparent: string | null = null,
 ): Promise<CallView> {
-  return inSpan("wait for review", { attributes: { "gatehouse.call.id": id } }, async (span) => {
-    const view = await waitFinal(source, id, seconds, signal);
-    span.setAttribute("gatehouse.call.status", view.status);
-    return view;
-  });
+  const parent = traceparent ?? callTrace(id);
+  return inSpan(
+    "wait for review",
+    { attributes: { "gatehouse.call.id": id }, traceparent: parent },
+    async (span) => {
+      const view = await waitFinal(source, id, seconds, signal);
+      span.setAttribute("gatehouse.call.status", view.status);
+      return view;
+    },
+  );
 }
 
 async function waitFinal(

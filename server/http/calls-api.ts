@@ -10,7 +10,11 @@ import { json, route, who } from "./route";
  */
 
 export const POST = route({ access: ["agent", "owner"], body: CallBody }, async (ctx) => {
-  const { httpStatus, call } = await ctx.runtime.broker.request(requesterOf(who(ctx)), ctx.body);
+  const { httpStatus, call } = await ctx.runtime.broker.request(
+    requesterOf(who(ctx)),
+    ctx.body,
+    ctx.req.headers.get("traceparent"),
+  );
   return json(call, httpStatus);
 });
 

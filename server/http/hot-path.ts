@@ -51,7 +51,7 @@ export function answerHot(
       attributes: { "http.request.method": method, "url.path": path },
     },
     async (span) => {
-      await answer(req, res, handler, opts);
+      await answer(req, res, handler, opts, span.traceparent);
       span.setAttribute("http.response.status_code", res.statusCode);
     },
   );
@@ -62,12 +62,15 @@ async function answer(
   res: ServerResponse,
   handler: RouteHandler,
   opts: HotPathOptions,
+  /** The request's span: the parent of the spans under it, handed on as the `traceparent` header. */
+  traceparent: string | null = null,
 ): Promise<void> {
   try {
     const headers = headersOf(req);
+    if (traceparent) headers.set("traceparent", traceparent);
     let body: Buffer | null = Buffer.alloc(0);
-    const principal = tracing()
-      ? await inSpan("authenticate", {}, async (span) => {
+    const principal = traceparent
+      ? await inSpan("authenticate", { traceparent }, async (span) => {
           const found = await opts.authenticate(headers);
           span.setAttribute("gatehouse.authenticated", found?.kind ?? "nobody");
           return found;

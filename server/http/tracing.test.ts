@@ -191,12 +191,57 @@ describe("traces", () => {
     expect(span(trace.traceId, "POST /api/calls").parentSpanId).toBe(trace.spanId);
     const upstream = span(trace.traceId, "tools/call echo");
     expect(attr(upstream, "network.transport")).toBe("tcp");
-    const sent = readFileSync(log, "utf8")
-      .split("\n")
-      .filter((l) => l.startsWith("traceparent "))
-      .map((l) => l.slice("traceparent ".length));
-    // The tools/call request carried the upstream span as its parent, in the agent's trace.
-    expect(sent).toContain(`00-${trace.traceId}-${upstream.spanId}-01`);
+    const logged = readFileSync(log, "utf8").split("\n");
+    const sent = (prefix: string) =>
+      logged.filter((l) => l.startsWith(prefix)).map((l) => l.slice(prefix.length));
+    // The tools/call request carried the upstream span as its parent, in the agent's trace: as
+    // the HTTP header, and in `_meta` as MCP carries it.
+    expect(sent("traceparent ")).toContain(`00-${trace.traceId}-${upstream.spanId}-01`);
+    expect(sent("meta traceparent ")).toContain(`00-${trace.traceId}-${upstream.spanId}-01`);
+  });
+
+  it("a stdio tool server receives the call's trace in _meta.traceparent, and nothing else it is sent carries one", async () => {
+    const log = path.join(tmpdir(), `gh-trace-${randomBytes(4).toString("hex")}.log`);
+    const port = await freePort();
+    const rt = await start({
+      servers: {
+        v2: {
+          command: "node",
+          args: [V2, "--era", "dual", "--transport", "stdio"],
+          env: { REQUEST_LOG: log },
+          enabled: true,
+        },
+      },
+      config: { agentEndpoint: { allowedHosts: [`127.0.0.1:${port}`] } },
+    });
+    await waitForServersReady(rt.runtime, ["v2"]);
+    const { agent } = await people(rt);
+    await enableTool(rt.runtime, "v2_echo");
+    const front = await productionListener(rt, port);
+    const trace = agentTrace();
+    try {
+      const res = await fetch(`${front.origin}/api/calls`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${agent}`,
+          "content-type": "application/json",
+          traceparent: trace.header,
+        },
+        body: JSON.stringify({ tool: "v2_echo", arguments: { text: "hi" } }),
+      });
+      expect(res.status).toBe(200);
+    } finally {
+      await front.close();
+    }
+    await flushTracing();
+    const upstream = span(trace.traceId, "tools/call echo");
+    expect(attr(upstream, "network.transport")).toBe("pipe");
+    const logged = readFileSync(log, "utf8").split("\n");
+    const carried = logged.filter((l) => l.startsWith("meta traceparent "));
+    expect(carried).toEqual([`meta traceparent 00-${trace.traceId}-${upstream.spanId}-01`]);
+    // The one carrying it is the tools/call: it follows that request's line.
+    const at = logged.indexOf(carried[0] ?? "");
+    expect(logged[at - 1]).toBe("request tools/call");
   });
 
   it("an OTLP endpoint that is not an http(s) URL stops the start with a clear message", () => {

@@ -17,7 +17,6 @@ import {
   NULL_BODY_STATUSES,
   webStreamOf,
 } from "../net/guarded-fetch";
-import { traceparentNow } from "../tracing";
 import { SessionLostError, STREAM_ENDED_CODE } from "./failures";
 import { type AuthChallenge, readChallenge } from "./sign-in";
 
@@ -52,27 +51,35 @@ const LISTEN_METHOD = "subscriptions/listen";
 const DISCOVER_METHOD = "server/discover";
 
 /** The requests (not notifications or responses) of a JSON-RPC POST body: ids and methods, in step. */
-function requestsOf(body: unknown): { ids: RequestId[]; methods: string[] } {
+function requestsOf(body: unknown): { ids: RequestId[]; methods: string[]; traceparent: string | null } {
   const ids: RequestId[] = [];
   const methods: string[] = [];
-  if (typeof body !== "string") return { ids, methods };
+  let traceparent: string | null = null;
+  if (typeof body !== "string") return { ids, methods, traceparent };
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
   } catch {
-    return { ids, methods };
+    return { ids, methods, traceparent };
   }
   const messages = Array.isArray(parsed) ? parsed : [parsed];
   for (const m of messages) {
     if (m && typeof m === "object" && "method" in m && "id" in m) {
-      const { id, method } = m as { id: unknown; method: unknown };
+      const { id, method, params } = m as {
+        id: unknown;
+        method: unknown;
+        params?: { _meta?: { traceparent?: unknown } };
+      };
       if ((typeof id === "string" || typeof id === "number") && typeof method === "string") {
         ids.push(id);
         methods.push(method);
+        // A tool call's trace (`_meta.traceparent`, put there by ServerRequests.callTool).
+        const carried = method === "tools/call" ? params?._meta?.traceparent : undefined;
+        if (typeof carried === "string") traceparent = carried;
       }
     }
   }
-  return { ids, methods };
+  return { ids, methods, traceparent };
 }
 
 /** Most of a 400 answer read to see whether it names the session; such answers are short. */
@@ -246,17 +253,16 @@ export class GuardedHttpTransport implements Transport {
 
   constructor(opts: HttpTransportOptions) {
     const guardedFetch: FetchLike = async (url, init) => {
-      const { ids, methods } = init?.method === "POST" ? requestsOf(init.body) : { ids: [], methods: [] };
+      const { ids, methods, traceparent } =
+        init?.method === "POST" ? requestsOf(init.body) : { ids: [], methods: [], traceparent: null };
       // A listen stream's end is the SDK's to see (it closes the subscription on its own), so
       // no answer is made up for it: one would arrive for an id the SDK has already let go.
       // Nor for the era probe: a made-up error would read as a 2025 server's answer to it, and
       // turn a broken stream (worth a retry) into a 2025 handshake a 2026-07-28 server refuses.
       const answerable = ids.filter((_, i) => methods[i] !== LISTEN_METHOD && methods[i] !== DISCOVER_METHOD);
-      // The trace of the call this request makes goes on to the server (only while traces are
-      // sent). Only a tools/call's: the connection's own requests (re-lists, reconnects) may run
-      // in whatever request's context started them, and that trace is not theirs.
-      const parent = methods.includes("tools/call") ? traceparentNow() : null;
-      const res = await opts.send(url, parent ? withTraceparent(init, parent) : init);
+      // The trace of the call this request makes goes on to the server as a header too (only
+      // while traces are sent: only then does a call carry one).
+      const res = await opts.send(url, traceparent ? withTraceparent(init, traceparent) : init);
       if (res.status === 401 || res.status === 403) {
         const challenge = readChallenge(res.headers.get("www-authenticate"));
         if (challenge) opts.onChallenge?.(res.status, challenge);

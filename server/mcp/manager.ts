@@ -12,6 +12,14 @@ import { ServerSupervisor } from "./supervisor";
 /** A server as the manager hands it out: supervised here, or run by another replica. */
 export type Supervised = ServerSupervisor | RemoteSupervisor;
 
+/** What a tool call sends with it: see `ServerRequests.callTool`. */
+type CallOptions = {
+  signal?: AbortSignal;
+  onProgress?: (progress: ToolProgress) => void;
+  /** Passed on to the tool server as its `_meta.traceparent` (traces). */
+  traceparent?: string | null;
+};
+
 export interface ManagerDeps {
   log: Logger;
   onState(snapshot: SupervisorSnapshot): void;
@@ -247,9 +255,11 @@ export class McpManager {
       signal?: AbortSignal;
       onProgress?: (progress: ToolProgress) => void;
       reconnect?: ReconnectWaitOptions;
+      /** The span the request to the tool server is traced under (traces). */
+      traceparent?: string | null;
     } = {},
   ): Promise<CallToolResult> {
-    const { reconnect, ...callOpts } = opts;
+    const { reconnect, traceparent, ...callOpts } = opts;
     const supervisor = reconnect ? await this.reachable(server, reconnect) : this.get(server);
     if (!tracing()) return this.observedCall(supervisor, server, tool, args, callOpts);
     const attributes = {
@@ -259,8 +269,8 @@ export class McpManager {
       "gatehouse.server": server,
       "network.transport": supervisor.config.transport === "stdio" ? "pipe" : "tcp",
     };
-    return inSpan(`tools/call ${tool}`, { kind: "client", attributes }, () =>
-      this.observedCall(supervisor, server, tool, args, callOpts),
+    return inSpan(`tools/call ${tool}`, { kind: "client", attributes, traceparent }, (span) =>
+      this.observedCall(supervisor, server, tool, args, { ...callOpts, traceparent: span.traceparent }),
     );
   }
 
@@ -270,7 +280,7 @@ export class McpManager {
     server: string,
     tool: string,
     args: Record<string, unknown>,
-    callOpts: { signal?: AbortSignal; onProgress?: (progress: ToolProgress) => void },
+    callOpts: CallOptions,
   ): Promise<CallToolResult> {
     const observe = this.deps.onUpstream;
     if (!observe) return this.callOn(supervisor, server, tool, args, callOpts);
@@ -296,7 +306,7 @@ export class McpManager {
     server: string,
     tool: string,
     args: Record<string, unknown>,
-    callOpts: { signal?: AbortSignal; onProgress?: (progress: ToolProgress) => void },
+    callOpts: CallOptions,
   ): Promise<CallToolResult> {
     try {
       return await supervisor.callTool(tool, args, callOpts);

@@ -167,18 +167,33 @@ export class ServerRequests {
    * asks for the server's progress and hears each notification (untrusted) until the answer.
    * Progress never extends the deadline (no `resetTimeoutOnProgress`): a server that kept
    * reporting would never time out; a server whose calls run long needs a longer `timeoutMs`.
+   * `traceparent` (traces; default none) is sent as the call's `_meta.traceparent`.
    */
   async callTool(
     name: string,
     args: Record<string, unknown>,
-    opts: { signal?: AbortSignal; onProgress?: RequestOptions["onprogress"] } = {},
+    opts: {
+      signal?: AbortSignal;
+      onProgress?: RequestOptions["onprogress"];
+      traceparent?: string | null;
+    } = {},
   ): Promise<CallToolResult> {
-    const { signal, onProgress } = opts;
+    const { signal, onProgress, traceparent } = opts;
     const { config } = this.host;
     const result = await this.read(async (client, options) => {
       const route = onProgress ? progressRoute(client, onProgress) : null;
       try {
-        const meta = route ? { _meta: { progressToken: route.token } } : {};
+        // The call's trace goes on in `_meta.traceparent`, where MCP carries W3C trace context
+        // (SEP-414); over HTTP the transport sends it as the `traceparent` header too.
+        const meta =
+          route || traceparent
+            ? {
+                _meta: {
+                  ...(route ? { progressToken: route.token } : {}),
+                  ...(traceparent ? { traceparent } : {}),
+                },
+              }
+            : {};
         // `timeoutMs` bounds the whole call, whatever the SDK does inside it (a 2026-07-28
         // `input_required` round sends the call again). The listed definition is given so the SDK
         // sends the right headers at once and never re-lists and re-sends the call on a header

@@ -393,7 +393,11 @@ export class ServerSupervisor {
   callTool(
     name: string,
     args: Record<string, unknown>,
-    opts: { signal?: AbortSignal; onProgress?: RequestOptions["onprogress"] } = {},
+    opts: {
+      signal?: AbortSignal;
+      onProgress?: RequestOptions["onprogress"];
+      traceparent?: string | null;
+    } = {},
   ): Promise<CallToolResult> {
     return this.requests.callTool(name, args, opts);
   }

@@ -6,5 +6,5 @@ export const GET = route({ access: ["agent", "reviewer"], query: WaitQuery }, as
   const id = ctx.params.id ?? "";
   const p = who(ctx);
   assertMaySee(p, await ctx.runtime.broker.get(id), id);
-  return ctx.runtime.broker.wait(id, ctx.query.wait ?? 0, ctx.req.signal);
+  return ctx.runtime.broker.wait(id, ctx.query.wait ?? 0, ctx.req.signal, ctx.req.headers.get("traceparent"));
 });
