@@ -1,6 +1,8 @@
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { parser as promql } from "@prometheus-io/lezer-promql";
 import { describe, expect, it } from "vitest";
 import { freePort } from "@/test/support/http-servers";
 import {
@@ -87,7 +89,67 @@ function sum(s: Scrape, name: string, labels: Record<string, string> = {}): numb
   return total;
 }
 
+/** The PromQL lines of the README's example block, each without its trailing `# comment`. */
+function readmeQueries(): string[] {
+  const readme = readFileSync(path.join(REPO_ROOT, "README.md"), "utf8");
+  const block = /```promql\n([\s\S]*?)```/.exec(readme)?.[1] ?? "";
+  return block
+    .split("\n")
+    .map((line) => line.replace(/\s+#.*$/, "").trim())
+    .filter(Boolean);
+}
+
+/** What `query` reads: each selector's metric with the label names it matches or groups by. */
+function selectors(query: string): { errors: number; used: { metric: string; labels: string[] }[] } {
+  const used: { metric: string; labels: string[] }[] = [];
+  let errors = 0;
+  let grouping: string[] = [];
+  promql.parse(query).iterate({
+    enter: (node) => {
+      if (node.type.isError) errors++;
+      const text = query.slice(node.from, node.to);
+      if (node.name === "GroupingLabels") grouping = [...text.matchAll(/\w+/g)].map((m) => m[0]);
+      if (node.name === "VectorSelector") {
+        const metric = /^\w+/.exec(text)?.[0] ?? "";
+        const labels = [...text.matchAll(/(\w+)\s*(?:=~|!~|!=|=)/g)].map((m) => m[1] ?? "");
+        used.push({ metric, labels: [...labels, ...grouping] });
+      }
+    },
+  });
+  return { errors, used };
+}
+
 describe("/metrics", () => {
+  it("the README's three example queries are PromQL that read only series and labels the scrape has", async () => {
+    const queries = readmeQueries();
+    expect(queries).toHaveLength(3);
+    const rt = await started();
+    const door = await listening(rt);
+    try {
+      const { agent } = await people(rt);
+      // A decision, so that the decision histogram has its series.
+      await call(agent, LIST_NOTES, {}, 200);
+      const { series } = await scrape(door.url);
+      for (const query of queries) {
+        const { errors, used } = selectors(query);
+        expect(errors, query).toBe(0);
+        expect(used.length, query).toBeGreaterThan(0);
+        for (const { metric, labels } of used) {
+          const keys = [...series.keys()].filter((k) => k === metric || k.startsWith(`${metric}{`));
+          expect(keys.length, `${metric} in the scrape`).toBeGreaterThan(0);
+          for (const label of labels) {
+            expect(
+              keys.some((k) => k.includes(`${label}="`)),
+              `${metric} has label ${label}`,
+            ).toBe(true);
+          }
+        }
+      }
+    } finally {
+      await door.close();
+    }
+  });
+
   it("counts each kind of call by server, tool and outcome, and times each decision by how it was made", async () => {
     const rt = await started();
     const door = await listening(rt);
