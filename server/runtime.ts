@@ -360,6 +360,8 @@ async function wireOnStore(
         log: logger("replicas"),
         follow: () => followSwitches(manager, db),
       });
+      const holding = runtime.holding;
+      if (forwarder) forwarder.holdsHere = (server) => holding.holds(server);
     }
   } catch (err) {
     // Nothing started may outlive a failed start, nor keep reading a store about to close.

@@ -6,8 +6,7 @@ import type { SpanHandle, SpanOptions, TracingImpl } from "./span-types";
  * imported here, when it starts, never at the top: the server's bundle would load them at start
  * otherwise. Spans are batched and sent over OTLP/HTTP (JSON) to the endpoint's `/v1/traces`;
  * `traceparent` is W3C trace context. No context manager: a span's parent is given to it (a
- * `traceparent`), since one that follows async work (AsyncLocalStorage) hooks every promise of the
- * process, which costs more CPU per call than the spans themselves.
+ * `traceparent`), which spares each span a context switch through AsyncLocalStorage.
  */
 export async function startOtlpTracing(opts: {
   endpoint: string;
@@ -25,8 +24,8 @@ export async function startOtlpTracing(opts: {
     spanProcessors: [new BatchSpanProcessor({ exporter })],
   });
   const propagator = new W3CTraceContextPropagator();
-  api.propagation.setGlobalPropagator(propagator);
-  api.trace.setGlobalTracerProvider(provider);
+  // Nothing is registered globally: Next traces its own work through the global provider when one
+  // is set, into spans of its own with no parent (there is no context manager), which only cost.
   const tracer = provider.getTracer("gatehouse");
   const kinds = { server: api.SpanKind.SERVER, client: api.SpanKind.CLIENT, internal: api.SpanKind.INTERNAL };
 
@@ -81,9 +80,6 @@ export async function startOtlpTracing(opts: {
     flush: () => provider.forceFlush(),
     async stop() {
       await provider.shutdown();
-      api.trace.disable();
-      api.propagation.disable();
-      api.context.disable();
     },
   };
 }

@@ -9,8 +9,9 @@ import type { SpanHandle, SpanOptions, TracingImpl } from "./span-types";
  * `gen_ai.tool.name`, `gen_ai.operation.name`, `mcp.session.id`, `jsonrpc.request.id`,
  * `error.type`. A W3C `traceparent` an agent sends is continued; a tool call passes its own on to
  * the tool server (`_meta.traceparent`, and the `traceparent` header over HTTP). A span's parent
- * is always handed to it (the request's span travels in the `traceparent` header of the request a
- * route handler sees): no context follows async work, which would hook every promise.
+ * is always handed to it: no context follows async work. On the agents' hot path
+ * (server/http/hot-path.ts) the request's span travels in the `traceparent` header the route
+ * handler sees; a route Next serves sees the client's own header.
  *
  * The tracer lives on `globalThis`: Next evaluates server modules more than once, and every copy
  * must trace into the same provider.

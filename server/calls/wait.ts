@@ -4,6 +4,9 @@ import { GatehouseError } from "@/lib/errors";
 import type { EventBus } from "../events";
 import { callTrace, inSpan } from "../tracing";
 
+/** A W3C `traceparent` (version 00): one that is not is no parent, and the call's own trace is used. */
+const W3C_TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
 /** What a wait on a call reads: the bus its moves are published on, and its view (null: none). */
 export interface WaitSource {
   bus: EventBus;
@@ -23,7 +26,7 @@ export function untilFinal(
   /** The span the wait is traced under: the request waiting; default the one that made the call. */
   traceparent: string | null = null,
 ): Promise<CallView> {
-  const parent = traceparent ?? callTrace(id);
+  const parent = traceparent && W3C_TRACEPARENT.test(traceparent) ? traceparent : callTrace(id);
   return inSpan(
     "wait for review",
     { attributes: { "gatehouse.call.id": id }, traceparent: parent },

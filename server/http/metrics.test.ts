@@ -103,19 +103,21 @@ function readmeQueries(): string[] {
 function selectors(query: string): { errors: number; used: { metric: string; labels: string[] }[] } {
   const used: { metric: string; labels: string[] }[] = [];
   let errors = 0;
-  let grouping: string[] = [];
+  const grouping: string[] = [];
   promql.parse(query).iterate({
     enter: (node) => {
       if (node.type.isError) errors++;
       const text = query.slice(node.from, node.to);
-      if (node.name === "GroupingLabels") grouping = [...text.matchAll(/\w+/g)].map((m) => m[0]);
+      if (node.name === "GroupingLabels") grouping.push(...[...text.matchAll(/\w+/g)].map((m) => m[0]));
       if (node.name === "VectorSelector") {
         const metric = /^\w+/.exec(text)?.[0] ?? "";
         const labels = [...text.matchAll(/(\w+)\s*(?:=~|!~|!=|=)/g)].map((m) => m[1] ?? "");
-        used.push({ metric, labels: [...labels, ...grouping] });
+        used.push({ metric, labels });
       }
     },
   });
+  // Grouped by (`by (le)`, before or after the body): each selector must carry those labels.
+  for (const u of used) u.labels.push(...grouping);
   return { errors, used };
 }
 
@@ -139,7 +141,7 @@ describe("/metrics", () => {
           expect(keys.length, `${metric} in the scrape`).toBeGreaterThan(0);
           for (const label of labels) {
             expect(
-              keys.some((k) => k.includes(`${label}="`)),
+              keys.some((k) => new RegExp(`[{,]${label}="`).test(k)),
               `${metric} has label ${label}`,
             ).toBe(true);
           }

@@ -12,12 +12,13 @@ import { ServerSupervisor } from "./supervisor";
 /** A server as the manager hands it out: supervised here, or run by another replica. */
 export type Supervised = ServerSupervisor | RemoteSupervisor;
 
-/** What a tool call sends with it: see `ServerRequests.callTool`. */
+/** What a tool call sends with it (see `ServerRequests.callTool`), and its reconnect wait's bounds. */
 type CallOptions = {
   signal?: AbortSignal;
   onProgress?: (progress: ToolProgress) => void;
   /** Passed on to the tool server as its `_meta.traceparent` (traces). */
   traceparent?: string | null;
+  reconnect?: ReconnectWaitOptions;
 };
 
 export interface ManagerDeps {
@@ -259,8 +260,9 @@ export class McpManager {
       traceparent?: string | null;
     } = {},
   ): Promise<CallToolResult> {
-    const { reconnect, traceparent, ...callOpts } = opts;
+    const { reconnect, traceparent, ...rest } = opts;
     const supervisor = reconnect ? await this.reachable(server, reconnect) : this.get(server);
+    const callOpts: CallOptions = { ...rest, ...(reconnect ? { reconnect } : {}) };
     if (!tracing()) return this.observedCall(supervisor, server, tool, args, callOpts);
     const attributes = {
       "mcp.method.name": "tools/call",
@@ -308,37 +310,41 @@ export class McpManager {
     args: Record<string, unknown>,
     callOpts: CallOptions,
   ): Promise<CallToolResult> {
+    const { reconnect, ...sendOpts } = callOpts;
     try {
-      return await supervisor.callTool(tool, args, callOpts);
+      return await supervisor.callTool(tool, args, sendOpts);
     } catch (err) {
       if (!(supervisor instanceof RemoteSupervisor) || !isTakenHere(err)) throw err;
-      const notAfter = Date.now() + supervisor.config.timeoutMs;
-      await this.untilReplaced(supervisor, notAfter);
-      const here = await this.reachable(server, { notAfter });
+      // Within the server's timeout, and never past the call's own bound (an approval's expiry).
+      const notAfter = Math.min(
+        reconnect?.notAfter ?? Number.POSITIVE_INFINITY,
+        Date.now() + supervisor.config.timeoutMs,
+      );
+      await this.untilReplaced(supervisor, notAfter, sendOpts.signal);
+      const here = await this.reachable(server, { ...reconnect, notAfter });
       if (here instanceof RemoteSupervisor) throw err;
-      return here.callTool(tool, args, callOpts);
+      return here.callTool(tool, args, sendOpts);
     }
   }
 
-  /** Resolves once another supervisor is in `supervisor`'s place, or at `notAfter`. */
-  private untilReplaced(supervisor: Supervised, notAfter: number): Promise<void> {
+  /** Resolves once another supervisor is in `supervisor`'s place, at `notAfter`, or when `signal` aborts. */
+  private untilReplaced(supervisor: Supervised, notAfter: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
-      const check = () => {
-        if (this.supervisors.get(supervisor.config.name) === supervisor) return;
+      const done = () => {
         clearTimeout(timer);
         this.stateWatchers.delete(check);
+        signal?.removeEventListener("abort", done);
         resolve();
       };
-      const timer = setTimeout(
-        () => {
-          this.stateWatchers.delete(check);
-          resolve();
-        },
-        Math.max(0, notAfter - Date.now()),
-      );
+      const check = () => {
+        if (this.supervisors.get(supervisor.config.name) !== supervisor) done();
+      };
+      const timer = setTimeout(done, Math.max(0, notAfter - Date.now()));
       timer.unref();
       this.stateWatchers.add(check);
-      check();
+      signal?.addEventListener("abort", done, { once: true });
+      if (signal?.aborted) done();
+      else check();
     });
   }
 

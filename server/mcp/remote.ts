@@ -60,7 +60,7 @@ export interface Forwarder {
 /**
  * A request forwarded for a server that this replica itself holds now: it took the server while
  * the request looked for a holder. Nothing was sent; the manager sends the request to the server
- * started here instead (`McpManager.callTool`).
+ * started here instead (`McpManager.callOn`).
  */
 export class TakenHere extends GatehouseError {
   /** Said by a property: `instanceof` on GatehouseError's subclasses answers for every GatehouseError. */

@@ -122,6 +122,12 @@ export class ReplicaForwarder implements Forwarder {
   );
   /** Holders found lately, by server, with when each is to be looked up again (ms). */
   private readonly known = new Map<string, { holder: Holder; until: number }>();
+  /**
+   * Whether this replica holds `server`'s lock now (its `StdioHolding`); set by the runtime once
+   * it places servers. A registry row naming this replica is believed only then: a replica whose
+   * lock connection was lost keeps its rows until it takes the server again, or another does.
+   */
+  holdsHere: (server: string) => boolean = () => false;
 
   constructor(
     private readonly db: Db,
@@ -136,14 +142,16 @@ export class ReplicaForwarder implements Forwarder {
    * The live holder of `server`, waited for while there is none (its holder died and a survivor
    * has yet to take it): at most two leases, after which the request is refused
    * `upstream_elsewhere` (nothing was sent). A takeover is then no error for a call that arrives
-   * during it. {@link TakenHere} at once when this replica is the one that took it.
+   * during it. {@link TakenHere} at once when this replica took it (the registry names it, and
+   * it holds the lock); a row naming it without the lock is waited past like none.
    */
   private async holderSoon(server: string, until: number, signal?: AbortSignal): Promise<Holder> {
     for (;;) {
       const holder = await holderOf(this.db, server, this.leaseMs);
-      // Taken by this replica meanwhile: no other holder is coming.
-      if (holder?.replica === this.self) throw new TakenHere(server);
-      if (holder?.address) return { ...holder, address: holder.address };
+      if (holder?.replica === this.self) {
+        // Taken by this replica meanwhile: no other holder is coming.
+        if (this.holdsHere(server)) throw new TakenHere(server);
+      } else if (holder?.address) return { ...holder, address: holder.address };
       if (Date.now() >= until) {
         throw new GatehouseError(
           "upstream_elsewhere",

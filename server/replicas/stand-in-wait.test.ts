@@ -5,11 +5,15 @@
  * way the call runs once the server is ready, not when its own timeout ends. Two real runtimes on
  * one database, the demo server; PostgreSQL only (SQLite has one process, which runs every server).
  */
+import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
+import { serverHolders } from "@/server/store/schema";
 import { testDialect } from "@/test/support/store";
 import type { ReconnectWait } from "../mcp/manager";
 import { RemoteSupervisor } from "../mcp/remote";
 import { ServerSupervisor } from "../mcp/supervisor";
+import { ReplicaForwarder } from "./forward";
+import { INTERNAL_KEY_PURPOSE } from "./internal-auth";
 import { A_NOTE, type ReplicaPair, resultText, startPair } from "./replica-fixtures";
 
 /** Short, so the survivor takes a stopped holder's server quickly. */
@@ -101,6 +105,41 @@ describe.runIf(testDialect === "postgres")("a call waiting for a server another 
       const result = await call;
       // B's own notebook (empty): the call ran on the server started here.
       expect(resultText(result)).toBe("The notebook is empty.");
+    },
+    SLOW_TEST,
+  );
+
+  it(
+    "a registry row naming this replica while another holds the lock is waited past, not taken for its own: the call reaches the holder",
+    async () => {
+      const { a, b } = await pair();
+      const named = async (replica: string) => {
+        await b.runtime.db.update(serverHolders).set({ replica }).where(eq(serverHolders.server, "demo"));
+      };
+      // A row left behind by B (its lock connection lost, say) while A holds the lock.
+      await named(b.runtime.replica.id);
+      const forwarder = new ReplicaForwarder(
+        b.runtime.db,
+        b.runtime.secrets.derive(INTERNAL_KEY_PURPOSE),
+        b.runtime.replica.id,
+        LEASE_MS,
+      );
+      let asked = false;
+      forwarder.holdsHere = () => {
+        // Seen once the row names B: A's row comes back (as when it registers again).
+        if (!asked) void named(a.runtime.replica.id);
+        asked = true;
+        return false;
+      };
+      const result = await forwarder.send(
+        "demo",
+        "tools/call",
+        { name: "list_notes", arguments: {} },
+        { timeoutMs: 10_000 },
+      );
+      expect(asked).toBe(true);
+      // Run by A's server: only A's notebook holds the note.
+      expect(resultText(result)).toContain(A_NOTE);
     },
     SLOW_TEST,
   );
