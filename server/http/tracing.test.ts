@@ -18,6 +18,7 @@ import {
   enableTool,
   productionListener,
   REPO_ROOT,
+  request,
   waitForServersReady,
 } from "@/test/support/runtime";
 import { approve, people, runtimes } from "../calls/call-fixtures";
@@ -255,5 +256,34 @@ describe("traces", () => {
     expect(otlpEndpoint({ OTEL_EXPORTER_OTLP_ENDPOINT: "https://collector.example:4318" })).toBe(
       "https://collector.example:4318",
     );
+  });
+
+  it("a long-poll whose traceparent is not a W3C one waits under the call's own trace", async () => {
+    const rt = await start();
+    const { agent } = await people(rt);
+    await enableTool(rt.runtime, ADD_NOTE);
+    const trace = agentTrace();
+    // Through the route itself, as Next serves it: the headers are the client's own.
+    const res = await request("POST", "/api/calls", {
+      bearer: agent,
+      headers: { traceparent: trace.header },
+      body: { tool: ADD_NOTE, arguments: { text: "held" } },
+    });
+    expect(res.status).toBe(202);
+    const { id } = (await res.json()) as { id: string };
+    const waited = await request("GET", `/api/calls/${id}?wait=0`, {
+      bearer: agent,
+      headers: { traceparent: "not-a-traceparent" },
+    });
+    expect(waited.status).toBe(200);
+    await flushTracing();
+    expect(span(trace.traceId, "wait for review").parentSpanId).toBe(trace.spanId);
+  });
+
+  it("registers nothing as OpenTelemetry's global tracer: Next's own spans, parentless without a context manager, stay off", async () => {
+    const api = await import("@opentelemetry/api");
+    const span = api.trace.getTracer("next.js").startSpan("a page");
+    expect(span.isRecording()).toBe(false);
+    span.end();
   });
 });
