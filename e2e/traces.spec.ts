@@ -3,6 +3,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { expect, test } from "@playwright/test";
 import { type OtlpReceiver, startOtlpReceiver } from "../test/support/otlp";
+import { createFirstOwner } from "./support/fixtures";
 import { type Instance, startInstance } from "./support/instance";
 
 /**
@@ -34,12 +35,7 @@ test.describe
     }) => {
       test.setTimeout(90_000);
       const base = gatehouse.baseURL;
-      await page.goto(gatehouse.setupLink);
-      await page.getByLabel("Name").fill(owner.name);
-      await page.getByLabel("Password", { exact: true }).fill(owner.password);
-      await page.getByLabel("Confirm password").fill(owner.password);
-      await page.getByRole("button", { name: "Create owner" }).click();
-      await expect(page).toHaveURL(/\/servers$/);
+      await createFirstOwner(page, gatehouse.setupLink, owner);
       const asOwner = { origin: base };
       const added = await page.request.post(`${base}/api/users`, {
         headers: asOwner,

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { test as base, type Page } from "@playwright/test";
+import { test as base, expect, type Page } from "@playwright/test";
 import { readState } from "./env";
 
 /** Runs of the demo server's mutating tool, read from its state file. */
@@ -19,6 +19,20 @@ export async function snap(page: Page, name: string, fullPage = true): Promise<v
     ? `screenshots-${process.env.NEXT_DIST_DIR.replace(/[^A-Za-z0-9_-]/g, "_")}`
     : "screenshots";
   await page.screenshot({ path: path.join("test-results", dir, `${name}.png`), fullPage });
+}
+
+/** Creates the first owner on the setup page at `setupLink`; resolves on the Servers page, signed in. */
+export async function createFirstOwner(
+  page: Page,
+  setupLink: string,
+  owner: { name: string; password: string },
+): Promise<void> {
+  await page.goto(setupLink);
+  await page.getByLabel("Name").fill(owner.name);
+  await page.getByLabel("Password", { exact: true }).fill(owner.password);
+  await page.getByLabel("Confirm password").fill(owner.password);
+  await page.getByRole("button", { name: "Create owner" }).click();
+  await expect(page).toHaveURL(/\/servers$/);
 }
 
 export const test = base.extend<{ setupLink: string }>({

@@ -19,6 +19,7 @@ import {
   productionListener,
   REPO_ROOT,
   request,
+  type TestRuntime,
   waitForServersReady,
 } from "@/test/support/runtime";
 import { approve, people, runtimes } from "../calls/call-fixtures";
@@ -67,6 +68,34 @@ function agentTrace(): { traceId: string; spanId: string; header: string } {
   const traceId = randomBytes(16).toString("hex");
   const spanId = randomBytes(8).toString("hex");
   return { traceId, spanId, header: `00-${traceId}-${spanId}-01` };
+}
+
+/**
+ * Once server `v2` is ready: `v2_echo` called through the production listener on `port`, as an
+ * agent sends it with a `traceparent` of its own; resolves with that trace once its spans are sent.
+ */
+async function tracedEcho(rt: TestRuntime, port: number): Promise<ReturnType<typeof agentTrace>> {
+  await waitForServersReady(rt.runtime, ["v2"]);
+  const { agent } = await people(rt);
+  await enableTool(rt.runtime, "v2_echo");
+  const front = await productionListener(rt, port);
+  const trace = agentTrace();
+  try {
+    const res = await fetch(`${front.origin}/api/calls`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${agent}`,
+        "content-type": "application/json",
+        traceparent: trace.header,
+      },
+      body: JSON.stringify({ tool: "v2_echo", arguments: { text: "hi" } }),
+    });
+    expect(res.status).toBe(200);
+  } finally {
+    await front.close();
+  }
+  await flushTracing();
+  return trace;
 }
 
 describe("traces", () => {
@@ -168,27 +197,7 @@ describe("traces", () => {
       servers: { v2: { url: v2.url, allowPrivate: true, enabled: true } },
       config: { agentEndpoint: { allowedHosts: [`127.0.0.1:${port}`] } },
     });
-    await waitForServersReady(rt.runtime, ["v2"]);
-    const { agent } = await people(rt);
-    await enableTool(rt.runtime, "v2_echo");
-    const front = await productionListener(rt, port);
-    const trace = agentTrace();
-    try {
-      // Through the production listener, as an agent sends it.
-      const res = await fetch(`${front.origin}/api/calls`, {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${agent}`,
-          "content-type": "application/json",
-          traceparent: trace.header,
-        },
-        body: JSON.stringify({ tool: "v2_echo", arguments: { text: "hi" } }),
-      });
-      expect(res.status).toBe(200);
-    } finally {
-      await front.close();
-    }
-    await flushTracing();
+    const trace = await tracedEcho(rt, port);
     expect(span(trace.traceId, "POST /api/calls").parentSpanId).toBe(trace.spanId);
     const upstream = span(trace.traceId, "tools/call echo");
     expect(attr(upstream, "network.transport")).toBe("tcp");
@@ -215,26 +224,7 @@ describe("traces", () => {
       },
       config: { agentEndpoint: { allowedHosts: [`127.0.0.1:${port}`] } },
     });
-    await waitForServersReady(rt.runtime, ["v2"]);
-    const { agent } = await people(rt);
-    await enableTool(rt.runtime, "v2_echo");
-    const front = await productionListener(rt, port);
-    const trace = agentTrace();
-    try {
-      const res = await fetch(`${front.origin}/api/calls`, {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${agent}`,
-          "content-type": "application/json",
-          traceparent: trace.header,
-        },
-        body: JSON.stringify({ tool: "v2_echo", arguments: { text: "hi" } }),
-      });
-      expect(res.status).toBe(200);
-    } finally {
-      await front.close();
-    }
-    await flushTracing();
+    const trace = await tracedEcho(rt, port);
     const upstream = span(trace.traceId, "tools/call echo");
     expect(attr(upstream, "network.transport")).toBe("pipe");
     const logged = readFileSync(log, "utf8").split("\n");
