@@ -551,7 +551,8 @@ if (want("replicas")) {
 
 if (want("observability")) {
   console.log("observability");
-  const o = await benchObservability({ ...SIZE, pairs: smoke ? 1 : 3 }, CONCURRENCY, echoServer);
+  const pairs = Number(process.env.GATEHOUSE_BENCH_PAIRS) || (smoke ? 1 : 5);
+  const o = await benchObservability({ ...SIZE, pairs }, CONCURRENCY, echoServer);
   observabilityLines = o.lines;
   extra.observability = { rows: o.rows };
 }

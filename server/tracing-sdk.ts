@@ -1,4 +1,5 @@
 import "server-only";
+import type { Span } from "@opentelemetry/api";
 import type { SpanHandle, SpanOptions, TracingImpl } from "./span-types";
 
 /**
@@ -11,14 +12,16 @@ import type { SpanHandle, SpanOptions, TracingImpl } from "./span-types";
 export async function startOtlpTracing(opts: {
   endpoint: string;
   serviceName: string;
+  /** Where the exporter's `OTEL_EXPORTER_OTLP_*` settings are read. */
+  env: Readonly<Record<string, string | undefined>>;
 }): Promise<TracingImpl> {
   const api = await import("@opentelemetry/api");
   const { W3CTraceContextPropagator } = await import("@opentelemetry/core");
   const { resourceFromAttributes } = await import("@opentelemetry/resources");
   const { BatchSpanProcessor, TracerProvider } = await import("@opentelemetry/sdk-trace");
-  const { OTLPTraceExporter } = await import("@opentelemetry/exporter-trace-otlp-http");
+  const { OtlpJsonExporter } = await import("./otlp-json");
 
-  const exporter = new OTLPTraceExporter({ url: `${opts.endpoint.replace(/\/$/, "")}/v1/traces` });
+  const exporter = new OtlpJsonExporter(opts.endpoint, opts.env);
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ "service.name": opts.serviceName }),
     spanProcessors: [new BatchSpanProcessor({ exporter })],
@@ -27,37 +30,34 @@ export async function startOtlpTracing(opts: {
   // Nothing is registered globally: Next traces its own work through the global provider when one
   // is set, into spans of its own with no parent (there is no context manager), which only cost.
   const tracer = provider.getTracer("gatehouse");
+  // The spans of this process that children may still name as their parent, by `traceparent`:
+  // a child of one of them is started under the span itself, with no string to parse.
+  const ownParents = new Map<string, Span>();
+  const parentOf = (traceparent: string) => {
+    const span = ownParents.get(traceparent);
+    if (span) return api.trace.setSpan(api.ROOT_CONTEXT, span);
+    return propagator.extract(api.ROOT_CONTEXT, { traceparent }, api.defaultTextMapGetter);
+  };
   const kinds = { server: api.SpanKind.SERVER, client: api.SpanKind.CLIENT, internal: api.SpanKind.INTERNAL };
 
   return {
     inSpan<T>(name: string, spanOpts: SpanOptions, fn: (span: SpanHandle) => Promise<T>): Promise<T> {
-      const parent = spanOpts.traceparent
-        ? propagator.extract(
-            api.ROOT_CONTEXT,
-            { traceparent: spanOpts.traceparent },
-            api.defaultTextMapGetter,
-          )
-        : api.ROOT_CONTEXT;
-      const attributes: Record<string, string | number | boolean> = {};
-      for (const [key, value] of Object.entries(spanOpts.attributes ?? {})) {
-        if (value !== undefined) attributes[key] = value;
-      }
-      const span = tracer.startSpan(name, { kind: kinds[spanOpts.kind ?? "internal"], attributes }, parent);
+      const parent = spanOpts.traceparent ? parentOf(spanOpts.traceparent) : api.ROOT_CONTEXT;
+      const span = tracer.startSpan(name, { kind: kinds[spanOpts.kind ?? "internal"] }, parent);
+      // Set once it is started, not handed to startSpan, which copies them twice; the span skips
+      // undefined values itself.
+      if (spanOpts.attributes) span.setAttributes(spanOpts.attributes);
+      let own: string | null = null;
       const handle: SpanHandle = {
         setAttribute: (key, value) => span.setAttribute(key, value),
         get traceparent() {
-          const carrier: Record<string, string> = {};
-          propagator.inject(api.trace.setSpan(api.ROOT_CONTEXT, span), carrier, api.defaultTextMapSetter);
-          return carrier.traceparent ?? null;
+          if (own === null) {
+            const { traceId, spanId, traceFlags } = span.spanContext();
+            own = `00-${traceId}-${spanId}-${(traceFlags & 0xff).toString(16).padStart(2, "0")}`;
+            ownParents.set(own, span);
+          }
+          return own;
         },
-      };
-      const failed = (err: unknown) => {
-        const code = (err as { code?: unknown } | null)?.code;
-        span.setAttribute(
-          "error.type",
-          typeof code === "string" ? code : err instanceof Error ? err.name : "error",
-        );
-        span.setStatus({ code: api.SpanStatusCode.ERROR });
       };
       let running: Promise<T>;
       try {
@@ -65,14 +65,23 @@ export async function startOtlpTracing(opts: {
       } catch (err) {
         running = Promise.reject(err);
       }
+      const ended = () => {
+        if (own !== null) ownParents.delete(own);
+        span.end();
+      };
       return running.then(
         (value) => {
-          span.end();
+          ended();
           return value;
         },
         (err: unknown) => {
-          failed(err);
-          span.end();
+          const code = (err as { code?: unknown } | null)?.code;
+          span.setAttribute(
+            "error.type",
+            typeof code === "string" ? code : err instanceof Error ? err.name : "error",
+          );
+          span.setStatus({ code: api.SpanStatusCode.ERROR });
+          ended();
           throw err;
         },
       );

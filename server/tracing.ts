@@ -115,6 +115,7 @@ export async function startTracing(
   state.impl = await startOtlpTracing({
     endpoint,
     serviceName: env.OTEL_SERVICE_NAME?.trim() || "gatehouse",
+    env,
   });
   return true;
 }

@@ -213,14 +213,14 @@ export class CallBroker {
       throw new GatehouseError(code, running.errorMessage ?? "refused");
     }
     const toolNow = { description: row?.description ?? null, definitionHash: row?.definitionHash ?? null };
-    rememberCallTrace(call.id, traceparent);
     if (running.status === "pending") {
+      rememberCallTrace(call.id, traceparent);
       this.deps.bus.publish({ type: "call", id: call.id, status: "pending" });
       return { httpStatus: 202, call: toView(running, toolNow) };
     }
     let outcome: Awaited<ReturnType<typeof runCall>>;
     try {
-      outcome = await this.execute({ ...running, args });
+      outcome = await this.execute({ ...running, args }, traceparent);
     } catch (err) {
       // The tool was asked; only its outcome could not be stored (a busy or full store). That is
       // no "try again": a retry would run the tool twice.
@@ -239,8 +239,8 @@ export class CallBroker {
   }
 
   /** Runs a `running` call, records its outcome and publishes it; held calls keep their full result. */
-  private async execute(call: Parameters<typeof runCall>[1]) {
-    const outcome = await runCall({ ...this.deps, writes: this.tracked }, call);
+  private async execute(call: Parameters<typeof runCall>[1], inRequest?: string | null) {
+    const outcome = await runCall({ ...this.deps, writes: this.tracked }, call, inRequest);
     // A call that was no longer running got no outcome: nothing to keep or announce.
     if (!outcome.moved) return outcome;
     // Only calls someone may be waiting on (held for approval) keep their full result; kept

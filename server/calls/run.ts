@@ -176,7 +176,17 @@ function waitedText(server: string, wait: ReconnectWait): string {
  * and it is never re-run. A read-only call failing that way is `failed`: nothing it may have done
  * needs a reviewer. A call refused before anything was sent is `failed` either way.
  */
-export function runCall(deps: RunDeps, call: RunnableCall): ReturnType<typeof runNow> {
+export function runCall(
+  deps: RunDeps,
+  call: RunnableCall,
+  /**
+   * The agent's request span, when the call runs within that request: its request to the tool
+   * server is then traced straight under it. Absent (a held call run later, by an approval), the
+   * run gets a span of its own under the call's remembered trace.
+   */
+  inRequest?: string | null,
+): ReturnType<typeof runNow> {
+  if (inRequest !== undefined) return runNow(deps, call, inRequest);
   // Traced as part of the agent's request, even when a reviewer's approval runs it later.
   return inCallSpan(call.id, "run", { attributes: { "gatehouse.call.id": call.id } }, async (span) => {
     const outcome = await runNow(deps, call, span.traceparent);

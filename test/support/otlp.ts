@@ -1,5 +1,5 @@
 /**
- * An OTLP/HTTP receiver for tests (JSON, as OpenTelemetry's `exporter-trace-otlp-http` sends it)
+ * An OTLP/HTTP receiver for tests (JSON, as server/otlp-json.ts sends it)
  * on a free loopback port: every span it is sent, and every path it was sent to. Node built-ins
  * only, so the Playwright specs import it as the unit tests do.
  */
@@ -23,17 +23,21 @@ export interface OtlpReceiver {
   spans: OtlpSpan[];
   /** The path of every request received (an exporter sends to `/v1/traces`). */
   paths: string[];
+  /** The headers of every request received. */
+  headers: http.IncomingHttpHeaders[];
   close(): Promise<void>;
 }
 
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const spans: OtlpSpan[] = [];
   const paths: string[] = [];
+  const headers: http.IncomingHttpHeaders[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       paths.push(req.url ?? "");
+      headers.push(req.headers);
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
         resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[];
       };
@@ -47,6 +51,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     endpoint: `http://127.0.0.1:${port}`,
     spans,
     paths,
+    headers,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
