@@ -42,6 +42,7 @@ export default defineConfig({
     { name: "oauth", testMatch: /oauth\.spec\.ts/, dependencies: ["journey"] },
     // Its own Gatehouse on an empty store: a new owner's first minutes.
     { name: "first-minutes", testMatch: /first-minutes\.spec\.ts/ },
+    { name: "tool-sets", testMatch: /tool-sets\.spec\.ts/ },
     // Its own Gatehouse sending traces to a receiver the spec starts.
     { name: "traces", testMatch: /traces\.spec\.ts/ },
     { name: "try-form", testMatch: /try-form\.spec\.ts/ },

@@ -16,6 +16,7 @@ const onBothStores = [
   "server/notify/**/*.test.ts",
   "server/servers/**/*.test.ts",
   "server/replicas/**/*.test.ts",
+  "server/agents/**/*.test.ts",
   "server/cli/user-set-remove.test.ts",
   "server/agent-mcp/stored-*.test.ts",
 ];

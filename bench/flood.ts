@@ -41,6 +41,7 @@ const manager = new McpManager(
     catalogue: { descriptionMaxChars: 1024, refreshSeconds: 0 },
     notifications: { publicUrl: null, webhooks: [], email: null },
     rules: [],
+    toolSets: [],
   },
   { log: quiet, onState: (s) => s.state === "ready" && ready(), onTools: () => {} },
 );

@@ -347,6 +347,7 @@ if (want("dial")) {
       catalogue: { descriptionMaxChars: 1024, refreshSeconds: 0 },
       notifications: { publicUrl: null, webhooks: [], email: null },
       rules: [],
+      toolSets: [],
     },
     { log: quiet, onState: (s) => s.state === "ready" && ready(), onTools: () => {} },
   );

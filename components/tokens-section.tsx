@@ -7,6 +7,7 @@ import {
   Button,
   EmptyState,
   ErrorAlert,
+  inputClass,
   Loading,
   Section,
   TextField,
@@ -19,18 +20,32 @@ import { endpoints } from "@/lib/endpoints";
 import { errorWithCode, formatDateTime } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
 
-type TokensData = { tokens: TokenView[] };
+type TokensData = { tokens: TokenView[]; toolSets: string[] };
 
 function upsert(old: TokensData | undefined, token: TokenView): TokensData | undefined {
-  return old ? { tokens: [...old.tokens.filter((t) => t.name !== token.name), token] } : old;
+  return old ? { ...old, tokens: [...old.tokens.filter((t) => t.name !== token.name), token] } : old;
 }
+
+/** What a token without a tool set may use. */
+const ALL_TOOLS = "All enabled tools";
 
 export function TokensSection() {
   const client = useQueryClient();
   const query = useQuery({
     queryKey: queryKeys.tokens.list(),
     queryFn: ({ signal }) => endpoints.tokens.list({ signal }),
-    select: (data) => [...data.tokens].sort((a, b) => a.name.localeCompare(b.name)),
+    select: (data) => ({
+      tokens: [...data.tokens].sort((a, b) => a.name.localeCompare(b.name)),
+      toolSets: data.toolSets,
+    }),
+  });
+  const move = useMutation({
+    mutationFn: (v: { name: string; toolSet: string | null }) =>
+      endpoints.tokens.update(v.name, { toolSet: v.toolSet }),
+    onSuccess: ({ token }) => {
+      client.setQueryData<TokensData>(queryKeys.tokens.list(), (old) => upsert(old, token));
+      void client.invalidateQueries({ queryKey: queryKeys.tokens.all });
+    },
   });
   const revoke = useMutation({
     mutationFn: (name: string) => endpoints.tokens.revoke(name),
@@ -43,13 +58,13 @@ export function TokensSection() {
   return (
     <Section
       title="Agent tokens"
-      description="Bearer tokens for agents. An agent may list and call enabled tools, never approve."
+      description="Bearer tokens for agents. An agent may list and call the enabled tools of its tool set (all of them without one), never approve."
     >
       {query.isPending ? (
         <Loading label="Loading tokens…" />
       ) : query.isError ? (
         <ErrorAlert>Could not load tokens: {errorWithCode(query.error)}</ErrorAlert>
-      ) : query.data.length === 0 ? (
+      ) : query.data.tokens.length === 0 ? (
         <EmptyState title="No agent tokens yet">Create one below and give it to your agent.</EmptyState>
       ) : (
         <div className="overflow-x-auto rounded-lg border border-zinc-200 bg-white shadow-xs">
@@ -58,6 +73,9 @@ export function TokensSection() {
               <tr>
                 <th scope="col" className={thClass}>
                   Name
+                </th>
+                <th scope="col" className={thClass}>
+                  Tool set
                 </th>
                 <th scope="col" className={thClass}>
                   Created
@@ -74,9 +92,17 @@ export function TokensSection() {
               </tr>
             </thead>
             <tbody className="divide-y divide-zinc-100">
-              {query.data.map((token) => (
+              {query.data.tokens.map((token) => (
                 <tr key={token.name} data-testid={`token-${token.name}`}>
                   <td className={`${tdClass} break-all font-mono text-zinc-900`}>{token.name}</td>
+                  <td className={`${tdClass} text-zinc-700`}>
+                    <ToolSetCell
+                      token={token}
+                      toolSets={query.data.toolSets}
+                      busy={move.isPending && move.variables?.name === token.name}
+                      onMove={(toolSet) => move.mutate({ name: token.name, toolSet })}
+                    />
+                  </td>
                   <td className={`${tdClass} text-zinc-600`}>
                     <span className="whitespace-nowrap">{formatDateTime(token.createdAt)}</span>
                     {token.createdBy ? (
@@ -113,17 +139,76 @@ export function TokensSection() {
           </table>
         </div>
       )}
+      {move.isError ? (
+        <ErrorAlert>
+          Could not move {move.variables?.name}: {errorWithCode(move.error)}
+        </ErrorAlert>
+      ) : null}
       {revoke.isError ? (
         <ErrorAlert>
           Could not revoke {revoke.variables}: {errorWithCode(revoke.error)}
         </ErrorAlert>
       ) : null}
-      <CreateTokenForm />
+      <CreateTokenForm toolSets={query.data?.toolSets ?? []} />
     </Section>
   );
 }
 
-function CreateTokenForm() {
+/**
+ * A token's tool set: a choice among the configured sets for an active token, plain text for a
+ * revoked one or when the configuration defines none; a set no longer configured is named and
+ * marked (such a token may use no tool).
+ */
+function ToolSetCell({
+  token,
+  toolSets,
+  busy,
+  onMove,
+}: {
+  token: TokenView;
+  toolSets: string[];
+  busy: boolean;
+  onMove: (toolSet: string | null) => void;
+}) {
+  const missing = token.toolSet !== null && !toolSets.includes(token.toolSet);
+  if (token.revokedAt || toolSets.length === 0) {
+    return (
+      <span className="break-all">
+        {token.toolSet ?? ALL_TOOLS}
+        {missing ? (
+          <>
+            {" "}
+            <Badge tone="red">not in config</Badge>
+          </>
+        ) : null}
+      </span>
+    );
+  }
+  return (
+    <div className="space-y-1">
+      <select
+        aria-label={`Tool set of ${token.name}`}
+        value={token.toolSet ?? ""}
+        disabled={busy}
+        onChange={(e) => onMove(e.target.value === "" ? null : e.target.value)}
+        className={`${inputClass} min-w-40`}
+      >
+        <option value="">{ALL_TOOLS}</option>
+        {toolSets.map((s) => (
+          <option key={s} value={s}>
+            {s}
+          </option>
+        ))}
+        {missing ? <option value={token.toolSet ?? ""}>{token.toolSet} (not in config)</option> : null}
+      </select>
+      {missing ? (
+        <p className="text-xs text-red-700">Not in the configuration: this token may use no tool.</p>
+      ) : null}
+    </div>
+  );
+}
+
+function CreateTokenForm({ toolSets }: { toolSets: string[] }) {
   const id = useId();
   const client = useQueryClient();
   const [formError, setFormError] = useState<string | null>(null);
@@ -131,7 +216,7 @@ function CreateTokenForm() {
   // The secret lives only in this component's state: never in the query cache, gone on reload.
   const [created, setCreated] = useState<{ name: string; secret: string } | null>(null);
   const create = useMutation({
-    mutationFn: (name: string) => endpoints.tokens.create({ name }),
+    mutationFn: (body: { name: string; toolSet: string | null }) => endpoints.tokens.create(body),
     onSuccess: ({ token }) => {
       client.setQueryData<TokensData>(queryKeys.tokens.list(), (old) => upsert(old, token));
       void client.invalidateQueries({ queryKey: queryKeys.tokens.all });
@@ -141,7 +226,12 @@ function CreateTokenForm() {
   function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const form = event.currentTarget;
-    const parsed = CreateTokenBody.safeParse({ name: new FormData(form).get("name") });
+    const data = new FormData(form);
+    const toolSet = data.get("toolSet");
+    const parsed = CreateTokenBody.safeParse({
+      name: data.get("name"),
+      toolSet: typeof toolSet === "string" && toolSet !== "" ? toolSet : null,
+    });
     if (!parsed.success) {
       setFormError(`Token name: ${parsed.error.issues[0]?.message ?? "not valid"}`);
       return;
@@ -149,12 +239,15 @@ function CreateTokenForm() {
     setFormError(null);
     setCreated(null);
     setCopied(false);
-    create.mutate(parsed.data.name, {
-      onSuccess: ({ token, secret }) => {
-        form.reset();
-        setCreated({ name: token.name, secret });
+    create.mutate(
+      { name: parsed.data.name, toolSet: parsed.data.toolSet ?? null },
+      {
+        onSuccess: ({ token, secret }) => {
+          form.reset();
+          setCreated({ name: token.name, secret });
+        },
       },
-    });
+    );
   }
 
   async function copy(secret: string) {
@@ -208,6 +301,21 @@ function CreateTokenForm() {
             required
           />
         </div>
+        {toolSets.length > 0 ? (
+          <div className="max-w-sm space-y-1">
+            <label htmlFor={`${id}-tool-set`} className="block text-sm font-medium text-zinc-700">
+              Tool set
+            </label>
+            <select id={`${id}-tool-set`} name="toolSet" defaultValue="" className={inputClass}>
+              <option value="">{ALL_TOOLS}</option>
+              {toolSets.map((s) => (
+                <option key={s} value={s}>
+                  {s}
+                </option>
+              ))}
+            </select>
+          </div>
+        ) : null}
         {error ? <ErrorAlert>{error}</ErrorAlert> : null}
         <Button type="submit" variant="primary" disabled={create.isPending}>
           Create token

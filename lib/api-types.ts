@@ -61,7 +61,12 @@ export const UpdateUserBody = z
  * rules of a new one.
  */
 export const ChangePasswordBody = z.object({ current: z.string().min(1).max(1024), password });
-export const CreateTokenBody = z.object({ name: userName });
+/** A `toolSets` name as the configuration allows it. */
+export const toolSetName = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, "not a tool set name");
+/** A new token, in a tool set (`null` or absent: every enabled tool). */
+export const CreateTokenBody = z.object({ name: userName, toolSet: toolSetName.nullable().optional() });
+/** Moves a token into another tool set (`null`: every enabled tool). */
+export const UpdateTokenBody = z.strictObject({ toolSet: toolSetName.nullable() });
 export const CallBody = z.object({
   tool: z.string().min(1).max(200),
   arguments: z.record(z.string(), z.unknown()).default({}),
@@ -106,6 +111,8 @@ export interface UserView {
 
 export interface TokenView {
   name: string;
+  /** The token's tool set; null: every enabled tool. */
+  toolSet: string | null;
   createdAt: string;
   createdBy: string | null;
   lastUsedAt: string | null;

@@ -33,6 +33,7 @@ import type {
   SignInBody,
   TokenView,
   ToolHistoryView,
+  UpdateTokenBody,
   UpdateToolBody,
   UpdateUserBody,
   UserView,
@@ -106,11 +107,15 @@ export const endpoints = {
   },
 
   tokens: {
-    list: (init?: ReadInit) => api<{ tokens: TokenView[] }>("/api/tokens", init),
+    /** The tokens, and the tool sets the configuration offers them. */
+    list: (init?: ReadInit) => api<{ tokens: TokenView[]; toolSets: string[] }>("/api/tokens", init),
     /** The secret is in this answer only. */
     create: (body: z.input<typeof CreateTokenBody>) =>
       api<{ token: TokenView; secret: string }>("/api/tokens", { method: "POST", json: body }),
     revoke: (name: string) => api<{ token: TokenView }>(`/api/tokens/${seg(name)}`, { method: "DELETE" }),
+    /** Moves the token into another tool set (audited); its next request is judged by it. */
+    update: (name: string, body: z.input<typeof UpdateTokenBody>) =>
+      api<{ token: TokenView }>(`/api/tokens/${seg(name)}`, { method: "PATCH", json: body }),
   },
 
   servers: {

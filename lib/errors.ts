@@ -15,6 +15,8 @@ export const errorStatus = {
   bad_host: 403,
   self_approval: 403,
   denied_by_rule: 403,
+  /** The agent's token has a tool set that does not hold the tool: nothing was sent. */
+  tool_not_in_set: 403,
   not_found: 404,
   tool_not_found: 404,
   call_not_found: 404,

@@ -1,6 +1,7 @@
 import "server-only";
 import { GatehouseError } from "@/lib/errors";
 import { AgentMcpEndpoint } from "./agent-mcp/endpoint";
+import { ToolSets } from "./agents";
 import { LoginThrottle } from "./auth/access";
 import { issueSetupCode } from "./auth/users";
 import { CallBroker } from "./calls/broker";
@@ -39,6 +40,8 @@ export interface Runtime {
   broker: CallBroker;
   /** The `rules` of the config, evaluated in worker threads with a time bound. */
   rules: RuleSet;
+  /** The `toolSets` of the config: which tools each agent token may see and call. */
+  toolSets: ToolSets;
   /** Webhooks and email about calls and catalogue changes: the outbox and its dispatcher. */
   notifier: Notifier;
   throttle: LoginThrottle;
@@ -239,6 +242,7 @@ async function wireOnStore(
       metrics.recordUpstream(metrics.bounds.server(server), method, outcome, seconds),
   });
   const rules = new RuleSet(config.rules);
+  const toolSets = new ToolSets(config.toolSets);
   const argumentBytes = new Map(config.servers.map((s) => [s.name, s.maxArgumentBytes]));
   const broker = new CallBroker({
     replica: replicaId,
@@ -247,6 +251,7 @@ async function wireOnStore(
     log: logger("calls"),
     approvals: config.approvals,
     rules,
+    toolSets,
     argumentBytesFor: (server) => argumentBytes.get(server),
     callTool: (server, tool, args, opts) => manager.callTool(server, tool, args, opts),
     notify: (txDb, event, call) => notifier.notify(txDb, event, call),
@@ -295,6 +300,7 @@ async function wireOnStore(
     manager,
     broker,
     rules,
+    toolSets,
     notifier,
     throttle: new LoginThrottle(db, { onRefused: (reason) => metrics.recordSignInFailure(reason) }),
     metrics,

@@ -169,6 +169,45 @@ describe("CLI", () => {
     db2.close();
     expect(after.r).not.toBeNull();
   }, 30_000);
+
+  it("token create --tool-set, token set and token list: sets from the config, moves audited", async () => {
+    writeFileSync(
+      env.GATEHOUSE_CONFIG ?? "",
+      JSON.stringify({
+        mcpServers: {},
+        toolSets: { billing: { tools: ["pay_*"] }, docs: { tools: ["files_*"] } },
+      }),
+    );
+    const created = await cli(["token", "create", "billing-bot", "--tool-set", "billing"], env);
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stdout).toContain("created agent token billing-bot in tool set billing");
+    const typo = await cli(["token", "create", "docs-bot", "--tool-set", "doc"], env);
+    expect(typo.code).toBe(1);
+    expect(typo.stderr).toContain('There is no tool set "doc"; the configuration defines "billing", "docs".');
+
+    const moved = await cli(["token", "set", "billing-bot", "--tool-set", "docs"], env);
+    expect(moved.stdout).toBe("agent token billing-bot: tool set docs\n");
+    const freed = await cli(["token", "set", "billing-bot", "--no-tool-set"], env);
+    expect(freed.stdout).toBe("agent token billing-bot: no tool set (every enabled tool)\n");
+    const both = await cli(["token", "set", "billing-bot", "--tool-set", "docs", "--no-tool-set"], env);
+    expect(both.code).toBe(1);
+
+    await cli(["token", "create", "plain-bot"], env);
+    const list = await cli(["token", "list"], env);
+    expect(list.code).toBe(0);
+    expect(list.stdout.split("\n")[0]).toMatch(/^NAME\s+TOOL SET\s+STATUS$/);
+    expect(list.stdout).toMatch(/billing-bot\s+-\s+active since/);
+    const db = new Database(env.GATEHOUSE_DB ?? "");
+    const audit = db
+      .prepare("select action, detail from audit_events where subject = 'billing-bot' order by id")
+      .all();
+    db.close();
+    expect(audit).toEqual([
+      { action: "token.create", detail: 'tool set "billing"' },
+      { action: "token.tool_set", detail: '"billing" → "docs"' },
+      { action: "token.tool_set", detail: '"docs" → no tool set' },
+    ]);
+  }, 60_000);
 });
 
 describe("npm start", () => {

@@ -1,6 +1,7 @@
 import "server-only";
 import { isInitializeRequest, isJSONRPCRequest, isLegacyRequest } from "@modelcontextprotocol/server";
 import { inArray } from "drizzle-orm";
+import { ToolSets } from "../agents";
 import type { Principal } from "../auth/access";
 import type { CallBroker } from "../calls/broker";
 import { listEnabledTools } from "../catalogue/catalogue";
@@ -132,6 +133,7 @@ export class AgentMcpEndpoint {
       waitSeconds: deps.config.approvals.waitSeconds,
       progressIntervalMs: this.progressIntervalMs,
       publicOrigin: deps.publicOrigin,
+      toolSets: new ToolSets(deps.config.toolSets),
     };
     this.modern = new ModernLeg({ ...shared, jsonWindowMs: this.jsonWindowMs });
     this.parts = { ...shared, sessions: this.sessions, stored: this.stored };
@@ -185,6 +187,7 @@ export class AgentMcpEndpoint {
       if (!session || session.tokenId !== agent.id || session.closing) {
         return rpcError(404, -32001, "Session not found");
       }
+      session.requester.toolSet = agent.toolSet;
       if (req.method !== "POST") return this.forward(session, req);
       // Parsed once here: the transport takes it as is, and it tells whether the answer can be JSON.
       const body = await readMessage(req);
@@ -379,7 +382,7 @@ export class AgentMcpEndpoint {
   /** What `tools/list` and `resources/list` would show now, each as one string to compare. */
   private async listsNow(): Promise<{ tools: string; servers: string }> {
     const tools = toolsSignature(await listEnabledTools(this.deps.db));
-    const servers = (await resourceServers(this.deps.db)).join(",");
+    const servers = (await resourceServers({ db: this.deps.db })).join(",");
     return { tools, servers };
   }
 

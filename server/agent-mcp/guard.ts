@@ -1,6 +1,6 @@
 import "server-only";
 import type { Principal } from "../auth/access";
-import { tokenFromSecret } from "../auth/tokens";
+import { type AgentToken, tokenFromSecret } from "../auth/tokens";
 import type { AgentEndpointConfig } from "../config";
 import type { Db } from "../store/db";
 
@@ -120,7 +120,7 @@ export function peerProblem(headers: Headers, allowed: AllowedPeers): string | n
  * The agent token presented as `Authorization: Bearer <secret>`, or null (none, another scheme,
  * unknown or revoked). `/mcp` is for agents only: a session cookie is never looked at.
  */
-export async function bearerAgent(db: Db, headers: Headers): Promise<{ id: number; name: string } | null> {
+export async function bearerAgent(db: Db, headers: Headers): Promise<AgentToken | null> {
   const m = /^Bearer\s+(\S+)$/i.exec(headers.get("authorization")?.trim() ?? "");
   return m?.[1] ? await tokenFromSecret(db, m[1]) : null;
 }
@@ -129,6 +129,6 @@ export async function bearerAgent(db: Db, headers: Headers): Promise<{ id: numbe
  * The agent token among what the edge authenticated, or null: the same answer as
  * {@link bearerAgent} for the same headers, since only a bearer token makes an agent principal.
  */
-export function agentOf(principal: Principal | null): { id: number; name: string } | null {
+export function agentOf(principal: Principal | null): AgentToken | null {
   return principal?.kind === "agent" ? principal.token : null;
 }

@@ -1,5 +1,6 @@
 import "server-only";
-import { listEnabledTools } from "../catalogue/catalogue";
+import type { AgentToolView } from "@/lib/api-types";
+import { type SetHolder, type ToolSets, enabledToolsFor as toolsOf } from "../agents";
 import { cleanDescription } from "../catalogue/definition";
 import type { EventBus } from "../events";
 import type { Logger } from "../log";
@@ -23,11 +24,27 @@ export interface ResourceDeps {
   descriptionMaxChars: number;
   /** Told `{type: "resources"}` after each read's audit row is written, so browsers refresh the list. */
   bus?: EventBus;
+  /** The configured tool sets; absent: none (every agent sees every enabled tool). */
+  toolSets?: ToolSets;
+  /** Who asks, whose tool set bounds what is shown; absent: no bound. */
+  requester?: SetHolder;
 }
 
-/** Servers whose resources agents may see: those with at least one enabled, callable tool. */
-export async function resourceServers(db: Db): Promise<string[]> {
-  return [...new Set((await listEnabledTools(db)).map((t) => serverOf(t.name)))].sort();
+/** The enabled tools the requester's tool set holds (all of them without a set). */
+export async function enabledToolsFor(
+  deps: Pick<ResourceDeps, "db" | "toolSets" | "requester">,
+): Promise<AgentToolView[]> {
+  return toolsOf(deps.db, deps.toolSets, deps.requester);
+}
+
+/**
+ * Servers whose resources and prompts the requester may see: those with at least one enabled,
+ * callable tool in its tool set.
+ */
+export async function resourceServers(
+  deps: Pick<ResourceDeps, "db" | "toolSets" | "requester">,
+): Promise<string[]> {
+  return [...new Set((await enabledToolsFor(deps)).map((t) => serverOf(t.name)))].sort();
 }
 
 /** A server's text as agents see it: hidden characters stripped, cut to `max`; undefined when not a string. */

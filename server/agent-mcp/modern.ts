@@ -6,6 +6,7 @@ import {
   type McpRequestContext,
   type Server,
 } from "@modelcontextprotocol/server";
+import type { ToolSets } from "../agents";
 import type { CallBroker } from "../calls/broker";
 import type { EventBus } from "../events";
 import type { Logger } from "../log";
@@ -20,6 +21,8 @@ import { createAgentServer } from "./server";
 export interface VerifiedAgent {
   id: number;
   name: string;
+  /** The token's tool set as of this request; null: every enabled tool. */
+  toolSet: string | null;
 }
 
 /**
@@ -59,6 +62,8 @@ export interface ModernLegDeps {
   log: Logger;
   /** The endpoint's listings, shared with the 2025 sessions (see ListedResources). */
   listed: ListedResources;
+  /** The configured tool sets, which bound what each agent is shown and may call. */
+  toolSets?: ToolSets;
   descriptionMaxChars: number;
   waitSeconds: number;
   progressIntervalMs: number;
@@ -236,11 +241,12 @@ export class ModernLeg {
         descriptionMaxChars: deps.descriptionMaxChars,
         bus: deps.bus,
         listed: deps.listed,
+        ...(deps.toolSets ? { toolSets: deps.toolSets } : {}),
         call: {
           broker: deps.broker,
           bus: deps.bus,
           log: deps.log,
-          requester: { kind: "agent", name: exchange.agent.name },
+          requester: { kind: "agent", name: exchange.agent.name, toolSet: exchange.agent.toolSet },
           waitSeconds: deps.waitSeconds,
           progressIntervalMs: deps.progressIntervalMs,
           baseUrl: origin.replace(/\/$/, ""),

@@ -102,7 +102,7 @@ async function listServer(deps: ResourceDeps, server: string, listed?: Listings)
 export async function listPrompts(deps: ResourceDeps, listed?: Listings): Promise<Prompt[]> {
   const max = deps.descriptionMaxChars;
   const lists = await Promise.all(
-    (await resourceServers(deps.db)).map(async (server) => {
+    (await resourceServers(deps)).map(async (server) => {
       try {
         return ((await listServer(deps, server, listed)) ?? []).map((p) => {
           const prompt: Prompt = { name: `${server}_${p.name}` };
@@ -183,7 +183,7 @@ export async function getPrompt(
   }
   // Checked by argumentsProblem: absent, or an object of strings.
   const args = params.arguments as Record<string, string> | undefined;
-  if (!(await resourceServers(deps.db)).includes(target.server))
+  if (!(await resourceServers(deps)).includes(target.server))
     return refuse(deps, ctx, subject, "the server has no enabled tool");
   if (!ctx.listed.has(target.server, target.prompt)) {
     await ctx.listed.refresh(target.server, async () => {

@@ -163,7 +163,7 @@ async function listServer(
  */
 export async function listResources(deps: ResourceDeps, listed?: ListedResources): Promise<Resource[]> {
   const lists = await Promise.all(
-    (await resourceServers(deps.db)).map(async (server) => {
+    (await resourceServers(deps)).map(async (server) => {
       try {
         const resources = (await listServer(deps, server, listed)) ?? [];
         return resources.map((r) => {
@@ -297,7 +297,7 @@ export async function readResource(
   const target = verbatim ?? unwrapUri(uri);
   if (!target) return refuse(deps, ctx, uri, "not a gatehouse://<server>/<uri> URI", uri);
   const subject = `${target.server} ${target.uri}`;
-  if (!(await resourceServers(deps.db)).includes(target.server)) {
+  if (!(await resourceServers(deps)).includes(target.server)) {
     return refuse(deps, ctx, subject, "the server has no enabled tool", uri);
   }
   const permitted = await permission(deps, ctx, target);

@@ -1,8 +1,7 @@
 import "server-only";
 import { type CallToolResult, Server, type ServerCapabilities } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import { listEnabledTools } from "../catalogue/catalogue";
-import type { ResourceDeps } from "./listings";
+import { enabledToolsFor, type ResourceDeps } from "./listings";
 import { getPrompt, listPrompts } from "./prompts";
 import { type ListedResources, listResources, readResource } from "./resources";
 import { answersOnce } from "./rpc";
@@ -58,7 +57,10 @@ export type AgentServerDeps = ResourceDeps & { call: CallContext; listed: Listed
  * held request, and `tasks/get` / `tasks/cancel` / `tasks/update` answer for the token's own
  * calls. (Its per-request `release`, which ends a hold at shutdown, comes in `deps.call`.)
  */
-export function createAgentServer(deps: AgentServerDeps, era: AgentServerEra): Server {
+export function createAgentServer(given: AgentServerDeps, era: AgentServerEra): Server {
+  // What the agent is shown is bounded by its tool set: the requester object is the session's
+  // own, which the endpoint updates on every request, so a moved token's next list follows.
+  const deps: AgentServerDeps = { ...given, requester: given.call.requester };
   const modern = era === "2026-07-28";
   const capabilities: ServerCapabilities = {
     tools: { listChanged: true },
@@ -73,7 +75,7 @@ export function createAgentServer(deps: AgentServerDeps, era: AgentServerEra): S
   });
   server.setRequestHandler(
     "tools/list",
-    answersOnce(async () => ({ tools: (await listEnabledTools(deps.db)).map(toMcpTool) })),
+    answersOnce(async () => ({ tools: (await enabledToolsFor(deps)).map(toMcpTool) })),
   );
   server.setRequestHandler(
     "tools/call",

@@ -1,5 +1,6 @@
 import "server-only";
 import { randomUUID } from "node:crypto";
+import type { Requester } from "../calls/call-row";
 import type { ModernLegDeps, VerifiedAgent } from "./modern";
 import { createAgentServer } from "./server";
 import { type Session, type SessionTable, SessionTransport } from "./sessions";
@@ -42,9 +43,13 @@ export function createSession(
       await parts.stored.forget(id);
     },
   });
+  // The session's requester: the endpoint sets its tool set again on every request (a token moved
+  // meanwhile is judged by its new set).
+  const requester: Requester = { kind: "agent", name: agent.name, toolSet: agent.toolSet };
   const server = createAgentServer(
     {
       listed: parts.listed,
+      ...(parts.toolSets ? { toolSets: parts.toolSets } : {}),
       db: parts.db,
       manager: parts.manager,
       log: parts.log,
@@ -54,7 +59,7 @@ export function createSession(
         broker: parts.broker,
         bus: parts.bus,
         log: parts.log,
-        requester: { kind: "agent", name: agent.name },
+        requester,
         waitSeconds: parts.waitSeconds,
         progressIntervalMs: parts.progressIntervalMs,
         baseUrl,
@@ -72,6 +77,7 @@ export function createSession(
     id,
     tokenId: agent.id,
     tokenName: agent.name,
+    requester,
     server,
     transport,
     lastActive: Date.now(),

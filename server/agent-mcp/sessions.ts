@@ -8,6 +8,7 @@ import {
   type Server,
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
+import type { Requester } from "../calls/call-row";
 import { isModernNotFound, RESOURCE_NOT_FOUND } from "./resources";
 
 /**
@@ -54,6 +55,8 @@ export interface Session {
   id: string;
   tokenId: number;
   tokenName: string;
+  /** Who the session's calls are asked for; its tool set is the token's as of the latest request. */
+  requester: Requester;
   server: Server;
   transport: SessionTransport;
   /** `Date.now()` of the last use, for the idle timeout. */

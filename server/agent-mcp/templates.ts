@@ -328,7 +328,7 @@ export async function listResourceTemplates(
   listed?: ListedTemplates,
 ): Promise<ResourceTemplate[]> {
   const lists = await Promise.all(
-    (await resourceServers(deps.db)).map(async (server) => {
+    (await resourceServers(deps)).map(async (server) => {
       try {
         return (await listServer(deps, server, listed)).map(({ given, parsed }) => {
           const template: ResourceTemplate = {

@@ -3,7 +3,7 @@ import type { UserView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import type { Db } from "../store/db";
 import { sessionIdFrom, sessionUser } from "./sessions";
-import { tokenFromSecret } from "./tokens";
+import { type AgentToken, tokenFromSecret } from "./tokens";
 
 // The sign-in throttle lives in ./throttle; its names stay importable from here.
 export {
@@ -21,7 +21,7 @@ export type Access = "public" | "owner" | "reviewer" | "agent";
 
 export type Principal =
   | { kind: "user"; user: UserView; via: "cookie" }
-  | { kind: "agent"; token: { id: number; name: string }; via: "bearer" };
+  | { kind: "agent"; token: AgentToken; via: "bearer" };
 
 /** The requester's display name, as recorded on calls and audit rows. */
 export function principalName(p: Principal): string {

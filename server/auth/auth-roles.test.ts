@@ -55,7 +55,7 @@ const ROUTE_ACCESS: Record<string, Record<string, readonly Access[]>> = {
   "/api/session": { POST: ["public"], DELETE: ["owner", "reviewer"] },
   "/api/setup": { POST: ["public"] },
   "/api/tokens": { GET: ["owner"], POST: ["owner"] },
-  "/api/tokens/[name]": { DELETE: ["owner"] },
+  "/api/tokens/[name]": { DELETE: ["owner"], PATCH: ["owner"] },
   "/api/tools": { GET: ["agent", "owner"] },
   "/api/users": { GET: ["owner"], POST: ["owner"] },
   "/api/users/[name]": { PATCH: ["owner"], DELETE: ["owner"] },

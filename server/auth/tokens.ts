@@ -10,9 +10,18 @@ import { newSecret, sha256 } from "./crypto";
 
 type TokenRow = typeof agentTokens.$inferSelect;
 
+/** An active agent token, as a request presents it: what it is called and which tool set it has. */
+export interface AgentToken {
+  id: number;
+  name: string;
+  /** The token's tool set (PRODUCT.md §16); null: every enabled tool. */
+  toolSet: string | null;
+}
+
 function toView(row: TokenRow): TokenView {
   return {
     name: row.name,
+    toolSet: row.toolSet,
     createdAt: row.createdAt,
     createdBy: row.createdBy,
     lastUsedAt: row.lastUsedAt,
@@ -24,11 +33,27 @@ export async function listTokens(db: Db): Promise<TokenView[]> {
   return (await db.select().from(agentTokens).orderBy(asc(agentTokens.name))).map(toView);
 }
 
-/** Creates an agent token. The secret is returned once and stored only as its hash. */
+/** `bad_request` unless `set` is null (every enabled tool) or one of `known`. */
+function checkSet(set: string | null, known: readonly string[]): void {
+  if (set === null || known.includes(set)) return;
+  throw new GatehouseError(
+    "bad_request",
+    known.length === 0
+      ? `There is no tool set "${set}": the configuration defines none (add it under "toolSets").`
+      : `There is no tool set "${set}"; the configuration defines ${known.map((k) => `"${k}"`).join(", ")}.`,
+  );
+}
+
+/**
+ * Creates an agent token, in tool set `toolSet` when given (one of `knownSets`, else
+ * `bad_request`). The secret is returned once and stored only as its hash.
+ */
 export async function createToken(
   db: Db,
-  params: { name: string; actor: string },
+  params: { name: string; actor: string; toolSet?: string | null; knownSets?: readonly string[] },
 ): Promise<{ token: TokenView; secret: string }> {
+  const toolSet = params.toolSet ?? null;
+  checkSet(toolSet, params.knownSets ?? []);
   const secret = newSecret("gh_");
   return transaction(db, async (tx) => {
     if (
@@ -40,13 +65,46 @@ export async function createToken(
     }
     const [row] = await tx
       .insert(agentTokens)
-      .values({ name: params.name, tokenHash: sha256(secret), createdBy: params.actor })
+      .values({ name: params.name, tokenHash: sha256(secret), createdBy: params.actor, toolSet })
       .returning();
     if (!row) throw new Error("the new token's row was not returned");
-    await tx
-      .insert(auditEvents)
-      .values({ actor: params.actor, action: "token.create", subject: params.name });
+    await tx.insert(auditEvents).values({
+      actor: params.actor,
+      action: "token.create",
+      subject: params.name,
+      ...(toolSet ? { detail: `tool set "${toolSet}"` } : {}),
+    });
     return { token: toView(row), secret };
+  });
+}
+
+/**
+ * Moves token `name` into tool set `toolSet` (null: every enabled tool), audited as
+ * `token.tool_set` with the set before and after; the token's next request is judged by it.
+ * `not_found` for no such token, `conflict` for a revoked one, `bad_request` for a set not in
+ * `knownSets`. Moving a token into the set it has changes and records nothing.
+ */
+export async function setTokenToolSet(
+  db: Db,
+  params: { name: string; toolSet: string | null; actor: string; knownSets: readonly string[] },
+): Promise<TokenView> {
+  checkSet(params.toolSet, params.knownSets);
+  return transaction(db, async (tx) => {
+    const row = await first(tx.select().from(agentTokens).where(eq(agentTokens.name, params.name)));
+    if (!row) throw new GatehouseError("not_found", `no token named "${params.name}"`);
+    if (row.revokedAt) throw new GatehouseError("conflict", `The token "${params.name}" is revoked.`);
+    if (row.toolSet === params.toolSet) return toView(row);
+    const updated = await first(
+      tx.update(agentTokens).set({ toolSet: params.toolSet }).where(eq(agentTokens.id, row.id)).returning(),
+    );
+    const shown = (set: string | null) => (set === null ? "no tool set" : `"${set}"`);
+    await tx.insert(auditEvents).values({
+      actor: params.actor,
+      action: "token.tool_set",
+      subject: params.name,
+      detail: `${shown(row.toolSet)} → ${shown(params.toolSet)}`,
+    });
+    return toView(updated ?? row);
   });
 }
 
@@ -90,7 +148,7 @@ export async function revokeToken(
 const LAST_USED_RESOLUTION_MS = 60_000;
 
 /** The active token with this secret, or null (unknown or revoked). */
-export async function tokenFromSecret(db: Db, secret: string): Promise<{ id: number; name: string } | null> {
+export async function tokenFromSecret(db: Db, secret: string): Promise<AgentToken | null> {
   const query = prepared(db, "tokens.byHash", () =>
     db
       .select()
@@ -107,5 +165,5 @@ export async function tokenFromSecret(db: Db, secret: string): Promise<{ id: num
       .set({ lastUsedAt: new Date(now).toISOString() })
       .where(eq(agentTokens.id, row.id));
   }
-  return { id: row.id, name: row.name };
+  return { id: row.id, name: row.name, toolSet: row.toolSet };
 }

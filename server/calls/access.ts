@@ -5,7 +5,9 @@ import type { Principal } from "../auth/access";
 import type { Requester } from "./broker";
 
 export function requesterOf(p: Principal): Requester {
-  return p.kind === "agent" ? { kind: "agent", name: p.token.name } : { kind: "user", name: p.user.name };
+  return p.kind === "agent"
+    ? { kind: "agent", name: p.token.name, toolSet: p.token.toolSet }
+    : { kind: "user", name: p.user.name };
 }
 
 /**

@@ -5,8 +5,7 @@ import { GatehouseError, isErrorCode } from "@/lib/errors";
 import type { EventBus } from "../events";
 import { readGrantView } from "../grants";
 import type { Logger } from "../log";
-import type { RuleSet } from "../rules";
-import type { Db, TransactionOptions } from "../store/db";
+import type { TransactionOptions } from "../store/db";
 import { WriteBatch } from "../store/write-batch";
 import { rememberCallTrace } from "../tracing";
 import { approve } from "./approve";
@@ -23,7 +22,7 @@ import {
   type Requester,
   toView,
 } from "./call-row";
-import { decideCall } from "./decision";
+import { type DecisionDeps, decideCall } from "./decision";
 import { HeldResults } from "./held-results";
 import { type CallListParams, callAudit, callView, findCall, getCall, listCalls } from "./queries";
 import { judgeAgain, judgePending } from "./rejudge";
@@ -34,15 +33,11 @@ import { untilFinal } from "./wait";
 
 export { type CallEventName, callCursor, RESULT_STORE_MAX_BYTES, type Requester } from "./call-row";
 
-export interface BrokerDeps {
-  db: Db;
+/** What deciding a call needs (the store, rules, argument bounds, tool sets: see decision.ts), and more. */
+export interface BrokerDeps extends DecisionDeps {
   bus: EventBus;
   log: Logger;
   approvals: { expireAfterSeconds: number; selfApproval: boolean };
-  /** The configured rules (see decision.ts); absent: none, every call follows its tool's default. */
-  rules?: RuleSet;
-  /** A server's `maxArgumentBytes`, if it has one (see decision.ts); absent: the global bound for all. */
-  argumentBytesFor?: (server: string) => number | undefined;
   /**
    * Asks the tool server, with a way to hear its progress on the call until it answers; what it
    * reports is published on the bus as `call.progress` while the call runs (see run.ts). Asked to

@@ -28,6 +28,8 @@ export type CallNotify = (db: Db, event: CallEventName, call: CallRow) => Promis
 export interface Requester {
   kind: "agent" | "user";
   name: string;
+  /** An agent's tool set, as its token had it when it asked; null or absent: every enabled tool. */
+  toolSet?: string | null;
 }
 
 /** Results are stored up to this many bytes of JSON; longer ones are kept as a marked preview. */

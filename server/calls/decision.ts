@@ -1,6 +1,7 @@
 import "server-only";
 import { approvalsNeededText, grantScopeText } from "@/lib/decision-text";
 import { type ErrorCode, GatehouseError } from "@/lib/errors";
+import type { ToolSets } from "../agents";
 import { callProblem } from "../catalogue/callable";
 import { approvalNeed, getToolRow, parseDefinition } from "../catalogue/catalogue";
 import { type CoverQuery, findCoveringGrant, type GrantRow } from "../grants";
@@ -79,6 +80,8 @@ export interface DecisionDeps {
    * for a server without one. Absent: every server keeps the global bound (`ARGUMENT_LIMITS`).
    */
   argumentBytesFor?: (server: string) => number | undefined;
+  /** The configured tool sets: an agent whose set does not hold the tool is stopped first. Absent: none. */
+  toolSets?: ToolSets;
 }
 
 export interface DecisionInput {
@@ -104,6 +107,8 @@ export function coverQuery(requester: Requester, row: ToolRow, args: Record<stri
  * The one answer to "does this call run, wait or stop, and why" (PRODUCT.md §6 and §11), asked by
  * the broker for every call and by `gatehouse rules test` for a dry run. In order:
  *
+ * 0. An agent whose token has a tool set may call only the tools it holds (`tool_not_in_set`),
+ *    judged on the name before the tool is looked up, so nothing tells it which tools exist.
  * 1. The tool must exist, be enabled and unchanged (`callProblem`), and the arguments must keep
  *    its server's size bound (`argumentBytesFor`) and match its input schema: otherwise stop.
  *    Rules see only calls that got this far.
@@ -130,6 +135,9 @@ export function decideCall(deps: DecisionDeps, input: DecisionInput, now = new D
 
 async function decide(deps: DecisionDeps, input: DecisionInput, now: Date): Promise<Decided> {
   const { db } = deps;
+  const outside = deps.toolSets?.refusal(input.requester, input.tool);
+  if (outside)
+    return { decision: stop(outside.code, outside.message, null, outside.message), row: null, skipped: [] };
   const row = await getToolRow(db, input.tool);
   const problem = await callProblem(row, input.tool, db);
   if (problem || !row) {

@@ -1,12 +1,11 @@
 /**
- * `npm run gatehouse -- <command>`: config check, user add/set/remove, token create/revoke, rules
+ * `npm run gatehouse -- <command>`: config check, user add/set/remove, token create/set/list/revoke, rules
  * test. Uses the same environment variables as the server (GATEHOUSE_CONFIG; the store:
  * DATABASE_URL for PostgreSQL, else GATEHOUSE_DB).
  */
-import { CreateTokenBody, CreateUserBody, roles, UpdateUserBody, userEmail } from "@/lib/api-types";
+import { CreateUserBody, roles, UpdateUserBody, userEmail } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import { LoginThrottle } from "../auth/access";
-import { createToken } from "../auth/tokens";
 import { pendingWithdrawal, removeUser, sessionsText, updatePerson } from "../auth/user-admin";
 import { createUser } from "../auth/users";
 import { revokeAgent } from "../calls/revoke-agent";
@@ -17,6 +16,7 @@ import { checkSecretKey, SecretKeyError } from "../secrets";
 import { closeDb, type Db, dbPathFromEnv, openStore } from "../store/db";
 import { describeLocation, type StoreLocation, storeLocation } from "../store/location";
 import { rulesTest } from "./rules-test";
+import { tokenCreate, tokenList, tokenSet } from "./tokens";
 
 const USAGE = `usage: npm run gatehouse -- <command>
   config check [FILE]                     validate a config file (default: GATEHOUSE_CONFIG or gatehouse.json)
@@ -31,7 +31,12 @@ const USAGE = `usage: npm run gatehouse -- <command>
   user remove NAME                        remove a user (never the last owner): their grants end,
                                           pending calls are withdrawn, sessions end; history keeps
                                           the name
-  token create NAME                       create an agent token; prints it once, on the last line
+  token create NAME [--tool-set SET]      create an agent token, in a tool set of the config if
+                                          given; prints it once, on the last line
+  token set NAME --tool-set SET | --no-tool-set
+                                          move a token into another tool set (or none: every
+                                          enabled tool); judged on its next request
+  token list                              the tokens, their tool sets and status
   token revoke NAME                       revoke an agent token
   rules test TOOL 'ARGS-JSON' [--agent NAME]
                                           print which rule would decide such a call now, and why
@@ -92,24 +97,17 @@ async function main(argv: string[]): Promise<number> {
   }
   if (group === "user" && verb === "set") return userSet(rest);
   if (group === "user" && verb === "remove") return userRemove(rest);
-  if (group === "token" && (verb === "create" || verb === "revoke")) {
+  if (group === "token" && verb === "create") return tokenCreate(rest, USAGE, withStore);
+  if (group === "token" && verb === "set") return tokenSet(rest, USAGE, withStore);
+  if (group === "token" && verb === "list") return tokenList(withStore);
+  if (group === "token" && verb === "revoke") {
     const name = rest[0];
-    if (!name) throw new GatehouseError("bad_request", `token ${verb} needs NAME\n${USAGE}`);
-    const parsedName = CreateTokenBody.safeParse({ name });
-    if (verb === "create" && !parsedName.success) {
-      throw new GatehouseError("bad_request", `name: ${parsedName.error.issues[0]?.message ?? "invalid"}`);
-    }
-    if (verb === "create") {
-      const { secret } = await withStore((db) => createToken(db, { name, actor: "cli" }));
-      process.stdout.write(`created agent token ${name}; it is shown once, keep it now:\n${secret}\n`);
-    } else {
-      const { withdrawn } = await withStore(async (db) =>
-        revokeAgent(db, new EventBus(), { name, actor: "cli" }),
-      );
-      const calls =
-        withdrawn === 0 ? "" : `; ${withdrawn} pending call${withdrawn === 1 ? "" : "s"} withdrawn`;
-      process.stdout.write(`revoked agent token ${name}${calls}\n`);
-    }
+    if (!name) throw new GatehouseError("bad_request", `token revoke needs NAME\n${USAGE}`);
+    const { withdrawn } = await withStore(async (db) =>
+      revokeAgent(db, new EventBus(), { name, actor: "cli" }),
+    );
+    const calls = withdrawn === 0 ? "" : `; ${withdrawn} pending call${withdrawn === 1 ? "" : "s"} withdrawn`;
+    process.stdout.write(`revoked agent token ${name}${calls}\n`);
     return 0;
   }
   if (group === "rules" && verb === "test") {

@@ -3,7 +3,14 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "@/test/support/cli";
-import { ADD_NOTE, enableTool, LIST_NOTES, startTestRuntime, type TestRuntime } from "@/test/support/runtime";
+import {
+  ADD_NOTE,
+  createAgentToken,
+  enableTool,
+  LIST_NOTES,
+  startTestRuntime,
+  type TestRuntime,
+} from "@/test/support/runtime";
 
 const rules = [
   {
@@ -22,6 +29,8 @@ const rules = [
   },
   { name: "odd", tools: [ADD_NOTE], when: "args.level > 2", decision: "allow" },
 ];
+
+const toolSets = { readers: { tools: ["demo_list_*"] } };
 
 let rt: TestRuntime;
 let env: Record<string, string>;
@@ -49,14 +58,15 @@ function rulesTestWith(extra: Record<string, string>, ...args: string[]) {
 
 beforeAll(async () => {
   // A server ran once on this store and discovered the demo tools; the CLI reads what it left.
-  rt = await startTestRuntime({ config: { rules } });
+  rt = await startTestRuntime({ config: { rules, toolSets } });
   await enableTool(rt.runtime, ADD_NOTE);
   await enableTool(rt.runtime, LIST_NOTES);
+  await createAgentToken(rt.runtime, "reader-bot", { toolSet: "readers" });
   await rt.stop({ keepDir: true });
   const configFile = path.join(rt.dir, "gatehouse.json");
   writeFileSync(
     configFile,
-    JSON.stringify({ mcpServers: { demo: { command: "node", args: ["demo/server.mjs"] } }, rules }),
+    JSON.stringify({ mcpServers: { demo: { command: "node", args: ["demo/server.mjs"] } }, rules, toolSets }),
   );
   // The file the server left (DATABASE_URL emptied: this is about the SQLite store).
   env = { GATEHOUSE_DB: rt.dbFile, GATEHOUSE_CONFIG: configFile, DATABASE_URL: "" };
@@ -74,6 +84,19 @@ describe("npm run gatehouse -- rules test", () => {
     expect(storeCounts()).toEqual(before);
     // The demo server is not running: had anything been called, it would not have answered.
     expect(before.calls).toBe(0);
+  });
+
+  it("says the agent's tool set, and that a tool outside it stops before any rule", async () => {
+    const outside = await rulesTest(ADD_NOTE, '{"text": "todo: milk"}', "--agent", "reader-bot");
+    expect(outside.code, outside.stderr).toBe(0);
+    expect(outside.stdout).toContain('as agent reader-bot (tool set "readers")');
+    expect(outside.stdout).toContain(
+      `stops: tool_not_in_set: "${ADD_NOTE}" is not in tool set "readers" of this token`,
+    );
+    const inside = await rulesTest(LIST_NOTES, "{}", "--agent", "reader-bot");
+    // In the set, the rules judge it (here "no-drop", whose condition reads a key this call lacks).
+    expect(inside.stdout).not.toContain("tool_not_in_set");
+    expect(inside.stdout).toContain('denied by rule "no-drop"');
   });
 
   it("a store that does not exist is said, not created", async () => {

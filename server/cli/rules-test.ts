@@ -1,10 +1,13 @@
+import { eq } from "drizzle-orm";
 import { approvalsNeededText } from "@/lib/decision-text";
 import { GatehouseError } from "@/lib/errors";
+import { ToolSets } from "../agents";
 import { type CallDecision, decideCall } from "../calls/decision";
 import { formatIssues, loadConfigFile } from "../config";
 import { RuleSet } from "../rules";
-import { closeDb, type Db, openDbReadOnly, openStore, sqliteOf } from "../store/db";
+import { closeDb, type Db, first, openDbReadOnly, openStore, sqliteOf } from "../store/db";
 import { storeLocation } from "../store/location";
+import { agentTokens } from "../store/schema";
 
 /** What `rules test` prints: the decision in one line, then why, then the allow rules passed over. */
 export function describeDecision(d: CallDecision): string {
@@ -59,12 +62,23 @@ export async function rulesTest(
   // The same argument bound a running server applies, so the dry run does not allow what it would refuse.
   const argumentBytesFor = (server: string) => servers.find((c) => c.name === server)?.maxArgumentBytes;
   try {
-    const requester = agent ? { kind: "agent" as const, name: agent } : { kind: "user" as const, name: "" };
+    // The agent's tool set as its token has it now: a tool outside it stops first, as it would.
+    const toolSet = agent
+      ? ((
+          await first(
+            db.select({ s: agentTokens.toolSet }).from(agentTokens).where(eq(agentTokens.name, agent)),
+          )
+        )?.s ?? null)
+      : null;
+    const requester = agent
+      ? { kind: "agent" as const, name: agent, toolSet }
+      : { kind: "user" as const, name: "" };
     const { decision, skipped } = await decideCall(
-      { db, rules, argumentBytesFor },
+      { db, rules, argumentBytesFor, toolSets: new ToolSets(loaded.config.toolSets) },
       { requester, tool, args: args as Record<string, unknown> },
     );
-    const as = agent ? ` as agent ${agent}` : " (no --agent: rules with `agents` do not apply)";
+    const inSet = toolSet === null ? "" : ` (tool set "${toolSet}")`;
+    const as = agent ? ` as agent ${agent}${inSet}` : " (no --agent: rules with `agents` do not apply)";
     process.stdout.write(`${tool} ${JSON.stringify(args)}${as}:\n${describeDecision(decision)}\n`);
     for (const s of skipped) process.stdout.write(`passed over: rule "${s.rule}": ${s.why}\n`);
     return 0;
@@ -84,7 +98,10 @@ async function openForReading(): Promise<Db> {
   if (location.dialect === "postgres") return openStore(location);
   const db = openDbReadOnly(location.file);
   const sqlite = sqliteOf(db);
-  if (!sqlite?.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'grants'").get()) {
+  const current =
+    sqlite?.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'grants'").get() &&
+    sqlite.prepare("SELECT 1 FROM pragma_table_info('agent_tokens') WHERE name = 'tool_set'").get();
+  if (!current) {
     await closeDb(db);
     throw new GatehouseError(
       "conflict",

@@ -33,6 +33,7 @@ export type {
   ServerAuthConfig,
   ServerConfig,
   ServerEntrySource,
+  ToolSetConfig,
   Transport,
   ValidateOptions,
   WebhookConfig,

@@ -84,6 +84,7 @@ describe("a valid file", () => {
       catalogue: { descriptionMaxChars: 1024, refreshSeconds: 300 },
       notifications: { publicUrl: null, webhooks: [], email: null },
       rules: [],
+      toolSets: [],
     });
   });
 

@@ -14,7 +14,7 @@ import type { RuleConfig, RuleDecision } from "./types";
  */
 
 /** Rule names: they are stored on calls and counted, so they stay short and plain. */
-const RULE_NAME_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+export const RULE_NAME_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 /** What a glob may hold: the characters of local tool names, and the wildcards `*` and `?`. */
 const GLOB_CHAR = /^[A-Za-z0-9_.\-*?]$/;
 const RULE_DECISIONS = ["allow", "deny", "review"] as const satisfies readonly RuleDecision[];
@@ -133,13 +133,19 @@ function readDecision(value: unknown, where: string, issues: Issues): RuleDecisi
   return null;
 }
 
-/** `tools`: a non-empty list of globs on local tool names. */
-function readTools(value: unknown, where: string, issues: Issues): string[] {
+/**
+ * `tools`: a non-empty list of globs on local tool names (a rule's, a tool set's). `empty` is
+ * what an empty list is told; `example` the globs a missing list is shown.
+ */
+export function readTools(
+  value: unknown,
+  where: string,
+  issues: Issues,
+  empty = 'lists no tools, so the rule could never apply; add a glob such as "db_*"',
+  example = '["db_*", "files_read_?"]',
+): string[] {
   if (value === undefined) {
-    issues.error(
-      where,
-      'is required; list globs on local tool names, e.g. "tools": ["db_*", "files_read_?"]',
-    );
+    issues.error(where, `is required; list globs on local tool names, e.g. "tools": ${example}`);
     return [];
   }
   if (!Array.isArray(value)) {
@@ -148,7 +154,7 @@ function readTools(value: unknown, where: string, issues: Issues): string[] {
     return [];
   }
   if (value.length === 0) {
-    issues.error(where, 'lists no tools, so the rule could never apply; add a glob such as "db_*"');
+    issues.error(where, empty);
     return [];
   }
   const globs: string[] = [];

@@ -190,6 +190,16 @@ export interface GatehouseConfig {
   rules: RuleConfig[];
   /** `metrics`: the scrape token of `/metrics`; absent when the file has none (owners only). */
   metrics?: MetricsConfig;
+  /** `toolSets`: what a token given a set may see and call; [] when absent. Sorted by name. */
+  toolSets: ToolSetConfig[];
+}
+
+/** One entry of `toolSets` (PRODUCT.md §16), validated. */
+export interface ToolSetConfig {
+  /** The key in `toolSets`; `^[a-z0-9][a-z0-9._-]{0,63}$`. Stored on tokens. */
+  name: string;
+  /** Globs on local tool names (`*`, `?`), as in rules; never empty. */
+  tools: string[];
 }
 
 /** `metrics` (PRODUCT.md §15). */

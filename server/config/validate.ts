@@ -18,6 +18,7 @@ import {
 } from "./readers";
 import { readRules } from "./rules";
 import { validateServer } from "./servers";
+import { readToolSets } from "./tool-sets";
 import type {
   AgentEndpointConfig,
   ApprovalsConfig,
@@ -46,6 +47,7 @@ const TOP_KEYS = [
   "notifications",
   "rules",
   "metrics",
+  "toolSets",
 ] as const;
 const APPROVAL_KEYS = ["expireAfterSeconds", "waitSeconds", "selfApproval"] as const;
 const CATALOGUE_KEYS = ["descriptionMaxChars", "refreshSeconds", "webhook", "webhookAllowPrivate"] as const;
@@ -132,10 +134,11 @@ export function validateConfig(raw: unknown, opts: ValidateOptions): ConfigResul
   );
   const rules = readRules(raw, issues);
   const metrics = readMetrics(raw, opts.env, issues);
+  const toolSets = readToolSets(raw, issues);
 
   const config: GatehouseConfig | null =
     issues.errors.length === 0
-      ? { path: opts.path ?? "", servers, approvals, catalogue, notifications, rules }
+      ? { path: opts.path ?? "", servers, approvals, catalogue, notifications, rules, toolSets }
       : null;
   if (config && agentEndpoint) config.agentEndpoint = agentEndpoint;
   if (config && metrics) config.metrics = metrics;

@@ -21,7 +21,7 @@ interface Seen {
   principal: Principal | null | undefined;
 }
 
-const good: Principal = { kind: "agent", token: { id: 1, name: "good" }, via: "bearer" };
+const good: Principal = { kind: "agent", token: { id: 1, name: "good", toolSet: null }, via: "bearer" };
 
 /**
  * A server answering every request through answerHot with `handler`; `seen` collects what the

@@ -45,6 +45,8 @@ export const agentTokens = sqliteTable("agent_tokens", {
   createdAt: text("created_at").notNull().default(now),
   lastUsedAt: text("last_used_at"),
   revokedAt: text("revoked_at"),
+  /** The token's tool set (a `toolSets` name); null: every enabled tool. */
+  toolSet: text("tool_set"),
 });
 
 export const tools = sqliteTable(

@@ -81,6 +81,7 @@ export function gatehouse(servers: ServerConfig[], refreshSeconds = 0): Gatehous
     catalogue: { descriptionMaxChars: 1024, refreshSeconds },
     notifications: { publicUrl: null, webhooks: [], email: null },
     rules: [],
+    toolSets: [],
   };
 }
 

@@ -306,9 +306,14 @@ export async function sessionCookieFor(runtime: Runtime, userId: number): Promis
   return `${SESSION_COOKIE}=${(await createSession(runtime.db, userId)).id}`;
 }
 
-/** Creates an agent token (as an owner would); returns its secret. */
-export async function createAgentToken(runtime: Runtime, name: string): Promise<string> {
-  return (await createToken(runtime.db, { name, actor: "test" })).secret;
+/** Creates an agent token (as an owner would), in tool set `opts.toolSet` if given; returns its secret. */
+export async function createAgentToken(
+  runtime: Runtime,
+  name: string,
+  opts: { toolSet?: string } = {},
+): Promise<string> {
+  const knownSets = runtime.toolSets.names();
+  return (await createToken(runtime.db, { name, actor: "test", knownSets, ...opts })).secret;
 }
 
 /** Enables a catalogue tool (as an owner would). */

@@ -5,8 +5,17 @@ import { json, route, who } from "@/server/http/route";
 
 export const GET = route({ access: ["owner"] }, async ({ runtime }) => ({
   tokens: await listTokens(runtime.db),
+  toolSets: runtime.toolSets.names(),
 }));
 
 export const POST = route({ access: ["owner"], body: CreateTokenBody }, async (ctx) =>
-  json(await createToken(ctx.runtime.db, { name: ctx.body.name, actor: principalName(who(ctx)) }), 201),
+  json(
+    await createToken(ctx.runtime.db, {
+      name: ctx.body.name,
+      actor: principalName(who(ctx)),
+      toolSet: ctx.body.toolSet ?? null,
+      knownSets: ctx.runtime.toolSets.names(),
+    }),
+    201,
+  ),
 );

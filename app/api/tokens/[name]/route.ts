@@ -1,5 +1,17 @@
+import { UpdateTokenBody } from "@/lib/api-types";
 import { principalName } from "@/server/auth/access";
+import { setTokenToolSet } from "@/server/auth/tokens";
 import { route, who } from "@/server/http/route";
+
+/** Moves a token into another tool set (audited); its next request, REST or `/mcp`, is judged by it. */
+export const PATCH = route({ access: ["owner"], body: UpdateTokenBody }, async (ctx) => ({
+  token: await setTokenToolSet(ctx.runtime.db, {
+    name: ctx.params.name ?? "",
+    toolSet: ctx.body.toolSet,
+    actor: principalName(who(ctx)),
+    knownSets: ctx.runtime.toolSets.names(),
+  }),
+}));
 
 /**
  * Revokes an agent token: its pending calls are withdrawn and its grants end with it (one

@@ -1,0 +1,52 @@
+import { describe, expect, it } from "vitest";
+import { check, messagesAt } from "./test-helpers";
+
+/** `toolSets`: named lists of globs a token may be given; every problem at its JSON path. */
+
+function sets(toolSets: unknown) {
+  return check({ mcpServers: {}, toolSets });
+}
+
+describe("the toolSets section", () => {
+  it("reads named sets of globs, sorted by name, and none when absent", () => {
+    const result = sets({ docs: { tools: ["files_read_*"] }, billing: { tools: ["pay_*", "crm_read_?"] } });
+    expect(result.errors).toEqual([]);
+    expect(result.config?.toolSets).toEqual([
+      { name: "billing", tools: ["pay_*", "crm_read_?"] },
+      { name: "docs", tools: ["files_read_*"] },
+    ]);
+    expect(check({ mcpServers: {} }).config?.toolSets).toEqual([]);
+  });
+
+  it("refuses a section that is not an object, naming its path", () => {
+    const result = sets(["billing"]);
+    expect(result.config).toBeNull();
+    expect(messagesAt(result.errors, "toolSets")[0]).toMatch(/must be an object mapping set names/);
+  });
+
+  it("refuses a set name tokens could not carry", () => {
+    const result = sets({ "Billing Bot": { tools: ["pay_*"] } });
+    expect(messagesAt(result.errors, 'toolSets["Billing Bot"]')[0]).toMatch(
+      /set name "Billing Bot" is not allowed/,
+    );
+  });
+
+  it("needs a non-empty list of globs in tools, each checked at its index", () => {
+    expect(messagesAt(sets({ billing: {} }).errors, "toolSets.billing.tools")[0]).toMatch(/is required/);
+    expect(messagesAt(sets({ billing: { tools: "pay_*" } }).errors, "toolSets.billing.tools")[0]).toMatch(
+      /write it as a list: \["pay_\*"\]/,
+    );
+    expect(messagesAt(sets({ billing: { tools: [] } }).errors, "toolSets.billing.tools")[0]).toMatch(
+      /lists no tools/,
+    );
+    const bad = sets({ billing: { tools: ["pay_*", "crm read"] } });
+    expect(messagesAt(bad.errors, "toolSets.billing.tools[1]")[0]).toMatch(/contains " " \(a space\)/);
+    expect(bad.config).toBeNull();
+  });
+
+  it("refuses unknown keys in a set, with the fix other gateways' words call for", () => {
+    const result = sets({ billing: { tools: ["pay_*"], allow: ["crm_*"], tols: [] } });
+    expect(messagesAt(result.errors, "toolSets.billing.allow")[0]).toMatch(/list the globs in "tools"/);
+    expect(messagesAt(result.errors, "toolSets.billing.tols")[0]).toMatch(/did you mean "tools"\?/);
+  });
+});
