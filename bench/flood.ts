@@ -42,6 +42,7 @@ const manager = new McpManager(
     notifications: { publicUrl: null, webhooks: [], email: null },
     rules: [],
     toolSets: [],
+    agentLimits: { callsPerMinute: 0, maxPendingCalls: 20 },
   },
   { log: quiet, onState: (s) => s.state === "ready" && ready(), onTools: () => {} },
 );

@@ -348,6 +348,7 @@ if (want("dial")) {
       notifications: { publicUrl: null, webhooks: [], email: null },
       rules: [],
       toolSets: [],
+      agentLimits: { callsPerMinute: 0, maxPendingCalls: 20 },
     },
     { log: quiet, onState: (s) => s.state === "ready" && ready(), onTools: () => {} },
   );

@@ -59,7 +59,7 @@ export function RulesView() {
       ) : (
         <ol aria-label="Rules" className="space-y-3">
           {query.data.rules.map((rule, index) => (
-            <RuleCard key={rule.name} rule={rule} position={index + 1} />
+            <RuleCard key={rule.name} rule={rule} position={index + 1} toolSets={query.data.toolSets} />
           ))}
         </ol>
       )}
@@ -67,7 +67,16 @@ export function RulesView() {
   );
 }
 
-function RuleCard({ rule, position }: { rule: RuleView; position: number }) {
+function RuleCard({
+  rule,
+  position,
+  toolSets,
+}: {
+  rule: RuleView;
+  position: number;
+  /** Token name → its tool set, for the tokens this page's rules name that have one. */
+  toolSets: Record<string, string>;
+}) {
   const shown = rule.matchingTools.slice(0, TOOLS_SHOWN);
   const more = rule.matchingTools.length - shown.length;
   return (
@@ -129,7 +138,17 @@ function RuleCard({ rule, position }: { rule: RuleView; position: number }) {
           {rule.agents === null ? (
             <span className="text-zinc-600">any requester</span>
           ) : (
-            <span className="break-all font-mono text-[0.8125rem]">{rule.agents.join(", ")}</span>
+            <span className="break-all">
+              {rule.agents.map((agent, i) => (
+                <span key={agent}>
+                  {i > 0 ? ", " : ""}
+                  <span className="font-mono text-[0.8125rem]">{agent}</span>
+                  {toolSets[agent] ? (
+                    <span className="text-zinc-600"> (tool set {toolSets[agent]})</span>
+                  ) : null}
+                </span>
+              ))}
+            </span>
           )}
         </Fact>
         <Fact term="When">

@@ -32,6 +32,9 @@ test.describe
           readers: { tools: ["demo_list_*"] },
           writers: { tools: ["demo_add_note"] },
         },
+        rules: [
+          { name: "notes-bot-writes", tools: ["demo_add_note"], agents: ["notes-bot"], decision: "review" },
+        ],
       });
     });
     test.afterAll(async () => {
@@ -68,6 +71,11 @@ test.describe
       const choice = row.getByLabel("Tool set of notes-bot");
       await expect(choice).toHaveValue("readers");
       await snap(page, "settings-tool-sets");
+      // The Rules page says which set a token a rule names is in.
+      await page.goto(`${base}/rules`);
+      await expect(page.getByRole("list", { name: "Rules" })).toContainText("notes-bot (tool set readers)");
+      await snap(page, "rules-tool-sets");
+      await page.goto(`${base}/settings`);
 
       const restTools = async () => {
         const res = await page.request.get(`${base}/api/tools`, {

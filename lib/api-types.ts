@@ -453,6 +453,8 @@ export interface RuleView {
 /** `GET /api/rules`: the rules in the order they are tried. */
 export interface RuleListView {
   rules: RuleView[];
+  /** The tool set of each token a rule names that has one (token name → set). */
+  toolSets: Record<string, string>;
 }
 
 /** Events on `GET /api/events` (server-sent events); each names what changed. */
@@ -468,7 +470,9 @@ export type LiveEvent =
    * A server's OAuth grant was stored or forgotten (a sign-in, a renewal, a refusal, a
    * Disconnect): the other replicas read it again, and the sign-in part of the server's view changed.
    */
-  | { type: "oauth"; server: string };
+  | { type: "oauth"; server: string }
+  /** An owner moved agent token `name` into another tool set: its `/mcp` sessions are told. */
+  | { type: "token"; name: string };
 
 /** A server's resource, as the owner sees it (text cleaned and capped). */
 export interface ResourceView {

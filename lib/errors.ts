@@ -41,6 +41,10 @@ export const errorStatus = {
   sign_in_unavailable: 502,
   invalid_setup_code: 403,
   too_many_attempts: 429,
+  /** An agent's `callsPerMinute` is used up: `Retry-After` says when the next call may go. */
+  rate_limited: 429,
+  /** An agent has `maxPendingCalls` waiting: the next call that would wait is refused. */
+  too_many_pending: 429,
   server_unavailable: 502,
   upstream_error: 502,
   upstream_timeout: 504,
@@ -64,11 +68,14 @@ const BRAND = Symbol.for("gatehouse.error");
 
 export class GatehouseError extends Error {
   readonly code: ErrorCode;
+  /** When to try again (seconds), sent as `Retry-After`; absent: not said. */
+  readonly retryAfterSeconds?: number;
   readonly [BRAND] = true;
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; retryAfterSeconds?: number }) {
     super(message, options);
     this.name = "GatehouseError";
     this.code = code;
+    if (options?.retryAfterSeconds !== undefined) this.retryAfterSeconds = options.retryAfterSeconds;
   }
 
   static override [Symbol.hasInstance](value: unknown): boolean {

@@ -64,6 +64,8 @@ function keysFor(type: LiveEvent["type"]): { now: QueryKey[]; paced: QueryKey[];
       return { now: [queryKeys.grants.all, queryKeys.calls.all], paced: [], gathered: [] };
     case "resources":
       return { now: [], paced: [queryKeys.resourceReads.all], gathered: [] };
+    case "token":
+      return { now: [queryKeys.tokens.all], paced: [], gathered: [] };
   }
 }
 

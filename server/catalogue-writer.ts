@@ -1,5 +1,6 @@
 import "server-only";
 import type { Tool } from "@modelcontextprotocol/client";
+import { toolSetWarnings } from "./agents";
 import { hasChanges, type SyncSummary, syncServerTools } from "./catalogue/catalogue";
 import type { GatehouseConfig, ServerConfig } from "./config";
 import type { EventBus } from "./events";
@@ -70,12 +71,13 @@ export function catalogueWriter(deps: {
 }
 
 /**
- * A rule whose globs match no tool the catalogue knows is probably a typo: said once, as a
- * warning, when every enabled server has listed its tools (a dark server's tools may still come).
+ * A rule or tool set whose globs match no tool the catalogue knows is probably a typo, and so is
+ * a token's set the configuration lacks: said once, as warnings, when every enabled server has
+ * listed its tools (a dark server's tools may still come).
  */
 async function warnUnmatchedRules(db: Db, config: GatehouseConfig, log: Logger): Promise<void> {
-  if (config.rules.length === 0) return;
   const known = (await db.select({ name: tools.localName }).from(tools)).map((t) => t.name);
+  for (const warning of await toolSetWarnings(db, config.toolSets, known)) log.warn(warning);
   for (const name of rulesMatchingNoTool(config.rules, known)) {
     const index = config.rules.findIndex((r) => r.name === name);
     log.warn(

@@ -150,6 +150,7 @@ function gatherWindow(event: LiveEvent): { key: string; ms: number } | null {
     case "server":
     case "grants":
     case "oauth":
+    case "token":
       return null;
   }
 }

@@ -1,7 +1,7 @@
 import "server-only";
 import { GatehouseError } from "@/lib/errors";
 import { AgentMcpEndpoint } from "./agent-mcp/endpoint";
-import { ToolSets } from "./agents";
+import { AgentLimits, MemoryRates, StoreRates, ToolSets } from "./agents";
 import { LoginThrottle } from "./auth/access";
 import { issueSetupCode } from "./auth/users";
 import { CallBroker } from "./calls/broker";
@@ -243,6 +243,14 @@ async function wireOnStore(
   });
   const rules = new RuleSet(config.rules);
   const toolSets = new ToolSets(config.toolSets);
+  // callsPerMinute: in memory on SQLite (one process), in the store with replicas (see rates.ts).
+  const limits = new AgentLimits({
+    db,
+    log: logger("agents"),
+    sets: config.toolSets,
+    defaults: config.agentLimits,
+    rates: shared ? new StoreRates(db) : new MemoryRates(),
+  });
   const argumentBytes = new Map(config.servers.map((s) => [s.name, s.maxArgumentBytes]));
   const broker = new CallBroker({
     replica: replicaId,
@@ -252,6 +260,7 @@ async function wireOnStore(
     approvals: config.approvals,
     rules,
     toolSets,
+    limits,
     argumentBytesFor: (server) => argumentBytes.get(server),
     callTool: (server, tool, args, opts) => manager.callTool(server, tool, args, opts),
     notify: (txDb, event, call) => notifier.notify(txDb, event, call),
@@ -330,6 +339,7 @@ async function wireOnStore(
       // Sessions first: their held calls stop waiting (and stay pending in the store).
       await runtime.agentMcp.close();
       await broker.stop();
+      await limits.flush();
       await rules.close();
       // No server is taken from here on: none starts behind the manager's stop.
       await runtime.holding?.stopTaking();

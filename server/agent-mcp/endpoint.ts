@@ -4,7 +4,6 @@ import { inArray } from "drizzle-orm";
 import { ToolSets } from "../agents";
 import type { Principal } from "../auth/access";
 import type { CallBroker } from "../calls/broker";
-import { listEnabledTools } from "../catalogue/catalogue";
 import type { GatehouseConfig } from "../config";
 import type { EventBus } from "../events";
 import type { Logger } from "../log";
@@ -13,14 +12,13 @@ import type { Db } from "../store/db";
 import { agentTokens } from "../store/schema";
 import { type AllowedPeers, agentOf, allowedPeersFor, bearerAgent, peerProblem } from "./guard";
 import { asJsonIfQuick, tracked } from "./json-answer";
-import { resourceServers } from "./listings";
+import { ListWatch } from "./list-watch";
 import { ModernLeg, SHUTDOWN_ANSWER_MS, type VerifiedAgent } from "./modern";
 import { ListedResources } from "./resources";
 import { expectsOnlyItsResponse, readMessage, rpcError, tooManySessions } from "./rpc";
 import { createSession, type SessionParts } from "./session-factory";
 import { answerInFlight, answering, isBusy, type Session, SessionTable } from "./sessions";
 import { clientOf, restoreInitialized, StoredSessions } from "./stored-sessions";
-import { toolsSignature } from "./tools";
 
 /**
  * A session nobody uses (no request in flight, no open stream, no held call) for this long is
@@ -95,18 +93,13 @@ export class AgentMcpEndpoint {
   private readonly idleMs: number;
   private readonly maxSessionsPerToken: number;
   private readonly progressIntervalMs: number;
-  private readonly debounceMs: number;
   private readonly jsonWindowMs: number;
   private readonly modern: ModernLeg;
   /** 2025 sessions' GET streams open now (and GET requests on their way to being one). */
   private getStreams = 0;
   private readonly unsubscribe: () => void;
   private readonly sweepTimer: NodeJS.Timeout;
-  private debounceTimer: NodeJS.Timeout | null = null;
-  /** What `tools/list` and `resources/list` would show at the last check; null until first read. */
-  private seen: { tools: string; servers: string } | null = null;
-  /** The first read of the lists, then the check under way: checks run one at a time. Never rejects. */
-  private checking: Promise<void>;
+  private readonly lists: ListWatch;
   private closed = false;
 
   constructor(
@@ -118,7 +111,6 @@ export class AgentMcpEndpoint {
     this.idleMs = options.idleMs ?? SESSION_IDLE_MS;
     this.maxSessionsPerToken = options.maxSessionsPerToken ?? MAX_SESSIONS_PER_TOKEN;
     this.progressIntervalMs = options.progressIntervalMs ?? PROGRESS_INTERVAL_MS;
-    this.debounceMs = options.listChangedDebounceMs ?? LIST_CHANGED_DEBOUNCE_MS;
     this.jsonWindowMs = options.jsonAnswerWindowMs ?? JSON_ANSWER_WINDOW_MS;
     this.listedResources = ListedResources.forStore(deps.db, deps.log);
     this.stored = new StoredSessions(deps.db, this.idleMs, deps.log, options.maxStoredSessionsPerToken);
@@ -137,9 +129,16 @@ export class AgentMcpEndpoint {
     };
     this.modern = new ModernLeg({ ...shared, jsonWindowMs: this.jsonWindowMs });
     this.parts = { ...shared, sessions: this.sessions, stored: this.stored };
-    this.checking = this.checkLists(false);
+    this.lists = new ListWatch({
+      db: deps.db,
+      log: deps.log,
+      sessions: () => this.sessions.all(),
+      modern: this.modern,
+      debounceMs: options.listChangedDebounceMs ?? LIST_CHANGED_DEBOUNCE_MS,
+    });
     this.unsubscribe = deps.bus.subscribe((e) => {
-      if (e.type === "catalogue") this.scheduleListCheck();
+      if (e.type === "catalogue") this.lists.schedule();
+      else if (e.type === "token") this.lists.tokenMoved(e.name);
     });
     this.sweepTimer = setInterval(
       () =>
@@ -379,56 +378,6 @@ export class AgentMcpEndpoint {
     await this.stored.sweep(this.sessions.all().filter((s) => isBusy(s) && !s.closing));
   }
 
-  /** What `tools/list` and `resources/list` would show now, each as one string to compare. */
-  private async listsNow(): Promise<{ tools: string; servers: string }> {
-    const tools = toolsSignature(await listEnabledTools(this.deps.db));
-    const servers = (await resourceServers({ db: this.deps.db })).join(",");
-    return { tools, servers };
-  }
-
-  private scheduleListCheck(): void {
-    if (this.debounceTimer || this.closed) return;
-    this.debounceTimer = setTimeout(() => {
-      this.debounceTimer = null;
-      this.checking = this.checking
-        .then(() => this.checkLists())
-        .catch((err) => this.deps.log.error(`agent sessions: lists not checked: ${String(err)}`));
-    }, this.debounceMs);
-    this.debounceTimer.unref();
-  }
-
-  /**
-   * Tells every session, and every 2026-07-28 listen stream, when what `tools/list` or
-   * `resources/list` would show has changed; `tell` false (at the start): only notes what they show.
-   */
-  private async checkLists(tell = true): Promise<void> {
-    let tools: string;
-    let servers: string;
-    try {
-      ({ tools, servers } = await this.listsNow());
-    } catch (err) {
-      this.deps.log.error(`agent sessions: catalogue could not be read: ${String(err)}`);
-      return;
-    }
-    // Not read at the start (logged then): both count as changed.
-    const toolsChanged = tools !== this.seen?.tools;
-    const serversChanged = servers !== this.seen?.servers;
-    this.seen = { tools, servers };
-    if (!tell || (!toolsChanged && !serversChanged)) return;
-    this.modern.listsChanged({ tools: toolsChanged, servers: serversChanged });
-    for (const s of this.sessions.all()) {
-      if (s.closing) continue;
-      const failed = (err: unknown) =>
-        this.deps.log.debug(`agent session ${s.id}: list_changed not sent: ${String(err)}`);
-      if (toolsChanged) s.server.sendToolListChanged().catch(failed);
-      if (serversChanged) {
-        // Resources and prompts both come from the servers with an enabled tool.
-        s.server.sendResourceListChanged().catch(failed);
-        s.server.sendPromptListChanged().catch(failed);
-      }
-    }
-  }
-
   /**
    * Ends every session and every 2026-07-28 exchange (shutdown). Held calls stay pending in the
    * store, and in both eras their requests are answered so first, with where to follow them
@@ -439,11 +388,10 @@ export class AgentMcpEndpoint {
     this.closed = true;
     this.unsubscribe();
     clearInterval(this.sweepTimer);
-    if (this.debounceTimer) clearTimeout(this.debounceTimer);
     const sessions = this.sessions.all();
     const stopping = answerInFlight(sessions, SHUTDOWN_ANSWER_MS).then(() =>
       Promise.all(sessions.map((s) => this.closeSession(s, "Gatehouse is stopping"))),
     );
-    await Promise.all([stopping, this.modern.close(), this.checking]);
+    await Promise.all([stopping, this.modern.close(), this.lists.close()]);
   }
 }

@@ -169,6 +169,12 @@ export class ModernLeg {
     }
   }
 
+  /** Whether token `name` has an exchange open now (a listen stream, a request in flight). */
+  hasExchangesOf(name: string): boolean {
+    for (const e of this.open) if (e.agent.name === name) return true;
+    return false;
+  }
+
   /** The tokens of the exchanges open now. */
   tokenIds(): number[] {
     return [...this.open].map((e) => e.agent.id);

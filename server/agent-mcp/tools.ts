@@ -7,7 +7,6 @@ import type {
   ToolAnnotations,
 } from "@modelcontextprotocol/server";
 import { type AgentToolView, type CallView, isFinalCallStatus } from "@/lib/api-types";
-import { approvalsNeededText } from "@/lib/decision-text";
 import { GatehouseError } from "@/lib/errors";
 import type { CallBroker, Requester } from "../calls/broker";
 import { watchingCallStarts } from "../calls/run";
@@ -15,26 +14,15 @@ import { cleanDescription } from "../catalogue/definition";
 import type { CallProgressEvent, EventBus } from "../events";
 import type { Logger } from "../log";
 import { inSpan, tracing } from "../tracing";
-import { linkResult } from "./links";
-import type { ResourceDeps } from "./listings";
-import type { ListedResources } from "./resources";
+import { finalResult, type LinkContext, stillWaitingResult, text } from "./call-results";
+import { rpcFailure } from "./rpc";
 import { serverOf } from "./tool-names";
 import { isServableInputSchema, isServableOutputSchema, withoutParamHeaders } from "./tool-schemas";
 
-/**
- * A tool result's `_meta` without the keys the protocol reserves (`io.modelcontextprotocol/…`,
- * `modelcontextprotocol.io/…`): those speak of the hop between Gatehouse and the tool server (its
- * `serverInfo`, say) and are not the tool server's to say to an agent, who talks to Gatehouse.
- */
-export function ownMeta(meta: unknown): Record<string, unknown> {
-  if (meta === null || typeof meta !== "object" || Array.isArray(meta)) return {};
-  return Object.fromEntries(Object.entries(meta).filter(([key]) => !RESERVED_META.test(key)));
-}
+export { CALL_META_KEY, finalResult, type LinkContext, ownMeta, stillWaitingResult } from "./call-results";
 
-const RESERVED_META = /^(io\.modelcontextprotocol|modelcontextprotocol\.io)\//;
-
-/** `_meta` key on every `tools/call` result that went through the broker: the call's id and status. */
-export const CALL_META_KEY = "gatehouse/call";
+/** The JSON-RPC error of a `tools/call` over the agent's `callsPerMinute` (data: `retryAfterSeconds`). */
+export const RATE_LIMITED_RPC = -32029;
 
 const PASSED_HINTS = ["destructiveHint", "idempotentHint", "openWorldHint"] as const;
 
@@ -126,102 +114,6 @@ export interface CallContext {
  */
 export function holdSeconds(waitSeconds: number): number {
   return waitSeconds >= 10 ? waitSeconds - 1 : waitSeconds;
-}
-
-function text(message: string, call: CallView | null, isError = true): CallToolResult {
-  return {
-    content: [{ type: "text", text: message }],
-    isError,
-    ...(call ? { _meta: { [CALL_META_KEY]: { id: call.id, status: call.status } } } : {}),
-  };
-}
-
-function isToolResult(value: unknown): value is CallToolResult {
-  return (
-    value !== null &&
-    typeof value === "object" &&
-    Array.isArray((value as { content?: unknown }).content) &&
-    !(value as { truncated?: unknown }).truncated
-  );
-}
-
-/**
- * Where the resource links of tool results are recorded, and how long their descriptions may be:
- * the endpoint's shared listings (so a linked URI can be read, resources.ts) and the catalogue's
- * description bound.
- */
-export type LinkContext = Pick<ResourceDeps, "descriptionMaxChars"> & { listed: ListedResources };
-
-/**
- * The answer for a call in a final status. The tool's own result comes with its resource links
- * rewritten to `gatehouse://` URIs and recorded in `links` ({@link linkResult}); REST answers
- * keep the server's URIs (see there why).
- */
-export function finalResult(call: CallView, checkUrl: string, links: LinkContext): CallToolResult {
-  const meta = { [CALL_META_KEY]: { id: call.id, status: call.status } };
-  switch (call.status) {
-    case "succeeded":
-    case "failed":
-      // The tool's own answer, including a result it marked isError.
-      if (isToolResult(call.result)) {
-        const linked = linkResult(call.server, call.result, links.listed.linked, links.descriptionMaxChars);
-        return { ...linked, _meta: { ...ownMeta(call.result._meta), ...meta } };
-      }
-      if (call.status === "succeeded") {
-        return text(
-          `Call ${call.id} succeeded, but its result is too large to return in full; see ${checkUrl}.`,
-          call,
-        );
-      }
-      return text(
-        `Call ${call.id} failed: ${call.error?.message ?? "unknown error"} (${call.error?.code ?? "failed"}).`,
-        call,
-      );
-    case "denied":
-      return text(
-        `Denied by ${call.decidedBy ?? "a reviewer"}: ${call.reason ?? "no reason given"}. Call ${call.id} was not run.`,
-        call,
-      );
-    case "expired":
-      return text(`Call ${call.id} expired without a decision; it was not run.`, call);
-    case "refused":
-      return text(
-        `Refused: ${call.error?.message ?? "the call was refused"}. Call ${call.id} was not run.`,
-        call,
-      );
-    case "interrupted":
-      return text(
-        call.error?.message.startsWith("Gatehouse stopped") === false
-          ? `Call ${call.id} was interrupted while it ran: ${call.error.message}.`
-          : `Call ${call.id} was interrupted by a Gatehouse restart while it ran; its outcome is unknown.`,
-        call,
-      );
-    case "withdrawn":
-      return text(`Call ${call.id} was withdrawn before anyone decided; it was not run.`, call);
-    default:
-      return text(`Call ${call.id} is ${call.status}.`, call);
-  }
-}
-
-/**
- * The answer when the wait is over and nobody has decided yet (or the approved tool still runs).
- * `waitedSeconds`: how long the request was actually held — a hold cut short by a shutdown says
- * so, not the wait it was allowed.
- */
-export function stillWaitingResult(call: CallView, waitedSeconds: number, checkUrl: string): CallToolResult {
-  const later = `Check it later with GET ${checkUrl}?wait=60 and the same bearer token.`;
-  if (call.status === "running") {
-    return text(
-      `Call ${call.id} was approved by ${call.decidedBy ?? "a reviewer"} and is still running. ${later}`,
-      call,
-    );
-  }
-  const expiry = call.expiresAt ? ` (it expires at ${call.expiresAt})` : "";
-  const needed = `${approvalsNeededText(call.approvalsNeeded)}${call.approvalsNeeded > 1 ? ` (${call.approvedBy.length} so far)` : ""}`;
-  return text(
-    `Call ${call.id} is still waiting for ${needed} after ${waitedSeconds} s. It stays pending until someone decides${expiry}; nothing more is needed to keep it. ${later}`,
-    call,
-  );
 }
 
 /** How far a progress value moves past the last one sent when nothing else moves it. */
@@ -368,6 +260,13 @@ async function answerCall<Pending>(
           ),
       );
     } catch (err) {
+      // Over the agent's pace: no answer about the call but about the agent, to back off on.
+      if (err instanceof GatehouseError && err.code === "rate_limited") {
+        throw rpcFailure(RATE_LIMITED_RPC, err.message, {
+          code: err.code,
+          retryAfterSeconds: err.retryAfterSeconds,
+        });
+      }
       if (err instanceof GatehouseError) return text(`Refused (${err.code}): ${err.message}`, null);
       throw err;
     }

@@ -6,6 +6,7 @@
  * server-everything over stdio, the route modules, the store of the project under test.
  */
 import path from "node:path";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { and, eq } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AgentToolView, TokenView } from "@/lib/api-types";
@@ -44,9 +45,9 @@ afterEach(async () => {
   rt = undefined;
 });
 
-async function start(opts: { everything?: boolean } = {}): Promise<TestRuntime> {
+async function start(opts: { everything?: boolean; rules?: unknown[] } = {}): Promise<TestRuntime> {
   const t = await startTestRuntime({
-    config: { toolSets },
+    config: { toolSets, ...(opts.rules ? { rules: opts.rules } : {}) },
     ...(opts.everything
       ? { servers: { everything: { command: "node", args: [EVERYTHING, "stdio"], enabled: true } } }
       : {}),
@@ -187,6 +188,80 @@ describe("tool sets", () => {
       .from(auditEvents)
       .where(eq(auditEvents.action, "token.tool_set"));
     expect(rows.map((r) => r.detail)).toEqual(['"reader" → "writer"', '"writer" → no tool set']);
+  });
+
+  it("a move reaches the token's open /mcp session as list_changed; another token's session hears nothing of it", async () => {
+    const t = await start();
+    const owner = await createTestUser(t.runtime, "olga", ["owner"]);
+    const heard = (client: Awaited<ReturnType<typeof connect>>) => {
+      const times: number[] = [];
+      let waiting: (() => void) | null = null;
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+        times.push(Date.now());
+        waiting?.();
+      });
+      return {
+        count: () => times.length,
+        next: () =>
+          new Promise<void>((resolve) => {
+            waiting = resolve;
+          }),
+      };
+    };
+    const moved = await connect(await createAgentToken(t.runtime, "mover-bot", { toolSet: "reader" }));
+    const other = await connect(await createAgentToken(t.runtime, "other-bot", { toolSet: "reader" }));
+    const movedHeard = heard(moved);
+    const otherHeard = heard(other);
+    // Both sessions have listed once, so each has its stream open.
+    await moved.listTools();
+    await other.listTools();
+
+    const told = movedHeard.next();
+    const res = await request("PATCH", "/api/tokens/mover-bot", {
+      cookie: owner.cookie,
+      body: { toolSet: "writer" },
+    });
+    expect(res.status).toBe(200);
+    await told;
+    expect((await moved.listTools()).tools.map((x) => x.name).sort()).toEqual([ADD_NOTE, LIST_NOTES].sort());
+
+    // A change every session hears comes after, on the same stream: had the other session been
+    // told of the move, it would have heard twice by then.
+    const both = otherHeard.next();
+    await request("PATCH", `/api/catalogue/${LIST_NOTES}`, {
+      cookie: owner.cookie,
+      body: { status: "disabled" },
+    });
+    await both;
+    expect(otherHeard.count()).toBe(1);
+    expect(movedHeard.count()).toBeGreaterThanOrEqual(1);
+  });
+
+  it("a rule's condition sees the agent's tool set as agent.set (\"\" without one)", async () => {
+    const t = await start({
+      rules: [
+        {
+          name: "no-writer-notes",
+          tools: [ADD_NOTE],
+          when: "agent.set == 'writer' && agent != ''",
+          decision: "deny",
+          reason: "the writer set drafts only",
+        },
+      ],
+    });
+    const writer = await createAgentToken(t.runtime, "writer-bot", { toolSet: "writer" });
+    const free = await createAgentToken(t.runtime, "free-bot");
+    const denied = await request("POST", "/api/calls", {
+      bearer: writer,
+      body: { tool: ADD_NOTE, arguments: { text: "x" } },
+    });
+    expect(denied.status).toBe(403);
+    expect(((await denied.json()) as { error: { code: string } }).error.code).toBe("denied_by_rule");
+    const held = await request("POST", "/api/calls", {
+      bearer: free,
+      body: { tool: ADD_NOTE, arguments: { text: "x" } },
+    });
+    expect(held.status).toBe(202);
   });
 
   it("a set the configuration does not have is refused, at creation and at a move; a revoked token cannot move", async () => {

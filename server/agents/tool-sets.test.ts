@@ -4,8 +4,8 @@ import { ToolSets } from "./tool-sets";
 /** Which tools a token's set holds: globs on local names; no set, or a person, holds every tool. */
 
 const sets = new ToolSets([
-  { name: "billing", tools: ["pay_*", "crm_read_?"] },
-  { name: "docs", tools: ["files_read_*"] },
+  { name: "billing", tools: ["pay_*", "crm_read_?"], limits: {} },
+  { name: "docs", tools: ["files_read_*"], limits: {} },
 ]);
 const agent = (toolSet: string | null) => ({ kind: "agent" as const, name: "bot", toolSet });
 

@@ -27,7 +27,7 @@ export const PER_ADDRESS: ThrottleLimits = { max: 30, windowMs: 15 * 60 * 1000, 
 /** The refusal of a throttled sign-in (`too_many_attempts`), with when to try again. */
 export class TooManyAttempts extends GatehouseError {
   /** Whole seconds, at least 1: what the answer's `Retry-After` says. */
-  readonly retryAfterSeconds: number;
+  override readonly retryAfterSeconds: number;
   constructor(waitMs: number) {
     const seconds = Math.max(1, Math.ceil(waitMs / 1000));
     const minutes = Math.ceil(seconds / 60);

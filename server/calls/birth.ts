@@ -1,12 +1,13 @@
 import "server-only";
-import { eq, sql } from "drizzle-orm";
+import { and, count, eq, sql } from "drizzle-orm";
+import type { AgentLimits } from "../agents";
 import { callProblem } from "../catalogue/callable";
 import { approvalNeed, getToolRow } from "../catalogue/catalogue";
 import { takeGrant } from "../grants";
 import type { RuleSkip } from "../rules";
 import type { Db } from "../store/db";
 import { prepared } from "../store/prepared";
-import { agentTokens, tools } from "../store/schema";
+import { agentTokens, calls, tools } from "../store/schema";
 import type { CallNotify, CallRow, Requester } from "./call-row";
 import {
   type CallDecision,
@@ -81,6 +82,27 @@ export interface Birth {
   notify: Notify;
   /** The replica that will ask the tool, should the call run now. */
   replica: string;
+  /** Agents' limits: a call that would wait past the agent's `maxPendingCalls` is refused, writing nothing. */
+  limits?: AgentLimits | undefined;
+}
+
+/** Calls of agent `name` waiting for a reviewer now (in the birth's transaction). */
+async function pendingOf(db: Db, name: string): Promise<number> {
+  const query = prepared(db, "calls.pendingOfAgent", () =>
+    db
+      .select({ n: count() })
+      .from(calls)
+      .where(
+        and(
+          eq(calls.requesterName, sql.placeholder("name")),
+          eq(calls.requesterKind, "agent"),
+          eq(calls.status, "pending"),
+        ),
+      )
+      .prepare(),
+  );
+  const [row] = await query.execute({ name });
+  return row?.n ?? 0;
 }
 
 /** "; passed over: rule "a" (its condition could not be evaluated: …)", or "". */
@@ -152,6 +174,13 @@ export async function writeBirth(db: Db, b: Birth): Promise<CallRow> {
     } else wait = decision.otherwise;
   }
   if (wait) {
+    const max = b.limits?.maxPendingOf(requester) ?? 0;
+    if (max > 0) {
+      // Read in this transaction: concurrent births of the same agent take turns (SQLite) or one
+      // is run again (PostgreSQL, SERIALIZABLE), so the count is never passed.
+      const pending = await pendingOf(db, requester.name);
+      if (pending >= max && b.limits) throw b.limits.pendingRefusal(requester, pending);
+    }
     const held: CallRow = {
       ...call,
       status: "pending",

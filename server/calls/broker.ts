@@ -2,6 +2,7 @@ import "server-only";
 import { randomBytes } from "node:crypto";
 import type { CallStoryView, CallView, GrantRequest, GrantView, TokenView } from "@/lib/api-types";
 import { GatehouseError, isErrorCode } from "@/lib/errors";
+import type { AgentLimits } from "../agents";
 import type { EventBus } from "../events";
 import { readGrantView } from "../grants";
 import type { Logger } from "../log";
@@ -38,6 +39,8 @@ export interface BrokerDeps extends DecisionDeps {
   bus: EventBus;
   log: Logger;
   approvals: { expireAfterSeconds: number; selfApproval: boolean };
+  /** Agents' limits (server/agents): their pace before a call is decided, their waiting calls at its birth. */
+  limits?: AgentLimits;
   /**
    * Asks the tool server, with a way to hear its progress on the call until it answers; what it
    * reports is published on the bus as `call.progress` while the call runs (see run.ts). Asked to
@@ -175,6 +178,8 @@ export class CallBroker {
   ): Promise<{ httpStatus: 200 | 202; call: CallView }> {
     const { db } = this.deps;
     const args = body.arguments;
+    // Before the call is decided: a call over the agent's pace is no call at all.
+    await this.deps.limits?.admit(requester);
     const input = { requester, tool: body.tool, args, traceparent };
     const { decision, row, skipped } = await decideCall(this.deps, input);
     const subject: CallSubject = {
@@ -196,6 +201,7 @@ export class CallBroker {
         expireAfterSeconds: this.deps.approvals.expireAfterSeconds,
         notify: this.deps.notify,
         replica: this.replica,
+        limits: this.deps.limits,
       });
     });
     const running = stored as CallRow | null;

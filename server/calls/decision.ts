@@ -159,8 +159,9 @@ async function decide(deps: DecisionDeps, input: DecisionInput, now: Date): Prom
   }
   const need = approvalNeed(row, definition.annotations);
   const agent = input.requester.kind === "agent" ? input.requester.name : "";
+  const agentSet = input.requester.kind === "agent" ? (input.requester.toolSet ?? "") : "";
   const verdict = deps.rules
-    ? await deps.rules.decide({ tool: row.localName, agent, args: input.args })
+    ? await deps.rules.decide({ tool: row.localName, agent, agentSet, args: input.args })
     : { match: null, skipped: [] };
   const skipped = verdict.skipped;
   const decided = (decision: CallDecision): Decided => ({ decision, row, skipped });

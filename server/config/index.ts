@@ -22,6 +22,7 @@ export { authSecrets } from "./server-auth";
 export { SERVER_NAME_PATTERN } from "./servers";
 export type {
   AgentEndpointConfig,
+  AgentLimitsConfig,
   ApprovalsConfig,
   CatalogueConfig,
   ConfigIssue,

@@ -43,6 +43,8 @@ export const LIMITS = {
   waitSeconds: { default: 60, min: 0, max: 3600 },
   descriptionMaxChars: { default: 1024, min: 64, max: 65_536 },
   refreshSeconds: { default: 300, min: 10, max: 86_400, zeroDisables: true },
+  callsPerMinute: { default: 0, min: 1, max: 100_000, zeroDisables: true },
+  maxPendingCalls: { default: 20, min: 1, max: 10_000, zeroDisables: true },
 } as const satisfies Record<string, IntRule>;
 
 /** Expands one string found at JSON path `where`, reporting what is wrong with its references. */

@@ -281,13 +281,25 @@ function firstProblem(e: Expr, bound: ReadonlySet<string>, at: Placer): WhenProb
       return {
         kind: "name",
         message: `unknown name ${JSON.stringify(name)}`,
-        fix: `${close ? `did you mean ${JSON.stringify(close)}? ` : ""}A condition can use args (the call's arguments), tool and agent`,
+        fix: `${close ? `did you mean ${JSON.stringify(close)}? ` : ""}A condition can use args (the call's arguments), tool, agent and agent.set`,
         ...at(e),
       };
     }
     case "selectExpr": {
       const qualified = qualifiedName(e);
       if (qualified !== null && env.registry.getMessage(qualified)) return null;
+      // `agent` is a string; `agent.set` is a variable of its own (the token's tool set), and
+      // nothing else is selected from it.
+      const operand = k.value.operand?.exprKind;
+      if (operand?.case === "identExpr" && operand.value.name === "agent" && !bound.has("agent")) {
+        if (k.value.field === "set" && !k.value.testOnly) return null;
+        return {
+          kind: "name",
+          message: `unknown name ${JSON.stringify(`agent.${k.value.field}`)}`,
+          fix: 'did you mean "agent.set" (the agent\'s tool set, "" without one)? "agent" alone is its token name',
+          ...at(e),
+        };
+      }
       return k.value.operand ? firstProblem(k.value.operand, bound, at) : null;
     }
     case "callExpr": {

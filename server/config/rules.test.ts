@@ -166,6 +166,18 @@ describe("rules", () => {
     );
   });
 
+  it("agent.set is the agent's tool set; anything else selected from agent is refused with the fix", () => {
+    const ok = withRules([
+      { name: "sets", tools: ["demo_*"], when: "agent.set == 'billing'", decision: "deny" },
+    ]);
+    expect(ok.errors).toEqual([]);
+    const message = onlyError(
+      [{ name: "typo", tools: ["demo_*"], when: "agent.sett == 'billing'", decision: "deny" }],
+      "rules[0].when",
+    );
+    expect(message).toMatch(/unknown name "agent.sett".*did you mean "agent.set"/);
+  });
+
   it("a when with a CEL syntax error names the rule and the column", () => {
     const rules = [ok, { ...ok, name: "x" }, { ...ok, name: "no-drop-2", when: "args.sql = 'DROP'" }];
     expect(onlyError(rules, "rules[2].when")).toBe(
@@ -181,7 +193,7 @@ describe("rules", () => {
 
   it("a when that uses an unknown variable or function", () => {
     expect(onlyError([{ ...ok, when: "argz.path == '/'" }], "rules[0].when")).toBe(
-      'rule "no-drop": unknown name "argz" at column 1; did you mean "args"? A condition can use args (the call\'s arguments), tool and agent',
+      'rule "no-drop": unknown name "argz" at column 1; did you mean "args"? A condition can use args (the call\'s arguments), tool, agent and agent.set',
     );
     expect(onlyError([{ ...ok, when: "args.path.startswith('/')" }], "rules[0].when")).toMatch(
       /^rule "no-drop": unknown function "startswith" at column \d+; did you mean "startsWith"\?/,

@@ -217,7 +217,7 @@ function readWhen(value: unknown, where: string, name: string, issues: Issues): 
   if (typeof value !== "string" || value.trim() === "") {
     issues.error(
       where,
-      `must be a CEL condition over args, tool and agent, e.g. "args.path.startsWith('/srv/notes/')", not ${describeGiven(value)}; remove "when" to apply the rule to every call it names`,
+      `must be a CEL condition over args, tool, agent and agent.set, e.g. "args.path.startsWith('/srv/notes/')", not ${describeGiven(value)}; remove "when" to apply the rule to every call it names`,
     );
     return null;
   }

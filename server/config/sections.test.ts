@@ -44,7 +44,7 @@ describe("top level", () => {
   it("an unknown key far from every known key lists the known keys", () => {
     const result = check({ mcpServers: {}, logging: true });
     expect(messagesAt(result.errors, "logging")).toEqual([
-      'unknown key "logging"; remove it (known keys: mcpServers, approvals, catalogue, agentEndpoint, notifications, rules, metrics, toolSets)',
+      'unknown key "logging"; remove it (known keys: mcpServers, approvals, catalogue, agentEndpoint, notifications, rules, metrics, toolSets, agentLimits)',
     ]);
   });
 

@@ -12,8 +12,8 @@ describe("the toolSets section", () => {
     const result = sets({ docs: { tools: ["files_read_*"] }, billing: { tools: ["pay_*", "crm_read_?"] } });
     expect(result.errors).toEqual([]);
     expect(result.config?.toolSets).toEqual([
-      { name: "billing", tools: ["pay_*", "crm_read_?"] },
-      { name: "docs", tools: ["files_read_*"] },
+      { name: "billing", tools: ["pay_*", "crm_read_?"], limits: {} },
+      { name: "docs", tools: ["files_read_*"], limits: {} },
     ]);
     expect(check({ mcpServers: {} }).config?.toolSets).toEqual([]);
   });
@@ -48,5 +48,33 @@ describe("the toolSets section", () => {
     const result = sets({ billing: { tools: ["pay_*"], allow: ["crm_*"], tols: [] } });
     expect(messagesAt(result.errors, "toolSets.billing.allow")[0]).toMatch(/list the globs in "tools"/);
     expect(messagesAt(result.errors, "toolSets.billing.tols")[0]).toMatch(/did you mean "tools"\?/);
+  });
+
+  it("reads a set's limits, only those given, each at its JSON path when wrong", () => {
+    const ok = sets({ billing: { tools: ["pay_*"], limits: { callsPerMinute: 60 } } });
+    expect(ok.config?.toolSets[0]?.limits).toEqual({ callsPerMinute: 60 });
+    const bad = sets({
+      billing: { tools: ["pay_*"], limits: { callsPerMinute: -1, maxConcurrentCalls: 4 } },
+    });
+    expect(messagesAt(bad.errors, "toolSets.billing.limits.callsPerMinute")[0]).toMatch(
+      /-1 is not allowed; use 0 \(off\) or an integer from 1 to 100000/,
+    );
+    expect(messagesAt(bad.errors, "toolSets.billing.limits.maxConcurrentCalls")[0]).toMatch(
+      /not supported yet/,
+    );
+  });
+});
+
+describe("the agentLimits section", () => {
+  it("defaults to 20 calls waiting and no pace; each key checked at its path", () => {
+    expect(check({ mcpServers: {} }).config?.agentLimits).toEqual({ callsPerMinute: 0, maxPendingCalls: 20 });
+    const given = check({ mcpServers: {}, agentLimits: { callsPerMinute: 600, maxPendingCalls: 0 } });
+    expect(given.config?.agentLimits).toEqual({ callsPerMinute: 600, maxPendingCalls: 0 });
+    const bad = check({ mcpServers: {}, agentLimits: { maxPendingCalls: "5", rpm: 3 } });
+    expect(messagesAt(bad.errors, "agentLimits.maxPendingCalls")[0]).toMatch(/write 5 without quotes/);
+    expect(messagesAt(bad.errors, "agentLimits.rpm")[0]).toMatch(/use "callsPerMinute"/);
+    expect(messagesAt(check({ mcpServers: {}, agentLimits: 5 }).errors, "agentLimits")[0]).toMatch(
+      /must be an object/,
+    );
   });
 });

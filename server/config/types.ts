@@ -192,6 +192,8 @@ export interface GatehouseConfig {
   metrics?: MetricsConfig;
   /** `toolSets`: what a token given a set may see and call; [] when absent. Sorted by name. */
   toolSets: ToolSetConfig[];
+  /** `agentLimits`: every token's limits, unless its set says otherwise; the defaults when absent. */
+  agentLimits: AgentLimitsConfig;
 }
 
 /** One entry of `toolSets` (PRODUCT.md §16), validated. */
@@ -200,6 +202,16 @@ export interface ToolSetConfig {
   name: string;
   /** Globs on local tool names (`*`, `?`), as in rules; never empty. */
   tools: string[];
+  /** The set's own limits, each over `agentLimits`'s; only those given. */
+  limits: Partial<AgentLimitsConfig>;
+}
+
+/** Limits per agent token (PRODUCT.md §16); 0 turns one off. */
+export interface AgentLimitsConfig {
+  /** Calls a minute, as a token bucket that refills evenly (bursts up to the same number). Default 0: off. */
+  callsPerMinute: number;
+  /** Calls of the token waiting for a reviewer at once; the next that would wait is refused. Default 20. */
+  maxPendingCalls: number;
 }
 
 /** `metrics` (PRODUCT.md §15). */

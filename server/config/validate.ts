@@ -18,7 +18,7 @@ import {
 } from "./readers";
 import { readRules } from "./rules";
 import { validateServer } from "./servers";
-import { readToolSets } from "./tool-sets";
+import { readAgentLimits, readToolSets } from "./tool-sets";
 import type {
   AgentEndpointConfig,
   ApprovalsConfig,
@@ -48,6 +48,7 @@ const TOP_KEYS = [
   "rules",
   "metrics",
   "toolSets",
+  "agentLimits",
 ] as const;
 const APPROVAL_KEYS = ["expireAfterSeconds", "waitSeconds", "selfApproval"] as const;
 const CATALOGUE_KEYS = ["descriptionMaxChars", "refreshSeconds", "webhook", "webhookAllowPrivate"] as const;
@@ -135,10 +136,11 @@ export function validateConfig(raw: unknown, opts: ValidateOptions): ConfigResul
   const rules = readRules(raw, issues);
   const metrics = readMetrics(raw, opts.env, issues);
   const toolSets = readToolSets(raw, issues);
+  const agentLimits = readAgentLimits(raw, issues);
 
   const config: GatehouseConfig | null =
     issues.errors.length === 0
-      ? { path: opts.path ?? "", servers, approvals, catalogue, notifications, rules, toolSets }
+      ? { path: opts.path ?? "", servers, approvals, catalogue, notifications, rules, toolSets, agentLimits }
       : null;
   if (config && agentEndpoint) config.agentEndpoint = agentEndpoint;
   if (config && metrics) config.metrics = metrics;

@@ -62,6 +62,7 @@ export function errorResponse(err: unknown, dialect: Dialect = tablesDialect): R
   if (err instanceof GatehouseError) {
     const headers: Record<string, string> = {};
     if (err.code === "unauthenticated") headers["WWW-Authenticate"] = 'Bearer realm="gatehouse"';
+    if (err.retryAfterSeconds !== undefined) headers["Retry-After"] = String(err.retryAfterSeconds);
     return json({ error: { code: err.code, message: err.message } } satisfies ErrorBody, err.status, headers);
   }
   // Unknown errors may carry internals (paths, SQL, secrets): log them, answer generically.

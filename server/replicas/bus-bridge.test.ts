@@ -248,6 +248,8 @@ describe.runIf(testDialect === "postgres")(
             { type: "catalogue", server: `${m}-catalogue`, tools: [{ name: secret }] },
             { type: "catalogue", server: { name: `${m}-object` } },
             { type: "oauth", server: `${m}-oauth`, tokens: { access_token: secret } },
+            { type: "token", name: `${m}-token`, secret },
+            { type: "token", name: 7 },
             { type: "grants", grant: secret },
             { type: "call.progress", id: `${m}-progress`, progress: 1, message: secret },
             { type: `${m}-unknown`, id: `${m}-unknown` },
@@ -269,6 +271,7 @@ describe.runIf(testDialect === "postgres")(
         { type: "server", name: `${m}-server`, state: "ready" },
         { type: "catalogue", server: `${m}-catalogue` },
         { type: "oauth", server: `${m}-oauth` },
+        { type: "token", name: `${m}-token` },
         { type: "call", id: `${m}-last`, status: "expired" },
       ]);
       for (const e of heard) expect(JSON.stringify(e)).not.toContain(secret);

@@ -220,6 +220,7 @@ function rebuilt(events: unknown[]): LiveEvent[] {
     else if (e.type === "grants") out.push({ type: "grants" });
     else if (e.type === "resources") out.push({ type: "resources" });
     else if (e.type === "oauth" && isName(e.server)) out.push({ type: "oauth", server: e.server });
+    else if (e.type === "token" && isName(e.name)) out.push({ type: "token", name: e.name });
   }
   return out;
 }

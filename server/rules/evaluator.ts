@@ -276,9 +276,9 @@ export class WhenEvaluator {
     slot.state = "busy";
     slot.job = job;
     slot.jobId = this.nextId++;
-    const { tool, agent, args } = job.input;
+    const { tool, agent, args, agentSet = "" } = job.input;
     try {
-      slot.worker.postMessage({ id: slot.jobId, when: job.when, tool, agent, args });
+      slot.worker.postMessage({ id: slot.jobId, when: job.when, tool, agent, agentSet, args });
     } catch {
       // Arguments that cannot be cloned (too deep for the serializer): this job fails, the worker is fine.
       this.finish(slot, failed("the arguments could not be handed to the evaluator"));

@@ -74,6 +74,15 @@ describe("GET /api/rules", () => {
     }
   });
 
+  it("says the tool set of each token a rule names, and nothing of other tokens", async () => {
+    rt = await startTestRuntime({ config: { ...config, toolSets: { billing: { tools: ["pay_*"] } } } });
+    await createAgentToken(rt.runtime, "billing-bot", { toolSet: "billing" });
+    await createAgentToken(rt.runtime, "elsewhere-bot", { toolSet: "billing" });
+    const reviewer = await createTestUser(rt.runtime, "rita", ["reviewer"]);
+    const body = await bodyOf<RuleListView>(await request("GET", "/api/rules", { cookie: reviewer.cookie }));
+    expect(body.toolSets).toEqual({ "billing-bot": "billing" });
+  });
+
   it("is not for agents", async () => {
     rt = await startTestRuntime({ config });
     const res = await request("GET", "/api/rules", { bearer: await createAgentToken(rt.runtime, "robot") });

@@ -7,6 +7,8 @@ export interface RuleInput {
   tool: string;
   /** The token name of an agent requester; "" for a person (`agents` lists never match ""). */
   agent: string;
+  /** The agent's tool set (`agent.set` in a condition); "" without one, and for a person. Default "". */
+  agentSet?: string;
   args: Record<string, unknown>;
 }
 

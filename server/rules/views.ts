@@ -3,7 +3,7 @@ import { count, eq, isNotNull, max } from "drizzle-orm";
 import type { RuleListView, RuleView } from "@/lib/api-types";
 import type { RuleConfig } from "../config/types";
 import type { Db } from "../store/db";
-import { calls, tools } from "../store/schema";
+import { agentTokens, calls, tools } from "../store/schema";
 import { anyGlobMatches } from "./glob";
 
 /**
@@ -50,7 +50,14 @@ export async function enabledToolNames(db: Db): Promise<string[]> {
 
 /** `GET /api/rules`: the rules in the order they are tried, with hits and matching enabled tools. */
 export async function listRules(db: Db, rules: readonly RuleConfig[]): Promise<RuleListView> {
-  return { rules: await ruleViews(db, rules, await enabledToolNames(db)) };
+  const named = new Set(rules.flatMap((r) => r.agents ?? []));
+  const inSets = await db
+    .select({ name: agentTokens.name, set: agentTokens.toolSet })
+    .from(agentTokens)
+    .where(isNotNull(agentTokens.toolSet));
+  const toolSets: Record<string, string> = {};
+  for (const t of inSets) if (t.set !== null && named.has(t.name)) toolSets[t.name] = t.set;
+  return { rules: await ruleViews(db, rules, await enabledToolNames(db)), toolSets };
 }
 
 /**

@@ -4,7 +4,7 @@ import { WHEN_ENV_SOURCE } from "../config/rule-when";
 /**
  * The evaluator worker (CommonJS, run with `eval: true`): loads `@bufbuild/cel` from the app's
  * node_modules (`workerData.base`), says `{type: "ready"}`, then answers each
- * `{id, when, tool, agent, args}` with `{id, kind: "true" | "false"}` or
+ * `{id, when, tool, agent, agentSet, args}` with `{id, kind: "true" | "false"}` or
  * `{id, kind: "error", code, key?, gave?}` (see `WhenErrorCode` in evaluator.ts).
  *
  * Each distinct condition is parsed and planned once. Arguments arrive as plain JSON values and
@@ -125,7 +125,8 @@ function kindOf(value) {
 function evaluate(m) {
   const compiled = compile(m.when);
   if (compiled.error) return compiled.error;
-  const result = compiled.run({ args: toCel(m.args), tool: m.tool, agent: m.agent });
+  // CEL resolves the qualified name "agent.set" before a field of "agent", so both are variables.
+  const result = compiled.run({ args: toCel(m.args), tool: m.tool, agent: m.agent, "agent.set": m.agentSet });
   if (cel.isCelError(result)) return errorOf(result, compiled.constants);
   if (typeof result === "boolean") return { kind: result ? "true" : "false" };
   return { kind: "error", code: "not_bool", gave: kindOf(result) };

@@ -144,3 +144,4 @@ export const mcpSessions = pgTableOf(sqlite.mcpSessions);
 export const signInCounters = pgTableOf(sqlite.signInCounters);
 export const heldResults = pgTableOf(sqlite.heldResults);
 export const linkedUris = pgTableOf(sqlite.linkedUris);
+export const agentRates = pgTableOf(sqlite.agentRates);

@@ -1,10 +1,11 @@
-import { sql } from "drizzle-orm";
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 // Relative, not "@/…": drizzle-kit loads this file without the tsconfig path aliases.
 import { callStatuses } from "../../lib/api-types";
+import { now } from "./schema-now";
 
-/** The SQLite default of every `created_at`-like column: now, as ISO 8601 UTC with milliseconds. */
-export const now = sql`(strftime('%Y-%m-%dT%H:%M:%fZ','now'))`;
+export { now } from "./schema-now";
+// The tables without a reference to another, in a file of their own (the size of this one).
+export * from "./schema-sqlite-shared";
 
 export const users = sqliteTable("users", {
   id: integer("id").primaryKey({ autoIncrement: true }),
@@ -372,29 +373,6 @@ export const serverHistory = sqliteTable(
   (t) => [index("server_history_server_idx").on(t.server, t.id)],
 );
 
-/**
- * The Gatehouse processes serving this store, each with its heartbeat (the database's clock); one
- * whose heartbeat is older than the lease is dead (server/replicas/registry.ts).
- */
-export const replicas = sqliteTable("replicas", {
-  /** Random, chosen at start; a restarted process is a new replica. */
-  id: text("id").primaryKey(),
-  /** Where the other replicas reach its internal route (`GATEHOUSE_INTERNAL_URL`), or null. */
-  address: text("address"),
-  /** Host name and process id, for people reading the Servers page. */
-  label: text("label").notNull(),
-  startedAt: text("started_at").notNull().default(now),
-  heartbeatAt: text("heartbeat_at").notNull().default(now),
-});
-
-/** Which replica runs each stdio server (server/replicas/holding.ts): where its calls are forwarded. */
-export const serverHolders = sqliteTable("server_holders", {
-  /** The server's config name. */
-  server: text("server").primaryKey(),
-  replica: text("replica").notNull(),
-  since: text("since").notNull().default(now),
-});
-
 /** `/mcp` 2025 sessions: what `initialize` settled, so any replica serves one (stored-sessions.ts). */
 export const mcpSessions = sqliteTable(
   "mcp_sessions",
@@ -410,40 +388,4 @@ export const mcpSessions = sqliteTable(
     lastActiveAt: text("last_active_at").notNull().default(now),
   },
   (t) => [index("mcp_sessions_token_idx").on(t.tokenId)],
-);
-
-/** The sign-in throttle's counters: `name:<name>` or `address:<bucket>` (server/auth/throttle.ts). */
-export const signInCounters = sqliteTable("sign_in_counters", {
-  key: text("key").primaryKey(),
-  /** When the current window opened (ISO 8601). */
-  since: text("since").notNull(),
-  /** Attempts counted in that window. */
-  attempts: integer("attempts").notNull().default(0),
-});
-
-/**
- * The full result of a held call whose stored result was cut to `RESULT_STORE_MAX_BYTES`: kept
- * for a while (`keptUntil`) so the agent waiting for it, on whichever replica, receives it whole.
- */
-export const heldResults = sqliteTable(
-  "held_results",
-  {
-    callId: text("call_id").primaryKey(),
-    /** The result's JSON. */
-    result: text("result").notNull(),
-    keptUntil: text("kept_until").notNull(),
-  },
-  (t) => [index("held_results_kept_idx").on(t.keptUntil)],
-);
-
-/** URIs a server linked in tool results passed to agents, readable through any replica (links.ts). */
-export const linkedUris = sqliteTable(
-  "linked_uris",
-  {
-    /** sha256 of the server's name, a NUL and the URI (a URI may be longer than an index key). */
-    key: text("key").primaryKey(),
-    server: text("server").notNull(),
-    linkedAt: text("linked_at").notNull().default(now),
-  },
-  (t) => [index("linked_uris_server_idx").on(t.server, t.linkedAt)],
 );

@@ -41,6 +41,7 @@ export const mcpSessions = chosen.mcpSessions;
 export const signInCounters = chosen.signInCounters;
 export const heldResults = chosen.heldResults;
 export const linkedUris = chosen.linkedUris;
+export const agentRates = chosen.agentRates;
 
 /**
  * The database's clock `ms` milliseconds ago (0: now), as ISO 8601 UTC text with milliseconds,

@@ -4,14 +4,17 @@ import { setTokenToolSet } from "@/server/auth/tokens";
 import { route, who } from "@/server/http/route";
 
 /** Moves a token into another tool set (audited); its next request, REST or `/mcp`, is judged by it. */
-export const PATCH = route({ access: ["owner"], body: UpdateTokenBody }, async (ctx) => ({
-  token: await setTokenToolSet(ctx.runtime.db, {
+export const PATCH = route({ access: ["owner"], body: UpdateTokenBody }, async (ctx) => {
+  const token = await setTokenToolSet(ctx.runtime.db, {
     name: ctx.params.name ?? "",
     toolSet: ctx.body.toolSet,
     actor: principalName(who(ctx)),
     knownSets: ctx.runtime.toolSets.names(),
-  }),
-}));
+  });
+  // Its open /mcp sessions, on every replica, are told to list again; browsers refetch the tokens.
+  ctx.runtime.bus.publish({ type: "token", name: token.name });
+  return { token };
+});
 
 /**
  * Revokes an agent token: its pending calls are withdrawn and its grants end with it (one
