@@ -48,6 +48,10 @@ export interface StartOptions {
    * share) runs it on PostgreSQL; default none, a SQLite file in a temporary directory.
    */
   env?: Record<string, string>;
+  /** More top-level keys of gatehouse.json (`toolSets`, `agentLimits`); default none. */
+  config?: Record<string, unknown>;
+  /** The tool set of the agent's token; default none. */
+  toolSet?: string;
 }
 
 /** Resolves once `pid` used under 2 % of a core over half a second, or after `maxMs`. */
@@ -135,7 +139,7 @@ export async function startGatehouse(
 ): Promise<Gatehouse> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "gatehouse-bench-"));
   const config = path.join(dir, "gatehouse.json");
-  writeFileSync(config, JSON.stringify({ mcpServers: servers }));
+  writeFileSync(config, JSON.stringify({ mcpServers: servers, ...opts.config }));
   const env = opts.env ?? {};
   let first: Awaited<ReturnType<typeof launch>>;
   try {
@@ -181,7 +185,7 @@ export async function startGatehouse(
     const tok = await request(`${base}/api/tokens`, {
       method: "POST",
       headers: owner,
-      body: '{"name":"bench"}',
+      body: JSON.stringify({ name: "bench", ...(opts.toolSet ? { toolSet: opts.toolSet } : {}) }),
     });
     const { secret: token } = (await tok.body.json()) as { secret: string };
     // The owner made the agent's token, so the owner may not approve its calls: a reviewer does.

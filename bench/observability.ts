@@ -3,28 +3,17 @@
  * the stdio echo server), one with both off (`GATEHOUSE_METRICS=off`, no OTLP endpoint), one with
  * both on (traces exported to a local OTLP/HTTP receiver in this process, `/metrics` scraped
  * every 5 s as Prometheus would), each with an owner's /tools and a reviewer's /approvals open.
- * Both run throughout, and each pair of rows is measured on both at once, half the callers on
- * each, REST and `/mcp`: measured one after the other, rows of the same server strayed by a third
- * on this 2-core machine as the load beside them changed, far more than the 5 % in question. The
- * server CPU per call of "on" is compared with "off" within each pair. The goal: at most 5 % more.
+ * Both run throughout, measured side by side in pairs (bench/pairs.ts). The goal: at most 5 %
+ * more server CPU per call with both on.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { request } from "undici";
-import type { CallerSpec } from "./caller";
 import { openDashboards } from "./dashboards";
 import { type Gatehouse, startGatehouse } from "./gatehouse";
-import { runCaller } from "./support";
+import { measurePairs, type PairRow, pairGoals } from "./pairs";
 
-export interface ObservabilityRow {
-  name: string;
-  pair: number;
-  setup: "off" | "on";
-  path: "rest" | "mcp";
-  p50: number;
-  rps: number;
-  serverCpuUs: number;
-}
+export type ObservabilityRow = PairRow;
 
 /** How often the "on" Gatehouse's `/metrics` is read while it is measured (ms). */
 const SCRAPE_EVERY_MS = 5_000;
@@ -84,43 +73,8 @@ export async function benchObservability(
     try {
       const timer = setInterval(() => void scrape().catch(() => scrapes.push(0)), SCRAPE_EVERY_MS);
       try {
-        for (let pair = 1; pair <= size.pairs; pair++) {
-          for (const path of paths) {
-            // Both at once, half the callers each: whatever else the machine does then (the
-            // browsers, GC, the other cores' load) weighs on both alike.
-            const spec = (g: Gatehouse): CallerSpec => ({
-              kind: path === "rest" ? "rest" : "http",
-              url: `${g.base}${path === "rest" ? "/api/calls" : "/mcp"}`,
-              token: g.token,
-              tool: "echo_echo",
-              vary: true,
-              warmup: size.warmup,
-              seq: size.seq,
-              conc: size.conc,
-              concurrency: Math.max(1, Math.floor(concurrency / 2)),
-              serverPid: g.pid,
-            });
-            const measured = await Promise.all([runCaller(spec(off)), runCaller(spec(on))]);
-            for (const [setup, r] of [
-              ["off", measured[0]],
-              ["on", measured[1]],
-            ] as const) {
-              const name = `${path === "rest" ? "REST" : "/mcp"}, metrics + traces ${setup}, pair ${pair}`;
-              rows.push({
-                name,
-                pair,
-                setup,
-                path,
-                p50: r.seq.p50,
-                rps: r.rps,
-                serverCpuUs: r.serverCpuUs ?? Number.NaN,
-              });
-              console.log(
-                `  ${name}: p50 ${r.seq.p50.toFixed(3)} ms, ${r.rps.toFixed(0)} calls/s, Gatehouse CPU ${(r.serverCpuUs ?? Number.NaN).toFixed(0)} µs/call`,
-              );
-            }
-          }
-        }
+        const label = (setup: "off" | "on") => `metrics + traces ${setup}`;
+        rows.push(...(await measurePairs({ off, on, paths, size, concurrency, label })));
       } finally {
         clearInterval(timer);
       }
@@ -130,21 +84,13 @@ export async function benchObservability(
     lines.push(
       `Metrics and traces: the same Gatehouse with both off and with ${observe === "both" ? "both" : `${observe} only`} on, pages open on each`,
     );
-    for (const path of paths) {
-      const ratios: number[] = [];
-      for (let pair = 1; pair <= size.pairs; pair++) {
-        const of = (setup: "off" | "on") =>
-          rows.find((r) => r.pair === pair && r.path === path && r.setup === setup);
-        const a = of("off");
-        const b = of("on");
-        if (a && b) ratios.push(b.serverCpuUs / a.serverCpuUs);
-      }
-      const sorted = [...ratios].sort((x, y) => x - y);
-      const median = sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
-      lines.push(
-        `goal: ${path === "rest" ? "REST" : "/mcp"} with metrics and traces on costs at most 5 % more Gatehouse CPU per call than with both off: median ${median.toFixed(2)} × (pairs ${ratios.map((r) => r.toFixed(2)).join(", ")}): ${median <= 1.05 ? "met" : "missed"}`,
-      );
-    }
+    lines.push(
+      ...pairGoals(
+        rows,
+        paths,
+        "with metrics and traces on costs at most 5 % more Gatehouse CPU per call than with both off",
+      ),
+    );
     lines.push(
       `the "on" Gatehouse exported ${exports} OTLP requests to the receiver; /metrics was read ${scrapes.length} times (statuses ${[...new Set(scrapes)].join(", ")})`,
     );

@@ -39,13 +39,14 @@ import {
   type Stats,
   startProcess,
 } from "./support";
+import { benchToolSets } from "./tool-sets";
 
 const smoke = process.argv.includes("--smoke");
 const startedAt = performance.now();
 /**
  * `--only=minimal,gatehouse` runs just those sections (the first word of each as printed:
  * floor, minimal, gatehouse, dashboards, supergateway, dial, catalogue, memory, soak, tools, replicas,
- * observability) and writes
+ * observability, tool-sets) and writes
  * bench/results/partial.json; the default is all of them.
  */
 const only = process.argv
@@ -543,6 +544,7 @@ if (want("tools")) {
 // (bench/replicas.ts); its table is printed after the main one.
 let replicaLines: string[] = [];
 let observabilityLines: string[] = [];
+let toolSetLines: string[] = [];
 if (want("replicas")) {
   console.log("replicas");
   const r = await benchReplicas({ ...SIZE, repeatBaseline: !smoke, pairs: smoke ? 1 : 3 }, CONCURRENCY);
@@ -557,6 +559,14 @@ if (want("observability")) {
   const o = await benchObservability({ ...SIZE, pairs }, CONCURRENCY, echoServer);
   observabilityLines = o.lines;
   extra.observability = { rows: o.rows };
+}
+
+if (want("tool-sets")) {
+  console.log("tool-sets");
+  const pairs = Number(process.env.GATEHOUSE_BENCH_PAIRS) || (smoke ? 1 : 5);
+  const t = await benchToolSets({ ...SIZE, pairs }, CONCURRENCY, echoServer);
+  toolSetLines = t.lines;
+  extra.toolSets = { rows: t.rows };
 }
 
 // The table. "rps/peer" compares with supergateway in this run, sending the same kind of
@@ -585,6 +595,7 @@ if (rows.length > 0) {
 }
 if (replicaLines.length > 0) console.log(`\n${replicaLines.join("\n")}`);
 if (observabilityLines.length > 0) console.log(`\n${observabilityLines.join("\n")}`);
+if (toolSetLines.length > 0) console.log(`\n${toolSetLines.join("\n")}`);
 for (const n of notes) console.log(`note: ${n}`);
 console.log(`benchmark took ${((performance.now() - startedAt) / 1000).toFixed(0)} s`);
 await shared.httpEcho?.stop();
