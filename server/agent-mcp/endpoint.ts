@@ -150,6 +150,11 @@ export class AgentMcpEndpoint {
     this.sweepTimer.unref();
   }
 
+  /** Resolves once the catalogue changes seen so far have been checked and told to sessions (tests). */
+  listsSettled(): Promise<void> {
+    return this.lists.settled();
+  }
+
   /** Live sessions, optionally of one token (by name). */
   sessionCount(tokenName?: string): number {
     return this.sessions.count(tokenName);

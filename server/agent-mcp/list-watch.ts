@@ -28,6 +28,8 @@ export interface ListWatchDeps {
  */
 export class ListWatch {
   private debounceTimer: NodeJS.Timeout | null = null;
+  /** The check the timer will run, settled once it has told everyone; null when none is scheduled. */
+  private scheduled: Promise<void> | null = null;
   /** What `tools/list` and `resources/list` would show at the last check; null until first read. */
   private seen: { tools: string; servers: string } | null = null;
   /** The first read of the lists, then the check under way: checks run one at a time. Never rejects. */
@@ -41,13 +43,24 @@ export class ListWatch {
   /** The catalogue changed: the lists are read again once `debounceMs` has passed. */
   schedule(): void {
     if (this.debounceTimer || this.closed) return;
+    let done: () => void = () => undefined;
+    this.scheduled = new Promise<void>((resolve) => {
+      done = resolve;
+    });
     this.debounceTimer = setTimeout(() => {
       this.debounceTimer = null;
       this.checking = this.checking
         .then(() => this.check())
-        .catch((err) => this.deps.log.error(`agent sessions: lists not checked: ${String(err)}`));
+        .catch((err) => this.deps.log.error(`agent sessions: lists not checked: ${String(err)}`))
+        .finally(done);
     }, this.deps.debounceMs);
     this.debounceTimer.unref();
+  }
+
+  /** Resolves once every catalogue change seen so far has been checked, and told (tests). */
+  async settled(): Promise<void> {
+    await this.scheduled;
+    await this.checking;
   }
 
   /** Token `name` was moved into another tool set: its sessions and streams are told at once. */
@@ -61,6 +74,7 @@ export class ListWatch {
   async close(): Promise<void> {
     this.closed = true;
     if (this.debounceTimer) clearTimeout(this.debounceTimer);
+    this.scheduled = null;
     await this.checking;
   }
 

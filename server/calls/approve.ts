@@ -3,6 +3,7 @@ import { and, eq } from "drizzle-orm";
 import type { GrantRequest } from "@/lib/api-types";
 import { approvalsText } from "@/lib/decision-text";
 import { type ErrorCode, GatehouseError } from "@/lib/errors";
+import type { ToolSets } from "../agents";
 import { mayReviewNow } from "../auth/users";
 import { getToolRow } from "../catalogue/catalogue";
 import type { EventBus } from "../events";
@@ -10,6 +11,7 @@ import { createGrant, type GrantRow } from "../grants";
 import { writeAudit } from "../store/audit";
 import { type Db, first, transaction } from "../store/db";
 import { agentTokens, calls } from "../store/schema";
+import { currentToolSet } from "./agent-set";
 import { approvedByOf, bindingProblem, type CallNotify, type CallRow, nowIso, pendingMs } from "./call-row";
 import { asJudged, type Judgement, raisedText, STANDS } from "./rejudge";
 import { transition } from "./transition";
@@ -19,6 +21,8 @@ export interface ApprovalDeps {
   bus: EventBus;
   /** May a person approve a call they requested (one-reviewer calls only). */
   selfApproval: boolean;
+  /** The tool sets: an agent's call whose token's set no longer holds the tool is refused. Absent: none. */
+  toolSets?: ToolSets | undefined;
   notify?: CallNotify;
   /** The replica that runs the call once the last approval moves it to `running`. */
   replica: string;
@@ -157,7 +161,9 @@ export async function approve(
   if (refusal) throw refusal;
   const now = nowIso();
   const problem: Refusal | null =
-    bindingProblem(row, await getToolRow(db, row.tool)) ?? ruleProblem(judgement);
+    (await setProblem(deps, row)) ??
+    bindingProblem(row, await getToolRow(db, row.tool)) ??
+    ruleProblem(judgement);
   if (problem) {
     const moved = await transition(db, bus, {
       from: "pending",
@@ -269,6 +275,18 @@ export async function approve(
 }
 
 /** Why an approval no longer applies; a deny rule's refusal names the rule and its reason. */
+/** `tool_not_in_set` when the agent's token has been moved to a set that does not hold the call's tool. */
+async function setProblem(deps: ApprovalDeps, row: CallRow): Promise<Refusal | null> {
+  if (!deps.toolSets || row.requesterKind !== "agent") return null;
+  const who = {
+    kind: "agent" as const,
+    name: row.requesterName,
+    toolSet: await currentToolSet(deps.db, row.requesterName),
+  };
+  const refusal = deps.toolSets.refusal(who, row.tool);
+  return refusal ? { code: refusal.code, message: refusal.message } : null;
+}
+
 interface Refusal {
   code: ErrorCode;
   message: string;

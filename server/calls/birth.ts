@@ -1,6 +1,6 @@
 import "server-only";
 import { and, count, eq, sql } from "drizzle-orm";
-import type { AgentLimits } from "../agents";
+import type { AgentLimits, ToolSets } from "../agents";
 import { callProblem } from "../catalogue/callable";
 import { approvalNeed, getToolRow } from "../catalogue/catalogue";
 import { takeGrant } from "../grants";
@@ -31,40 +31,43 @@ type Notify = CallNotify | undefined;
  */
 
 /**
- * The tool row named `tool` as it is now and, for an agent's call, whether its token has been
- * revoked (tokens are never deleted, only revoked): one statement on every agent call's birth,
- * prepared once per store. A person's call reads the tool alone.
+ * The tool row named `tool` as it is now and, for an agent's call, its token's tool set and whether
+ * it has been revoked (tokens are never deleted, only revoked): one statement on every agent
+ * call's birth, prepared once per store. A person's call reads the tool alone.
  */
 async function toolAndRevocation(
   db: Db,
   tool: string,
   requester: Requester,
-): Promise<{ row: ToolRow | null; revoked: boolean }> {
-  if (requester.kind !== "agent") return { row: await getToolRow(db, tool), revoked: false };
-  const query = prepared(db, "tools.byLocalNameWithTokenRevoked", () =>
+): Promise<{ row: ToolRow | null; revoked: boolean; toolSet: string | null }> {
+  if (requester.kind !== "agent") return { row: await getToolRow(db, tool), revoked: false, toolSet: null };
+  const ofToken = (column: typeof agentTokens.revokedAt | typeof agentTokens.toolSet) =>
+    sql<
+      string | null
+    >`(select ${column} from ${agentTokens} where ${agentTokens.name} = ${sql.placeholder("token")})`;
+  const query = prepared(db, "tools.byLocalNameWithToken", () =>
     db
       .select({
         row: tools,
-        revokedAt: sql<
-          string | null
-        >`(select ${agentTokens.revokedAt} from ${agentTokens} where ${agentTokens.name} = ${sql.placeholder("token")})`,
+        revokedAt: ofToken(agentTokens.revokedAt),
+        toolSet: ofToken(agentTokens.toolSet),
       })
       .from(tools)
       .where(eq(tools.localName, sql.placeholder("tool")))
       .prepare(),
   );
   const [found] = await query.execute({ tool, token: requester.name });
-  if (found) return { row: found.row, revoked: found.revokedAt !== null };
+  if (found) return { row: found.row, revoked: found.revokedAt !== null, toolSet: found.toolSet };
   // No such tool (any more): whether the token was revoked still comes first.
   const token = prepared(db, "agentTokens.revokedAtByName", () =>
     db
-      .select({ revokedAt: agentTokens.revokedAt })
+      .select({ revokedAt: agentTokens.revokedAt, toolSet: agentTokens.toolSet })
       .from(agentTokens)
       .where(eq(agentTokens.name, sql.placeholder("name")))
       .prepare(),
   );
   const [t] = await token.execute({ name: requester.name });
-  return { row: null, revoked: t !== undefined && t.revokedAt !== null };
+  return { row: null, revoked: t !== undefined && t.revokedAt !== null, toolSet: t?.toolSet ?? null };
 }
 
 /** What a call's birth is made of. */
@@ -84,6 +87,8 @@ export interface Birth {
   replica: string;
   /** Agents' limits: a call that would wait past the agent's `maxPendingCalls` is refused, writing nothing. */
   limits?: AgentLimits | undefined;
+  /** The tool sets: a call whose agent's token was moved to a set without the tool meanwhile is refused. */
+  toolSets?: ToolSets | undefined;
 }
 
 /** Calls of agent `name` waiting for a reviewer now (in the birth's transaction). */
@@ -119,11 +124,18 @@ function skippedText(skipped: readonly RuleSkip[]): string {
 async function asNow(db: Db, b: Birth): Promise<CallDecision> {
   const decision = b.decision;
   if (decision.outcome === "stop" || !b.row) return decision;
-  const { row: now, revoked } = await toolAndRevocation(db, b.row.localName, b.requester);
+  const { row: now, revoked, toolSet } = await toolAndRevocation(db, b.row.localName, b.requester);
   // Revoking a token withdraws its pending calls; one being decided meanwhile must not be born.
   if (revoked) {
     const message = "the agent's token was revoked while the call was being decided";
     return { outcome: "stop", code: "unauthenticated", message, rule: null, reason: null, why: message };
+  }
+  // So is a move of the token to a set without the tool: the set it has now decides.
+  const outside =
+    b.requester.kind === "agent" ? b.toolSets?.refusal({ ...b.requester, toolSet }, b.row.localName) : null;
+  if (outside) {
+    const { code, message } = outside;
+    return { outcome: "stop", code, message, rule: null, reason: null, why: message };
   }
   const problem = callProblem(now, b.row.localName);
   if (problem || !now || now.definitionHash !== b.row.definitionHash) {

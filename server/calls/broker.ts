@@ -193,7 +193,7 @@ export class CallBroker {
       ...newCall(requester, subject),
       definitionHash: row?.definitionHash ?? null,
     };
-    const birth = { call, decision, requester, row, args, skipped };
+    const birth = { call, decision, requester, row, args, skipped, toolSets: this.deps.toolSets };
     let stored: CallRow | null = null;
     await this.tracked.write(async (tx) => {
       stored = await writeBirth(tx, {
@@ -293,7 +293,7 @@ export class CallBroker {
     let row: CallRow;
     let step: Awaited<ReturnType<typeof approve>> = null;
     for (let attempt = 1; ; attempt++) {
-      const judgement = await judgeAgain(this.deps.rules, await this.decidable(id));
+      const judgement = await judgeAgain(this.deps.rules, await this.decidable(id), db);
       // Read again: the call may have been decided, or approved by another, while rules were evaluated.
       row = await this.decidable(id);
       step = await approve(
@@ -301,6 +301,7 @@ export class CallBroker {
           db,
           bus,
           selfApproval: this.deps.approvals.selfApproval,
+          toolSets: this.deps.toolSets,
           notify: this.deps.notify,
           replica: this.replica,
         },

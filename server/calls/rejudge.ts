@@ -7,6 +7,7 @@ import type { RuleSet } from "../rules";
 import { writeAudit } from "../store/audit";
 import { type Db, transaction } from "../store/db";
 import { calls } from "../store/schema";
+import { currentToolSet } from "./agent-set";
 import type { CallNotify, CallRow } from "./call-row";
 import { denialBy, reviewWait, type StopDecision } from "./decision";
 import { transition } from "./transition";
@@ -36,12 +37,17 @@ export type Judgement =
 
 export const STANDS: Judgement = { kind: "stands" };
 
-/** Judges the pending call `row` against `rules` (none: it stands). Reads nothing from the store. */
-export async function judgeAgain(rules: RuleSet | undefined, row: CallRow): Promise<Judgement> {
+/**
+ * Judges the pending call `row` against `rules` (none: it stands). With `db`, an agent's call is
+ * judged with the tool set its token has now (`agent.set`); without, with none.
+ */
+export async function judgeAgain(rules: RuleSet | undefined, row: CallRow, db?: Db): Promise<Judgement> {
   if (!rules || rules.rules.length === 0) return STANDS;
+  const agent = row.requesterKind === "agent";
   const verdict = await rules.decide({
     tool: row.tool,
-    agent: row.requesterKind === "agent" ? row.requesterName : "",
+    agent: agent ? row.requesterName : "",
+    agentSet: agent && db ? ((await currentToolSet(db, row.requesterName)) ?? "") : "",
     args: JSON.parse(row.arguments) as Record<string, unknown>,
   });
   const match = verdict.match;
@@ -95,7 +101,7 @@ export async function judgePending(deps: JudgeDeps): Promise<void> {
   const pending = await db.select().from(calls).where(eq(calls.status, "pending"));
   for (const row of pending) {
     try {
-      const judgement = await judgeAgain(deps.rules, row);
+      const judgement = await judgeAgain(deps.rules, row, db);
       if (judgement.kind === "deny") {
         const { stop } = judgement;
         await transition(db, bus, {

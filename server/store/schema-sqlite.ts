@@ -191,6 +191,8 @@ export const calls = sqliteTable(
     index("calls_rule_idx").on(t.rule),
     index("calls_created_idx").on(t.createdAt),
     index("calls_requester_idx").on(t.requesterName),
+    // An agent's waiting calls, counted at each birth that would wait (maxPendingCalls).
+    index("calls_requester_status_idx").on(t.requesterName, t.status),
     index("calls_tool_idx").on(t.tool),
     index("calls_replica_idx").on(t.replica),
   ],

@@ -1,0 +1,1 @@
+CREATE INDEX "calls_requester_status_idx" ON "calls" USING btree ("requester_name","status");
