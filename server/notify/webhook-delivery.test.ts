@@ -26,8 +26,12 @@ const cleanup = registerCleanup();
 const receiverFor = (answers?: Answer[]) => startReceiver(cleanup, answers);
 
 /** A runtime with the demo server's add_note enabled and `notifications` as given. */
-async function start(notifications: Partial<NotificationsConfig>, expireAfterSeconds?: number) {
-  const demo = demoConfig(notifications, expireAfterSeconds ? { expireAfterSeconds } : {});
+async function start(
+  notifications: Partial<NotificationsConfig>,
+  expireAfterSeconds?: number,
+  raw: Record<string, unknown> = {},
+) {
+  const demo = demoConfig(notifications, expireAfterSeconds ? { expireAfterSeconds } : {}, raw);
   const runtime = await startDemoRuntime(demo, cleanup);
   return { runtime, bearer: await createAgentToken(runtime, "build-bot") };
 }
@@ -167,7 +171,14 @@ describe("webhook notifications", () => {
   it("a receiver that never answers holds only its own slots: another webhook gets every message meanwhile", async () => {
     const stuck = await receiverFor(["hang"]);
     const ops = await receiverFor();
-    const { runtime } = await start({ webhooks: [hook("stuck", stuck.url), hook("ops", ops.url)] });
+    // One agent's 80 waiting calls: past the default maxPendingCalls, so that limit is off here.
+    const { runtime } = await start(
+      { webhooks: [hook("stuck", stuck.url), hook("ops", ops.url)] },
+      undefined,
+      {
+        agentLimits: { maxPendingCalls: 0 },
+      },
+    );
     // More than one look at the outbox sees: the hung receiver's backlog must not hide the rest.
     const calls = 80;
     for (let i = 0; i < calls; i++) {
