@@ -96,17 +96,16 @@ export function parseHeaders(raw: string | undefined): Record<string, string> {
 
 /** One `ExportTraceServiceRequest` in OTLP's JSON encoding, spans grouped by resource and scope. */
 export function encodeSpans(spans: readonly ReadableSpan[]): string {
-  const byResource = new Map<ReadableSpan["resource"], Map<string, string[]>>();
+  // Keyed by the objects themselves: a tracer gives each of its spans the same scope object.
+  type Scope = ReadableSpan["instrumentationScope"];
+  const byResource = new Map<ReadableSpan["resource"], Map<Scope, string[]>>();
   for (const span of spans) {
     let scopes = byResource.get(span.resource);
     if (!scopes) {
       scopes = new Map();
       byResource.set(span.resource, scopes);
     }
-    const scope = JSON.stringify({
-      name: span.instrumentationScope.name,
-      ...(span.instrumentationScope.version ? { version: span.instrumentationScope.version } : {}),
-    });
+    const scope = span.instrumentationScope;
     let encoded = scopes.get(scope);
     if (!encoded) {
       encoded = [];
@@ -116,9 +115,13 @@ export function encodeSpans(spans: readonly ReadableSpan[]): string {
   }
   const resources: string[] = [];
   for (const [resource, scopes] of byResource) {
-    const scopeSpans = [...scopes].map(
-      ([scope, encoded]) => `{"scope":${scope},"spans":[${encoded.join(",")}]}`,
-    );
+    const scopeSpans = [...scopes].map(([scope, encoded]) => {
+      const named = JSON.stringify({
+        name: scope.name,
+        ...(scope.version ? { version: scope.version } : {}),
+      });
+      return `{"scope":${named},"spans":[${encoded.join(",")}]}`;
+    });
     resources.push(
       `{"resource":{"attributes":${encodeAttributes(resource.attributes)}},"scopeSpans":[${scopeSpans.join(",")}]}`,
     );

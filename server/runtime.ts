@@ -319,6 +319,7 @@ async function wireOnStore(
       broker,
       manager,
       config,
+      toolSets,
       log: logger("agent-mcp"),
       publicOrigin: opts.publicOrigin,
     }),

@@ -48,6 +48,8 @@ export interface AgentMcpDeps {
   broker: CallBroker;
   manager: McpManager;
   config: GatehouseConfig;
+  /** The runtime's tool sets; default: those of `config`. */
+  toolSets?: ToolSets;
   log: Logger;
   /** `GATEHOUSE_PUBLIC_ORIGIN`, when Gatehouse is reached through a proxy. */
   publicOrigin?: string;
@@ -125,7 +127,7 @@ export class AgentMcpEndpoint {
       waitSeconds: deps.config.approvals.waitSeconds,
       progressIntervalMs: this.progressIntervalMs,
       publicOrigin: deps.publicOrigin,
-      toolSets: new ToolSets(deps.config.toolSets),
+      toolSets: deps.toolSets ?? new ToolSets(deps.config.toolSets),
     };
     this.modern = new ModernLeg({ ...shared, jsonWindowMs: this.jsonWindowMs });
     this.parts = { ...shared, sessions: this.sessions, stored: this.stored };

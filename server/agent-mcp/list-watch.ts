@@ -2,7 +2,7 @@ import "server-only";
 import { listEnabledTools } from "../catalogue/catalogue";
 import type { Logger } from "../log";
 import type { Db } from "../store/db";
-import { resourceServers } from "./listings";
+import { serversOf } from "./listings";
 import type { ModernLeg } from "./modern";
 import type { Session } from "./sessions";
 import { toolsSignature } from "./tools";
@@ -80,9 +80,8 @@ export class ListWatch {
 
   /** What `tools/list` and `resources/list` would show now to a token without a set, as strings to compare. */
   private async listsNow(): Promise<{ tools: string; servers: string }> {
-    const tools = toolsSignature(await listEnabledTools(this.deps.db));
-    const servers = (await resourceServers({ db: this.deps.db })).join(",");
-    return { tools, servers };
+    const enabled = await listEnabledTools(this.deps.db);
+    return { tools: toolsSignature(enabled), servers: serversOf(enabled).join(",") };
   }
 
   /**

@@ -1,6 +1,6 @@
 import "server-only";
 import type { AgentToolView } from "@/lib/api-types";
-import { type SetHolder, type ToolSets, enabledToolsFor as toolsOf } from "../agents";
+import { enabledToolsFor, type SetHolder, type ToolSets } from "../agents";
 import { cleanDescription } from "../catalogue/definition";
 import type { EventBus } from "../events";
 import type { Logger } from "../log";
@@ -30,13 +30,6 @@ export interface ResourceDeps {
   requester?: SetHolder;
 }
 
-/** The enabled tools the requester's tool set holds (all of them without a set). */
-export async function enabledToolsFor(
-  deps: Pick<ResourceDeps, "db" | "toolSets" | "requester">,
-): Promise<AgentToolView[]> {
-  return toolsOf(deps.db, deps.toolSets, deps.requester);
-}
-
 /**
  * Servers whose resources and prompts the requester may see: those with at least one enabled,
  * callable tool in its tool set.
@@ -44,7 +37,12 @@ export async function enabledToolsFor(
 export async function resourceServers(
   deps: Pick<ResourceDeps, "db" | "toolSets" | "requester">,
 ): Promise<string[]> {
-  return [...new Set((await enabledToolsFor(deps)).map((t) => serverOf(t.name)))].sort();
+  return serversOf(await enabledToolsFor(deps.db, deps.toolSets, deps.requester));
+}
+
+/** The servers of `tools`, sorted, each once. */
+export function serversOf(tools: readonly AgentToolView[]): string[] {
+  return [...new Set(tools.map((t) => serverOf(t.name)))].sort();
 }
 
 /** A server's text as agents see it: hidden characters stripped, cut to `max`; undefined when not a string. */

@@ -1,7 +1,8 @@
 import "server-only";
 import { type CallToolResult, Server, type ServerCapabilities } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import { enabledToolsFor, type ResourceDeps } from "./listings";
+import { enabledToolsFor } from "../agents";
+import type { ResourceDeps } from "./listings";
 import { getPrompt, listPrompts } from "./prompts";
 import { type ListedResources, listResources, readResource } from "./resources";
 import { answersOnce } from "./rpc";
@@ -75,7 +76,9 @@ export function createAgentServer(given: AgentServerDeps, era: AgentServerEra): 
   });
   server.setRequestHandler(
     "tools/list",
-    answersOnce(async () => ({ tools: (await enabledToolsFor(deps)).map(toMcpTool) })),
+    answersOnce(async () => ({
+      tools: (await enabledToolsFor(deps.db, deps.toolSets, deps.requester)).map(toMcpTool),
+    })),
   );
   server.setRequestHandler(
     "tools/call",

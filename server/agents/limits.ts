@@ -22,8 +22,10 @@ export const REFUSALS_GATHERED_MS = 60_000;
  * (so an agent retrying in a loop writes one row a minute, not one a try).
  */
 export class AgentLimits {
-  private readonly bySet: Map<string, Partial<AgentLimitsConfig>>;
-  private readonly tally = new Map<string, { since: number; more: number }>();
+  /** Each set's limits over the defaults, resolved once. */
+  private readonly bySet: Map<string, AgentLimitsConfig>;
+  /** Per token and refusal code: when its minute began, and the refusals since its row. */
+  private readonly tally = new Map<string, { actor: string; code: string; since: number; more: number }>();
   private readonly writes = new Set<Promise<void>>();
 
   constructor(
@@ -37,14 +39,13 @@ export class AgentLimits {
       now?: () => number;
     },
   ) {
-    this.bySet = new Map(deps.sets.map((s) => [s.name, s.limits]));
+    this.bySet = new Map(deps.sets.map((s) => [s.name, { ...deps.defaults, ...s.limits }]));
   }
 
   /** `who`'s limits (0: off); null for a person. */
   limitsOf(who: SetHolder): AgentLimitsConfig | null {
     if (who.kind !== "agent") return null;
-    const own = who.toolSet ? this.bySet.get(who.toolSet) : undefined;
-    return { ...this.deps.defaults, ...own };
+    return (who.toolSet ? this.bySet.get(who.toolSet) : undefined) ?? this.deps.defaults;
   }
 
   /** Takes one call from `who`'s `callsPerMinute`, or throws `rate_limited` with when to try again. */
@@ -82,8 +83,8 @@ export class AgentLimits {
 
   /** Writes the counts still gathered (at stop). */
   async flush(): Promise<void> {
-    for (const [key, window] of this.tally) {
-      if (window.more > 0) this.audit(key, `${window.more} more in the minute from ${iso(window.since)}`);
+    for (const w of this.tally.values()) {
+      if (w.more > 0) this.audit(w.actor, w.code, `${w.more} more in the minute from ${iso(w.since)}`);
     }
     this.tally.clear();
     await Promise.all([...this.writes]);
@@ -97,16 +98,15 @@ export class AgentLimits {
       window.more++;
       return err;
     }
-    this.tally.set(key, { since: now, more: 0 });
+    this.tally.set(key, { actor: who.name, code: err.code, since: now, more: 0 });
     const before =
       window && window.more > 0 ? ` (and ${window.more} more in the minute from ${iso(window.since)})` : "";
-    this.audit(key, `${err.message}${before}`);
+    this.audit(who.name, err.code, `${err.message}${before}`);
     return err;
   }
 
   /** One `agent.limited` row, off the call's path (a failure is logged, never the call's). */
-  private audit(key: string, detail: string): void {
-    const [actor = "", code = ""] = key.split("\u0000");
+  private audit(actor: string, code: string, detail: string): void {
     const write = writeAudit(this.deps.db, { actor, action: "agent.limited", subject: code, detail })
       .catch((err: unknown) =>
         this.deps.log.warn(`agent ${actor}: a refusal could not be audited`, { error: String(err) }),

@@ -15,6 +15,7 @@ import { EventBus } from "../events";
 import { checkSecretKey, SecretKeyError } from "../secrets";
 import { closeDb, type Db, dbPathFromEnv, openStore } from "../store/db";
 import { describeLocation, type StoreLocation, storeLocation } from "../store/location";
+import { optionValue } from "./args";
 import { rulesTest } from "./rules-test";
 import { tokenCreate, tokenList, tokenSet } from "./tokens";
 
@@ -48,13 +49,6 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks)
     .toString("utf8")
     .replace(/\r?\n$/, "");
-}
-
-/** The word after `flag`, unless it is missing or another flag. */
-function optionValue(args: string[], flag: string): string | undefined {
-  const i = args.indexOf(flag);
-  const value = i >= 0 ? args[i + 1] : undefined;
-  return value === undefined || value.startsWith("--") ? undefined : value;
 }
 
 /**

@@ -3,11 +3,11 @@ import { approvalsNeededText } from "@/lib/decision-text";
 import { GatehouseError } from "@/lib/errors";
 import { ToolSets } from "../agents";
 import { type CallDecision, decideCall } from "../calls/decision";
-import { formatIssues, loadConfigFile } from "../config";
 import { RuleSet } from "../rules";
 import { closeDb, type Db, first, openDbReadOnly, openStore, sqliteOf } from "../store/db";
 import { storeLocation } from "../store/location";
 import { agentTokens } from "../store/schema";
+import { configOrIssues } from "./args";
 
 /** What `rules test` prints: the decision in one line, then why, then the allow rules passed over. */
 export function describeDecision(d: CallDecision): string {
@@ -51,14 +51,11 @@ export async function rulesTest(
   if (typeof args !== "object" || args === null || Array.isArray(args)) {
     throw new GatehouseError("bad_request", `ARGS must be a JSON object like '{"path": "/srv/notes/a.md"}'`);
   }
-  const loaded = loadConfigFile(configPath);
-  if (!loaded.config) {
-    process.stderr.write(`${formatIssues(loaded)}\n${configPath}: ${loaded.errors.length} error(s)\n`);
-    return 1;
-  }
+  const config = configOrIssues(configPath);
+  if (!config) return 1;
   const db = await openForReading();
-  const rules = new RuleSet(loaded.config.rules);
-  const { servers } = loaded.config;
+  const rules = new RuleSet(config.rules);
+  const { servers } = config;
   // The same argument bound a running server applies, so the dry run does not allow what it would refuse.
   const argumentBytesFor = (server: string) => servers.find((c) => c.name === server)?.maxArgumentBytes;
   try {
@@ -74,7 +71,7 @@ export async function rulesTest(
       ? { kind: "agent" as const, name: agent, toolSet }
       : { kind: "user" as const, name: "" };
     const { decision, skipped } = await decideCall(
-      { db, rules, argumentBytesFor, toolSets: new ToolSets(loaded.config.toolSets) },
+      { db, rules, argumentBytesFor, toolSets: new ToolSets(config.toolSets) },
       { requester, tool, args: args as Record<string, unknown> },
     );
     const inSet = toolSet === null ? "" : ` (tool set "${toolSet}")`;

@@ -2,8 +2,9 @@ import "server-only";
 import { CreateTokenBody, UpdateTokenBody } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import { createToken, listTokens, setTokenToolSet } from "../auth/tokens";
-import { configPathFromEnv, formatIssues, loadConfigFile } from "../config";
+import { configPathFromEnv } from "../config";
 import type { Db } from "../store/db";
+import { configOrIssues, optionValue } from "./args";
 
 /**
  * `token create NAME [--tool-set SET]`, `token set NAME --tool-set SET | --no-tool-set` and
@@ -14,22 +15,9 @@ import type { Db } from "../store/db";
 
 type WithStore = <T>(fn: (db: Db) => Promise<T>) => Promise<T>;
 
-/** The word after `flag`, unless it is missing or another flag. */
-function optionValue(args: string[], flag: string): string | undefined {
-  const i = args.indexOf(flag);
-  const value = i >= 0 ? args[i + 1] : undefined;
-  return value === undefined || value.startsWith("--") ? undefined : value;
-}
-
 /** The configuration's set names, or null after printing why the file cannot be used. */
 function knownSets(): string[] | null {
-  const path = configPathFromEnv();
-  const loaded = loadConfigFile(path);
-  if (!loaded.config) {
-    process.stderr.write(`${formatIssues(loaded)}\n${path}: ${loaded.errors.length} error(s)\n`);
-    return null;
-  }
-  return loaded.config.toolSets.map((s) => s.name);
+  return configOrIssues(configPathFromEnv())?.toolSets.map((s) => s.name) ?? null;
 }
 
 export async function tokenCreate(rest: string[], usage: string, withStore: WithStore): Promise<number> {
