@@ -237,6 +237,12 @@ function DeliveryRow({ delivery }: { delivery: DeliveryView }) {
         {delivery.recipient ? (
           <span className="break-all text-xs text-zinc-600"> to {delivery.recipient}</span>
         ) : null}
+        {delivery.digestOf ? (
+          <span className="break-all text-xs text-zinc-600">
+            {" "}
+            · digest of {delivery.digestOf}&apos;s calls
+          </span>
+        ) : null}
         {delivery.callId ? (
           <>
             {" "}

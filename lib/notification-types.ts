@@ -8,6 +8,8 @@ export interface DeliveryView {
   callId: string | null;
   /** Email: the person it went to (their user name); null for a webhook. */
   recipient: string | null;
+  /** A digest of one requester's waiting calls: that requester's name; null for any other message. */
+  digestOf: string | null;
   status: "queued" | "delivered" | "failed";
   attempts: number;
   /** When it was queued. */

@@ -3,6 +3,7 @@ import { and, eq, ne } from "drizzle-orm";
 import type { Role, UserView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import { endGrants } from "../grants";
+import { forgetDigestsOf } from "../notify/digests";
 import { writeAudit } from "../store/audit";
 import { type Db, first, transaction } from "../store/db";
 import { notificationDeliveries, sessions, users } from "../store/schema";
@@ -291,6 +292,7 @@ export async function removeUser(db: Db, params: RemoveUserParams, now = new Dat
           eq(notificationDeliveries.status, "queued"),
         ),
       );
+    await forgetDigestsOf(tx, name);
     const sessionsEnded = await deleteSessions(tx, row.id);
     // change_reads go with the row (ON DELETE CASCADE).
     await tx.delete(users).where(eq(users.id, row.id));

@@ -4,6 +4,7 @@ import type { EventBus } from "../events";
 import type { Logger } from "../log";
 import type { Db } from "../store/db";
 import { claimDelivery, releaseClaims, releaseDelivery } from "./claims";
+import { digestFinished, digestNow, isDigestRow } from "./digests";
 import {
   callStatusNow,
   type DeliveryRow,
@@ -49,6 +50,13 @@ export function retryDelayMs(
 ): number {
   const exact = base * 2 ** Math.max(0, attempts - 1);
   return Math.round(exact * (0.8 + 0.4 * random()));
+}
+
+/** Requesters whose last launch is remembered, at most (see `Dispatcher.servedAt`). */
+const MAX_SERVED_KEPT = 10_000;
+
+function servedKey(row: DeliveryRow): string {
+  return `${destinationOf(row)}\n${row.requester ?? ""}`;
 }
 
 /** What one recorded try looks like to a listener (the delivery log's live feed, tests). */
@@ -113,6 +121,12 @@ export class Dispatcher {
   private readonly inFlight = new Map<number, Promise<void>>();
   /** Tries in flight per destination (`destinationOf`). */
   private readonly busy = new Map<string, number>();
+  /**
+   * When each destination's requester (`servedKey`) last had a try launched, as a count of
+   * launches: among due rows, the requester served longest ago goes first.
+   */
+  private readonly servedAt = new Map<string, number>();
+  private launches = 0;
   /** Rows not to try before the time given (their last try could not be recorded). */
   private readonly heldUntil = new Map<number, number>();
   private readonly abort = new AbortController();
@@ -227,6 +241,9 @@ export class Dispatcher {
           MAX_IN_FLIGHT + skipIds.size,
           this.fullDestinations(),
         );
+        // Round robin by requester: the query gives every requester's oldest due rows first
+        // (`dueDeliveries`), and of those, the requester served longest ago is served next.
+        due.sort((a, b) => this.lastServed(a) - this.lastServed(b));
         let launched = 0;
         for (const row of due) {
           if (!this.running || this.inFlight.size >= MAX_IN_FLIGHT) break;
@@ -290,8 +307,15 @@ export class Dispatcher {
     for (const [id, until] of this.heldUntil) if (until <= now) this.heldUntil.delete(id);
   }
 
+  private lastServed(row: DeliveryRow): number {
+    return this.servedAt.get(servedKey(row)) ?? 0;
+  }
+
   private launch(row: DeliveryRow): void {
     const destination = destinationOf(row);
+    // Forgetting everyone now and then bounds the map; it costs one round of strict turns.
+    if (this.servedAt.size >= MAX_SERVED_KEPT) this.servedAt.clear();
+    this.servedAt.set(servedKey(row), ++this.launches);
     this.busy.set(destination, (this.busy.get(destination) ?? 0) + 1);
     const run = this.attempt(row)
       .catch((err: unknown) => {
@@ -309,7 +333,8 @@ export class Dispatcher {
     this.inFlight.set(row.id, run);
   }
 
-  private async attempt(row: DeliveryRow): Promise<void> {
+  private async attempt(queued: DeliveryRow): Promise<void> {
+    let row = queued;
     // Taken first, with a conditional update: a row another process took (or a row read before
     // its last try was recorded) is left alone.
     const claimedUntil = new Date(Date.now() + this.timeoutMs + CLAIM_MARGIN_MS).toISOString();
@@ -330,6 +355,18 @@ export class Dispatcher {
         lastStatus: row.lastStatus,
         lastError: `superseded: the call was ${callNow} before this was delivered`,
       });
+    }
+    if (isDigestRow(row)) {
+      // A digest tells how many calls wait when it goes, not when it was queued.
+      const now = await digestNow(this.opts.db, row);
+      if (now.waiting === 0) {
+        return this.finish(claim, {
+          status: "failed",
+          lastStatus: row.lastStatus,
+          lastError: "superseded: no call of its requester waits any more",
+        });
+      }
+      row = now.row;
     }
     if (left <= 0) {
       return this.finish(claim, {
@@ -388,7 +425,10 @@ export class Dispatcher {
       });
       return;
     }
-    if (record.status !== "queued") await pruneFinished(db, row.channel, row.target);
+    if (record.status !== "queued") {
+      if (isDigestRow(row)) await digestFinished(db, row, record.status === "delivered");
+      await pruneFinished(db, row.channel, row.target);
+    }
     this.emitter.emit("settled", {
       id: row.id,
       deliveryId: row.deliveryId,

@@ -5,7 +5,8 @@ import nodemailer from "nodemailer";
 import type SMTPTransport from "nodemailer/lib/smtp-transport";
 import type { EmailConfig } from "../config";
 import { refusedAddressKind } from "../net/address-policy";
-import { emailMessage, type MessageContext } from "./messages";
+import { type DigestPayload, isDigest } from "./digests";
+import { digestMessage, emailMessage, type MessageContext } from "./messages";
 import type { CallPayload, DeliveryRow } from "./outbox";
 import { failureText, isGuardRefusal, SEND_TIMEOUT_MS, type Sender } from "./webhook";
 
@@ -170,10 +171,10 @@ export function createEmailSender(email: EmailConfig, opts: EmailSenderOptions):
   return {
     host: target.host,
     async send(row: DeliveryRow, signal: AbortSignal) {
-      const payload = JSON.parse(row.payload) as CallPayload;
+      const payload = JSON.parse(row.payload) as CallPayload | DigestPayload;
       if (!payload.to) return { ok: false, status: null, error: "no address to send to" };
       const ctx: MessageContext = { deliveryId: row.deliveryId, publicUrl: opts.publicUrl };
-      const message = emailMessage(payload, ctx);
+      const message = isDigest(payload) ? digestMessage(payload, ctx) : emailMessage(payload, ctx);
       try {
         await transport.sendMail({
           from: email.from,

@@ -1,5 +1,6 @@
 import "server-only";
 import { createHmac } from "node:crypto";
+import { DIGEST_AFTER, DIGEST_EVERY_MS, type DigestPayload } from "./digests";
 import type { CallFacts, CallPayload, CataloguePayload, DeliveryPayload } from "./outbox";
 
 /**
@@ -215,5 +216,38 @@ export function emailMessage(
     ? `<p><a href="${escapeHtml(url)}">${action}</a></p>`
     : "<p>Open Gatehouse's Approvals page to decide.</p>";
   const html = `<p><strong>${escapeHtml(subject)}</strong></p><table>${rows}</table>${link}`;
+  return { subject, text, html };
+}
+
+/**
+ * A digest email: how many calls of one requester wait ("12 calls from billing-bot wait"), with a
+ * link to the Approvals page; no tool names or arguments of any one call.
+ */
+export function digestMessage(
+  payload: DigestPayload,
+  ctx: MessageContext,
+): { subject: string; text: string; html: string } {
+  const { requester, waiting } = payload.digest;
+  const url = ctx.publicUrl === null ? null : `${ctx.publicUrl}/approvals`;
+  const calls = waiting === 1 ? "1 call" : `${waiting} calls`;
+  const subject = `${calls} from ${requester.name} ${waiting === 1 ? "waits" : "wait"} for review`.replace(
+    /[\r\n]+/g,
+    " ",
+  );
+  const minutes = Math.round(DIGEST_EVERY_MS / 60_000);
+  const why = `${requester.name} (${requester.kind}) has more than ${DIGEST_AFTER} calls waiting for a reviewer: instead of a mail for each, you get this summary, at most one every ${minutes} minutes.`;
+  const text = [
+    subject,
+    "",
+    why,
+    "",
+    url ? `Review them: ${url}` : "Open Gatehouse's Approvals page to decide.",
+    "",
+    "-- Gatehouse",
+  ].join("\n");
+  const link = url
+    ? `<p><a href="${escapeHtml(url)}">Review them</a></p>`
+    : "<p>Open Gatehouse's Approvals page to decide.</p>";
+  const html = `<p><strong>${escapeHtml(subject)}</strong></p><p>${escapeHtml(why)}</p>${link}`;
   return { subject, text, html };
 }

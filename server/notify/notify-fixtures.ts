@@ -139,8 +139,12 @@ export function decodeQuotedPrintable(raw: string): string {
     .replace(/=([0-9A-F]{2})/g, (_m, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
 }
 
-/** An SMTP server on 127.0.0.1 without TLS; AUTH PLAIN/LOGIN is accepted (and recorded) when offered. */
-export async function mailReceiver(): Promise<MailReceiver> {
+/**
+ * An SMTP server on 127.0.0.1 without TLS; AUTH PLAIN/LOGIN is accepted (and recorded) when offered.
+ * With `hold`, each message is taken (and answered) only once `hold` has resolved: the sender's
+ * tries stay in flight until then.
+ */
+export async function mailReceiver(opts: { hold?: Promise<void> } = {}): Promise<MailReceiver> {
   const mails: Mail[] = [];
   const logins: { user: string; pass: string }[] = [];
   const waiters: { match: (m: Mail) => boolean; resolve: (m: Mail) => void }[] = [];
@@ -160,7 +164,8 @@ export async function mailReceiver(): Promise<MailReceiver> {
       stream.on("data", (chunk: string) => {
         raw += chunk;
       });
-      stream.on("end", () => {
+      stream.on("end", async () => {
+        await opts.hold;
         const from = session.envelope.mailFrom;
         const mail: Mail = {
           from: from ? from.address : "",

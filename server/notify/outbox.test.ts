@@ -10,6 +10,7 @@ import type { NotificationsConfig } from "../config";
 import { type Db, first, transaction } from "../store/db";
 import { type calls, notificationDeliveries, replicas, users } from "../store/schema";
 import { claimDelivery, releaseClaims, releaseClaimsOf, releaseDelivery } from "./claims";
+import { forgetDigestsOf, takeDigest } from "./digests";
 import { hook } from "./notify-fixtures";
 import {
   type CallPayload,
@@ -281,5 +282,45 @@ describe("the notification outbox", () => {
     expect((await dueDeliveries(db, new Date().toISOString(), 10)).map((r) => r.id).sort()).toEqual(
       [byDead.id, byLive.id].sort(),
     );
+  });
+
+  it("every requester's oldest due row is in the batch read, however long another requester's backlog", async () => {
+    const db = await store();
+    const chatOnly: NotificationsConfig = { ...config, webhooks: config.webhooks.slice(0, 1), email: null };
+    for (let i = 0; i < 30; i++) {
+      await enqueueCallEvent(db, chatOnly, "call.pending", { ...pendingCall, id: `flood-${i}` });
+    }
+    await enqueueCallEvent(db, chatOnly, "call.pending", {
+      ...pendingCall,
+      id: "docs-1",
+      requesterName: "docs-bot",
+    });
+    const batch = await dueDeliveries(db, new Date().toISOString(), 4);
+    expect(batch.map((r) => r.callId)).toEqual(["flood-0", "docs-1", "flood-1", "flood-2"]);
+    expect(batch[1]?.requester).toBe("agent:docs-bot");
+  });
+
+  it("of several calls wanting a digest to one reviewer at once, one queues it; the next waits for it to finish", async () => {
+    const db = await store();
+    const now = new Date().toISOString();
+    const taken = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        transaction(db, (tx) => takeDigest(tx, "rita", "agent:flood-bot", now)),
+      ),
+    );
+    expect(taken.filter((t) => t !== null)).toEqual([now]);
+    // Another requester, or another reviewer, is a digest of its own.
+    expect(await takeDigest(db, "rita", "agent:docs-bot", now)).toBe(now);
+    expect(await takeDigest(db, "both", "agent:flood-bot", now)).toBe(now);
+  });
+
+  it("a removed reviewer's digest state is forgotten, and only theirs: a later user of the name is mailed afresh", async () => {
+    const db = await store();
+    const now = new Date().toISOString();
+    for (const reviewer of ["rit", "rita", "ritab"]) await takeDigest(db, reviewer, "agent:flood-bot", now);
+    await forgetDigestsOf(db, "rita");
+    expect(await takeDigest(db, "rita", "agent:flood-bot", now)).toBe(now);
+    expect(await takeDigest(db, "rit", "agent:flood-bot", now)).toBeNull();
+    expect(await takeDigest(db, "ritab", "agent:flood-bot", now)).toBeNull();
   });
 });

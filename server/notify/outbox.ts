@@ -8,6 +8,14 @@ import type { NotificationEvent, NotificationsConfig } from "../config";
 import { parseApprovedBy } from "../store/approved-by";
 import { type Db, first } from "../store/db";
 import { type calls, calls as callsTable, notificationDeliveries } from "../store/schema";
+import {
+  DIGEST_AFTER,
+  type DigestPayload,
+  isDigestRow,
+  requesterKey,
+  takeDigest,
+  waitingOf,
+} from "./digests";
 
 /**
  * The notification outbox (db first): what is queued when something happens, and the queries
@@ -102,8 +110,11 @@ interface NewDelivery {
   target: string;
   event: NotificationEvent;
   callId: string | null;
-  payload: DeliveryPayload;
+  requester: string | null;
+  payload: DeliveryPayload | DigestPayload;
   deadline: string | null;
+  /** When it is first due; default at once. */
+  dueAt?: string;
 }
 
 async function insertDeliveries(db: Db, rows: NewDelivery[], at: string): Promise<number> {
@@ -115,9 +126,10 @@ async function insertDeliveries(db: Db, rows: NewDelivery[], at: string): Promis
       target: r.target,
       event: r.event,
       callId: r.callId,
+      requester: r.requester,
       payload: JSON.stringify(r.payload),
       status: "queued" as const,
-      nextAttemptAt: at,
+      nextAttemptAt: r.dueAt ?? at,
       deadline: r.deadline,
       createdAt: at,
     })),
@@ -128,8 +140,10 @@ async function insertDeliveries(db: Db, rows: NewDelivery[], at: string): Promis
 /**
  * Queues one row per webhook subscribed to `event`, and, when email is configured for it, one
  * per reviewer with an address (never the requester themselves). A `call.pending` row's deadline
- * is the call's expiry: a message arriving after nobody can act on it is not sent. Returns how
- * many rows were queued. Call it with the `tx` of the transaction that makes `event` true.
+ * is the call's expiry: a message arriving after nobody can act on it is not sent. While more
+ * than {@link DIGEST_AFTER} calls of the requester wait, `call.pending` email goes as one digest
+ * per reviewer instead (digests.ts). Returns how many rows were queued. Call it with the `tx` of
+ * the transaction that makes `event` true.
  */
 export async function enqueueCallEvent(
   db: Db,
@@ -140,7 +154,8 @@ export async function enqueueCallEvent(
   const at = nowIso();
   const facts = callFacts(call);
   const deadline = event === "call.pending" ? call.expiresAt : null;
-  const base = { event, callId: call.id, deadline };
+  const requester = requesterKey(facts.requester);
+  const base = { event, callId: call.id, requester, deadline };
   const rows: NewDelivery[] = [];
   for (const hook of config.webhooks) {
     if (!hook.events.includes(event)) continue;
@@ -151,12 +166,30 @@ export async function enqueueCallEvent(
   }
   if (config.email?.events.includes(event)) {
     const except = call.requesterKind === "user" ? call.requesterName : undefined;
-    for (const person of await reviewerEmails(db, except === undefined ? {} : { except })) {
+    const people = await reviewerEmails(db, except === undefined ? {} : { except });
+    const digested =
+      event === "call.pending" && people.length > 0 && (await waitingOf(db, facts.requester)) > DIGEST_AFTER;
+    for (const person of people) {
+      if (!digested) {
+        rows.push({
+          ...base,
+          channel: "email",
+          target: person.name,
+          payload: { event, at, call: facts, to: person.email },
+        });
+        continue;
+      }
+      const dueAt = await takeDigest(db, person.name, requester, at);
+      if (dueAt === null) continue;
       rows.push({
-        ...base,
         channel: "email",
         target: person.name,
-        payload: { event, at, call: facts, to: person.email },
+        event,
+        callId: null,
+        requester,
+        deadline: null,
+        dueAt,
+        payload: { event, at, digest: { requester: facts.requester, waiting: 0 }, to: person.email },
       });
     }
   }
@@ -185,6 +218,7 @@ export async function enqueueCatalogueChange(
       target: hook.name,
       event: "catalogue.changed",
       callId: null,
+      requester: null,
       payload,
       deadline: null,
     }));
@@ -200,7 +234,17 @@ export function destinationOf(row: { channel: string; target: string }): string 
 }
 const destinationSql = sql<string>`(CASE ${notificationDeliveries.channel} WHEN 'email' THEN 'email' ELSE 'webhook:' || ${notificationDeliveries.target} END)`;
 
-/** Queued rows due by `now`, oldest due first (then oldest queued), none for a destination in `skip`. */
+/**
+ * Each due row's turn among its destination's due rows of the same requester (1 for the oldest):
+ * ordering by it first sends one row of every requester before a second of any, so one
+ * requester's backlog never holds another's messages back.
+ */
+const turnSql = sql`row_number() over (partition by ${destinationSql}, ${notificationDeliveries.requester} order by ${notificationDeliveries.nextAttemptAt}, ${notificationDeliveries.id})`;
+
+/**
+ * Queued rows due by `now`, none for a destination in `skip`: in turns by requester (`turnSql`),
+ * within a turn oldest due first (then oldest queued).
+ */
 export async function dueDeliveries(
   db: Db,
   now: string,
@@ -218,7 +262,7 @@ export async function dueDeliveries(
         skip.length > 0 ? notInArray(destinationSql, [...skip]) : undefined,
       ),
     )
-    .orderBy(asc(notificationDeliveries.nextAttemptAt), asc(notificationDeliveries.id))
+    .orderBy(turnSql, asc(notificationDeliveries.nextAttemptAt), asc(notificationDeliveries.id))
     .limit(limit);
 }
 
@@ -341,6 +385,7 @@ export async function recentDeliveries(
     event: r.event,
     callId: r.callId,
     recipient: r.channel === "email" ? r.target : null,
+    digestOf: isDigestRow(r) && r.requester !== null ? r.requester.slice(r.requester.indexOf(":") + 1) : null,
     status: r.status,
     attempts: r.attempts,
     createdAt: r.createdAt,

@@ -23,6 +23,7 @@ function row(): DeliveryRow {
     target: "ops",
     event: "call.pending",
     callId: "c-1",
+    requester: "agent:bot",
     payload: JSON.stringify({
       event: "call.pending",
       at: new Date().toISOString(),

@@ -145,3 +145,4 @@ export const signInCounters = pgTableOf(sqlite.signInCounters);
 export const heldResults = pgTableOf(sqlite.heldResults);
 export const linkedUris = pgTableOf(sqlite.linkedUris);
 export const agentRates = pgTableOf(sqlite.agentRates);
+export const notificationDigests = pgTableOf(sqlite.notificationDigests);

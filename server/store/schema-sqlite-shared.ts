@@ -4,7 +4,7 @@ import { now } from "./schema-now";
 
 /**
  * Tables of schema-sqlite.ts that reference no other: the replicas and what they share (who runs
- * which stdio server, sign-in counters, held results, linked URIs, agents' call buckets).
+ * which stdio server, sign-in counters, held results, linked URIs, agents' call buckets, email digests).
  * schema-sqlite.ts re-exports them; this file is part of the one schema definition.
  */
 
@@ -77,4 +77,17 @@ export const agentRates = sqliteTable("agent_rates", {
   tokens: real("tokens").notNull(),
   /** When that was: milliseconds since the epoch, on the clock of the replica that took. */
   takenAt: real("taken_at").notNull(),
+});
+
+/**
+ * Pending-call digests by email (server/notify/digests.ts), one row per reviewer and requester:
+ * whether a digest to that reviewer about that requester is queued, and when the next may go.
+ */
+export const notificationDigests = sqliteTable("notification_digests", {
+  /** The reviewer's user name, a line break, and the requester (`agent:<name>` or `user:<name>`). */
+  key: text("key").primaryKey(),
+  /** 1 while a digest row for this key is queued in the outbox (at most one is). */
+  queued: integer("queued").notNull(),
+  /** The earliest time the next digest for this key may be sent. */
+  notBefore: text("not_before").notNull(),
 });

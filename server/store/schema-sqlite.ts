@@ -233,6 +233,11 @@ export const notificationDeliveries = sqliteTable(
     /** `call.pending`, `call.decided`, `call.expired`, `call.interrupted` or `catalogue.changed`. */
     event: text("event").notNull(),
     callId: text("call_id"),
+    /**
+     * Who asked for the call the message is about (`agent:<name>` or `user:<name>`); null for
+     * catalogue changes. Due rows of one destination are sent in turn per requester.
+     */
+    requester: text("requester"),
     /** The event's facts as JSON, as they were when it happened; the message is built from them at send time. */
     payload: text("payload").notNull(),
     /** queued (due at `nextAttemptAt`), delivered, or failed (given up). */

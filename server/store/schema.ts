@@ -42,6 +42,7 @@ export const signInCounters = chosen.signInCounters;
 export const heldResults = chosen.heldResults;
 export const linkedUris = chosen.linkedUris;
 export const agentRates = chosen.agentRates;
+export const notificationDigests = chosen.notificationDigests;
 
 /**
  * The database's clock `ms` milliseconds ago (0: now), as ISO 8601 UTC text with milliseconds,
