@@ -15,12 +15,12 @@ import {
   tdClass,
   thClass,
 } from "@/components/ui";
-import { CreateTokenBody, type TokenView } from "@/lib/api-types";
+import { CreateTokenBody, type TokenActivityView, type TokenView } from "@/lib/api-types";
 import { endpoints } from "@/lib/endpoints";
-import { errorWithCode, formatDateTime } from "@/lib/format";
+import { errorWithCode, formatDateTime, plural } from "@/lib/format";
 import { queryKeys } from "@/lib/query-keys";
 
-type TokensData = { tokens: TokenView[]; toolSets: string[] };
+type TokensData = { tokens: TokenView[]; toolSets: string[]; activity: Record<string, TokenActivityView> };
 
 function upsert(old: TokensData | undefined, token: TokenView): TokensData | undefined {
   return old ? { ...old, tokens: [...old.tokens.filter((t) => t.name !== token.name), token] } : old;
@@ -37,7 +37,10 @@ export function TokensSection() {
     select: (data) => ({
       tokens: [...data.tokens].sort((a, b) => a.name.localeCompare(b.name)),
       toolSets: data.toolSets,
+      activity: data.activity,
     }),
+    // Activity moves with every call; a minute-old count is fresh enough for this page.
+    refetchInterval: 60_000,
   });
   const move = useMutation({
     mutationFn: (v: { name: string; toolSet: string | null }) =>
@@ -84,6 +87,9 @@ export function TokensSection() {
                   Last used
                 </th>
                 <th scope="col" className={thClass}>
+                  Activity
+                </th>
+                <th scope="col" className={thClass}>
                   Status
                 </th>
                 <th scope="col" className={thClass}>
@@ -111,6 +117,9 @@ export function TokensSection() {
                   </td>
                   <td className={`${tdClass} whitespace-nowrap text-zinc-600`}>
                     {token.lastUsedAt ? formatDateTime(token.lastUsedAt) : "Never"}
+                  </td>
+                  <td className={`${tdClass} text-zinc-600`}>
+                    <ActivityCell activity={query.data.activity[token.name]} />
                   </td>
                   <td className={`${tdClass} whitespace-nowrap`}>
                     {token.revokedAt ? (
@@ -205,6 +214,26 @@ function ToolSetCell({
         <p className="text-xs text-red-700">Not in the configuration: this token may use no tool.</p>
       ) : null}
     </div>
+  );
+}
+
+/** Calls in the last hour, calls waiting now, and the last refusal by a limit. */
+function ActivityCell({ activity }: { activity: TokenActivityView | undefined }) {
+  if (!activity) return <span className="text-zinc-500">No calls in the last hour</span>;
+  return (
+    <span className="block text-xs leading-5" data-testid="token-activity">
+      <span className="block whitespace-nowrap">
+        {plural(activity.callsLastHour, "call")} in the last hour
+      </span>
+      <span className={`block whitespace-nowrap ${activity.pendingNow > 0 ? "text-amber-700" : ""}`}>
+        {activity.pendingNow} waiting now
+      </span>
+      {activity.lastLimitedAt ? (
+        <span className="block whitespace-nowrap text-red-700">
+          Limited {formatDateTime(activity.lastLimitedAt)}
+        </span>
+      ) : null}
+    </span>
   );
 }
 

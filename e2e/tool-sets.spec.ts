@@ -113,6 +113,17 @@ test.describe
           "demo_add_note",
           "demo_list_notes",
         ]);
+        // Owners see what the token has been doing: a write that waits for a reviewer.
+        const waiting = await page.request.post(`${base}/api/calls`, {
+          headers: { authorization: `Bearer ${secret}` },
+          data: { tool: "demo_add_note", arguments: { text: "for review" } },
+        });
+        expect(waiting.status()).toBe(202);
+        await page.reload();
+        const activity = row.getByTestId("token-activity");
+        await expect(activity).toContainText("1 call in the last hour");
+        await expect(activity).toContainText("1 waiting now");
+        await snap(page, "settings-token-activity");
       } finally {
         await client.close();
       }

@@ -119,6 +119,15 @@ export interface TokenView {
   revokedAt: string | null;
 }
 
+/** An agent token's recent activity (Settings). */
+export interface TokenActivityView {
+  callsLastHour: number;
+  /** Its calls waiting for a reviewer now. */
+  pendingNow: number;
+  /** When a limit last refused it (to the minute); null: not on record. */
+  lastLimitedAt: string | null;
+}
+
 /**
  * `failed`: a crash loop stopped the retries until an owner presses Reconnect. `needs_auth`: the
  * server asks for an OAuth sign-in (configured, or its own 401 naming its resource metadata) and

@@ -31,6 +31,7 @@ import type {
   ServerView,
   SetupBody,
   SignInBody,
+  TokenActivityView,
   TokenView,
   ToolHistoryView,
   UpdateTokenBody,
@@ -107,8 +108,12 @@ export const endpoints = {
   },
 
   tokens: {
-    /** The tokens, and the tool sets the configuration offers them. */
-    list: (init?: ReadInit) => api<{ tokens: TokenView[]; toolSets: string[] }>("/api/tokens", init),
+    /** The tokens, the tool sets the configuration offers them, and each token's recent activity. */
+    list: (init?: ReadInit) =>
+      api<{ tokens: TokenView[]; toolSets: string[]; activity: Record<string, TokenActivityView> }>(
+        "/api/tokens",
+        init,
+      ),
     /** The secret is in this answer only. */
     create: (body: z.input<typeof CreateTokenBody>) =>
       api<{ token: TokenView; secret: string }>("/api/tokens", { method: "POST", json: body }),

@@ -8,10 +8,13 @@
 import { ErrorCode } from "@modelcontextprotocol/sdk/types.js";
 import { and, eq } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
+import type { TokenActivityView } from "@/lib/api-types";
 import { connectMcp } from "@/test/support/mcp";
 import {
   ADD_NOTE,
+  bodyOf,
   createAgentToken,
+  createTestUser,
   enableTool,
   LIST_NOTES,
   request,
@@ -167,5 +170,33 @@ describe("maxPendingCalls", () => {
     expect((await post(tight)).status).toBe(202);
     expect((await post(tight)).status).toBe(429);
     for (let i = 0; i < 25; i++) expect((await post(loose)).status).toBe(202);
+  });
+});
+
+describe("token activity", () => {
+  it("owners see each token's calls in the last hour, its calls waiting now, and when a limit last refused it", async () => {
+    const t = await start({ toolSets: { quick: { tools: ["demo_*"], limits: { callsPerMinute: 2 } } } });
+    const quick = await createAgentToken(t.runtime, "quick-bot", { toolSet: "quick" });
+    const writer = await createAgentToken(t.runtime, "writer-bot");
+    await createAgentToken(t.runtime, "idle-bot");
+    for (let i = 0; i < 3; i++)
+      await request("POST", "/api/calls", { bearer: quick, body: { tool: LIST_NOTES } });
+    await request("POST", "/api/calls", { bearer: writer, body: { tool: LIST_NOTES } });
+    const held = await request("POST", "/api/calls", {
+      bearer: writer,
+      body: { tool: ADD_NOTE, arguments: { text: "waits" } },
+    });
+    expect(held.status).toBe(202);
+
+    const owner = await createTestUser(t.runtime, "olga", ["owner"]);
+    const res = await request("GET", "/api/tokens", { cookie: owner.cookie });
+    expect(res.status).toBe(200);
+    const { activity } = await bodyOf<{ activity: Record<string, TokenActivityView> }>(res);
+    expect(activity["quick-bot"]).toMatchObject({ callsLastHour: 2, pendingNow: 0 });
+    expect(Date.parse(activity["quick-bot"]?.lastLimitedAt ?? "")).toBeGreaterThan(Date.now() - 60_000);
+    expect(activity["writer-bot"]).toEqual({ callsLastHour: 2, pendingNow: 1, lastLimitedAt: null });
+    expect(activity["idle-bot"]).toBeUndefined();
+    // Agents do not see it.
+    expect((await request("GET", "/api/tokens", { bearer: writer })).status).toBe(403);
   });
 });

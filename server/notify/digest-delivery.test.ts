@@ -158,4 +158,3 @@ describe("pending-call email under a flood", () => {
     expect(rx.mails.filter((m) => m.text.includes("calls from flood-bot"))).toEqual([]);
   });
 });
-
