@@ -349,7 +349,7 @@ if (want("dial")) {
       notifications: { publicUrl: null, webhooks: [], email: null },
       rules: [],
       toolSets: [],
-      agentLimits: { callsPerMinute: 0, maxPendingCalls: 20 },
+      agentLimits: { callsPerMinute: 0, maxPendingCalls: 20, maxConcurrentCalls: 0 },
     },
     { log: quiet, onState: (s) => s.state === "ready" && ready(), onTools: () => {} },
   );

@@ -45,6 +45,8 @@ export const errorStatus = {
   rate_limited: 429,
   /** An agent has `maxPendingCalls` waiting: the next call that would wait is refused. */
   too_many_pending: 429,
+  /** An agent has `maxConcurrentCalls` running: the next call that would run at once is refused. */
+  too_many_concurrent_calls: 429,
   server_unavailable: 502,
   upstream_error: 502,
   upstream_timeout: 504,

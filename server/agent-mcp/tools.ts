@@ -261,7 +261,10 @@ async function answerCall<Pending>(
       );
     } catch (err) {
       // Over the agent's pace: no answer about the call but about the agent, to back off on.
-      if (err instanceof GatehouseError && err.code === "rate_limited") {
+      if (
+        err instanceof GatehouseError &&
+        (err.code === "rate_limited" || err.code === "too_many_concurrent_calls")
+      ) {
         throw rpcFailure(RATE_LIMITED_RPC, err.message, {
           code: err.code,
           retryAfterSeconds: err.retryAfterSeconds,

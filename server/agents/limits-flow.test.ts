@@ -5,11 +5,13 @@
  * run), each refusal audited once a minute however many come. The buckets themselves, with a
  * clock the test moves, in memory and in the store (shared by two limiters on one store).
  */
+import { join } from "node:path";
 import { ErrorCode } from "@modelcontextprotocol/sdk/types.js";
 import { and, eq } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
 import type { TokenActivityView } from "@/lib/api-types";
 import { connectMcp } from "@/test/support/mcp";
+import { FIXTURES } from "@/test/support/mcp-harness";
 import {
   ADD_NOTE,
   bodyOf,
@@ -20,6 +22,7 @@ import {
   request,
   startTestRuntime,
   type TestRuntime,
+  waitForServersReady,
 } from "@/test/support/runtime";
 import { rpcRefusal } from "../agent-mcp/files-fixtures";
 import { RATE_LIMITED_RPC } from "../agent-mcp/tools";
@@ -170,6 +173,69 @@ describe("maxPendingCalls", () => {
     expect((await post(tight)).status).toBe(202);
     expect((await post(tight)).status).toBe(429);
     for (let i = 0; i < 25; i++) expect((await post(loose)).status).toBe(202);
+  });
+});
+
+describe("maxConcurrentCalls", () => {
+  it("the call that would run beside the token's most is refused too_many_concurrent_calls; one that waits is not; an answer frees a place", async () => {
+    rt = await startTestRuntime({
+      servers: {
+        slow: {
+          command: process.execPath,
+          args: [join(FIXTURES, "silent-cancel.mjs")],
+          timeoutMs: 3000,
+          enabled: true,
+        },
+      },
+      config: {
+        rules: [{ name: "hang-runs", tools: ["slow_hang"], decision: "allow" }],
+        toolSets: { one: { tools: ["slow_*", "demo_*"], limits: { maxConcurrentCalls: 1 } } },
+      },
+    });
+    const t = rt;
+    await waitForServersReady(t.runtime, ["slow"]);
+    for (const tool of [LIST_NOTES, ADD_NOTE, "slow_hang"]) await enableTool(t.runtime, tool);
+    const one = await createAgentToken(t.runtime, "one-bot", { toolSet: "one" });
+    const free = await createAgentToken(t.runtime, "free-bot");
+    // A call run at once is told of as a fact of the process (no event goes to browsers).
+    const started = new Promise<void>((resolve) => {
+      const stop = t.runtime.bus.observeCalls((fact) => {
+        if (fact.call.tool !== "slow_hang" || fact.call.status !== "running") return;
+        stop();
+        resolve();
+      });
+    });
+    const hung = request("POST", "/api/calls", { bearer: one, body: { tool: "slow_hang" } });
+    await started;
+
+    const second = await request("POST", "/api/calls", { bearer: one, body: { tool: LIST_NOTES } });
+    expect(second.status).toBe(429);
+    expect(second.headers.get("retry-after")).toBe("1");
+    expect((await bodyOf<{ error: { code: string } }>(second)).error.code).toBe("too_many_concurrent_calls");
+    // A call that would wait for a reviewer runs nothing now: it is not held back.
+    const held = await request("POST", "/api/calls", {
+      bearer: one,
+      body: { tool: ADD_NOTE, arguments: { text: "later" } },
+    });
+    expect(held.status).toBe(202);
+    // Another token has its own count.
+    expect((await request("POST", "/api/calls", { bearer: free, body: { tool: LIST_NOTES } })).status).toBe(
+      200,
+    );
+    // /mcp says the same as a back-off error.
+    const { client, close } = await connectMcp({ token: one });
+    cleanups.push(close);
+    const failure = await rpcRefusal(client.callTool({ name: LIST_NOTES, arguments: {} }));
+    expect(failure.code).toBe(RATE_LIMITED_RPC);
+    expect((failure.data as { code?: string }).code).toBe("too_many_concurrent_calls");
+
+    // The hung call ends at its deadline (outcome unknown): its place is free again.
+    expect((await bodyOf<{ status: string }>(await hung)).status).toBe("interrupted");
+    expect((await request("POST", "/api/calls", { bearer: one, body: { tool: LIST_NOTES } })).status).toBe(
+      200,
+    );
+    const rows = await limitedRows(t, "one-bot");
+    expect(rows.map((r) => r.subject)).toEqual(["too_many_concurrent_calls"]);
   });
 });
 

@@ -15,7 +15,10 @@ export const REFUSALS_GATHERED_MS = 60_000;
  * none. `callsPerMinute` is taken here, before the call is decided (before rules and grants);
  * `maxPendingCalls` is counted in the call's birth (calls/birth.ts), in the transaction that would
  * make it pending, so concurrent births of one token on any replica never pass it, and only a
- * call that would wait is refused: reads still run.
+ * call that would wait is refused: reads still run. `maxConcurrentCalls` is counted the same way,
+ * over the token's `running` calls in the store (not in a replica's memory): a replica that dies
+ * leaves its calls `running` until they are marked `interrupted`, so the count mends itself, and
+ * every replica counts the same calls.
  *
  * Refusals by a limit store no call: they are audited as `agent.limited`, the first of a minute
  * at once, and how many more came in that minute when the next one comes after it, or at stop
@@ -67,6 +70,23 @@ export class AgentLimits {
   /** `who`'s `maxPendingCalls` (0: none), which its call's birth enforces. */
   maxPendingOf(who: SetHolder): number {
     return this.limitsOf(who)?.maxPendingCalls ?? 0;
+  }
+
+  /** `who`'s `maxConcurrentCalls` (0: none), which its call's birth enforces. */
+  maxConcurrentOf(who: SetHolder): number {
+    return this.limitsOf(who)?.maxConcurrentCalls ?? 0;
+  }
+
+  /** The refusal of a call that would run beside `running` of `who`'s, its most; audited as any limit's. */
+  concurrentRefusal(who: SetHolder, running: number): GatehouseError {
+    return this.refused(
+      who,
+      new GatehouseError(
+        "too_many_concurrent_calls",
+        `this token has ${running} calls running, its most; try again once one has answered`,
+        { retryAfterSeconds: 1 },
+      ),
+    );
   }
 
   /** The refusal of a call that would be `who`'s `pending`-th waiting one, audited as any limit's. */

@@ -91,9 +91,9 @@ export interface Birth {
   toolSets?: ToolSets | undefined;
 }
 
-/** Calls of agent `name` waiting for a reviewer now (in the birth's transaction). */
-async function pendingOf(db: Db, name: string): Promise<number> {
-  const query = prepared(db, "calls.pendingOfAgent", () =>
+/** Calls of agent `name` in `status` now (in the birth's transaction). */
+async function agentCallsIn(db: Db, status: "pending" | "running", name: string): Promise<number> {
+  const query = prepared(db, `calls.${status}OfAgent`, () =>
     db
       .select({ n: count() })
       .from(calls)
@@ -101,7 +101,7 @@ async function pendingOf(db: Db, name: string): Promise<number> {
         and(
           eq(calls.requesterName, sql.placeholder("name")),
           eq(calls.requesterKind, "agent"),
-          eq(calls.status, "pending"),
+          eq(calls.status, status),
         ),
       )
       .prepare(),
@@ -190,7 +190,7 @@ export async function writeBirth(db: Db, b: Birth): Promise<CallRow> {
     if (max > 0) {
       // Read in this transaction: concurrent births of the same agent take turns (SQLite) or one
       // is run again (PostgreSQL, SERIALIZABLE), so the count is never passed.
-      const pending = await pendingOf(db, requester.name);
+      const pending = await agentCallsIn(db, "pending", requester.name);
       if (pending >= max && b.limits) throw b.limits.pendingRefusal(requester, pending);
     }
     const held: CallRow = {
@@ -210,6 +210,12 @@ export async function writeBirth(db: Db, b: Birth): Promise<CallRow> {
     });
     await b.notify?.(db, "call.pending", held);
     return held;
+  }
+  const maxRunning = b.limits?.maxConcurrentOf(requester) ?? 0;
+  if (maxRunning > 0) {
+    // Counted as `maxPendingCalls` is, in this transaction, so no replica passes it.
+    const running = await agentCallsIn(db, "running", requester.name);
+    if (running >= maxRunning && b.limits) throw b.limits.concurrentRefusal(requester, running);
   }
   const run = decision.outcome === "run" ? decision : null;
   const started: CallRow = {

@@ -85,7 +85,7 @@ describe("a valid file", () => {
       notifications: { publicUrl: null, webhooks: [], email: null },
       rules: [],
       toolSets: [],
-      agentLimits: { callsPerMinute: 0, maxPendingCalls: 20 },
+      agentLimits: { callsPerMinute: 0, maxPendingCalls: 20, maxConcurrentCalls: 0 },
     });
   });
 

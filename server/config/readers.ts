@@ -45,6 +45,7 @@ export const LIMITS = {
   refreshSeconds: { default: 300, min: 10, max: 86_400, zeroDisables: true },
   callsPerMinute: { default: 0, min: 1, max: 100_000, zeroDisables: true },
   maxPendingCalls: { default: 20, min: 1, max: 10_000, zeroDisables: true },
+  maxConcurrentCalls: { default: 0, min: 1, max: 10_000, zeroDisables: true },
 } as const satisfies Record<string, IntRule>;
 
 /** Expands one string found at JSON path `where`, reporting what is wrong with its references. */

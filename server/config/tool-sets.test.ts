@@ -54,22 +54,36 @@ describe("the toolSets section", () => {
     const ok = sets({ billing: { tools: ["pay_*"], limits: { callsPerMinute: 60 } } });
     expect(ok.config?.toolSets[0]?.limits).toEqual({ callsPerMinute: 60 });
     const bad = sets({
-      billing: { tools: ["pay_*"], limits: { callsPerMinute: -1, maxConcurrentCalls: 4 } },
+      billing: { tools: ["pay_*"], limits: { callsPerMinute: -1, maxConcurrentCalls: 4, concurrency: 2 } },
     });
     expect(messagesAt(bad.errors, "toolSets.billing.limits.callsPerMinute")[0]).toMatch(
       /-1 is not allowed; use 0 \(off\) or an integer from 1 to 100000/,
     );
-    expect(messagesAt(bad.errors, "toolSets.billing.limits.maxConcurrentCalls")[0]).toMatch(
-      /not supported yet/,
+    expect(messagesAt(bad.errors, "toolSets.billing.limits.maxConcurrentCalls")).toEqual([]);
+    expect(messagesAt(bad.errors, "toolSets.billing.limits.concurrency")[0]).toMatch(
+      /use "maxConcurrentCalls"/,
     );
+    const concurrent = sets({ billing: { tools: ["pay_*"], limits: { maxConcurrentCalls: 4 } } });
+    expect(concurrent.config?.toolSets[0]?.limits).toEqual({ maxConcurrentCalls: 4 });
   });
 });
 
 describe("the agentLimits section", () => {
-  it("defaults to 20 calls waiting and no pace; each key checked at its path", () => {
-    expect(check({ mcpServers: {} }).config?.agentLimits).toEqual({ callsPerMinute: 0, maxPendingCalls: 20 });
-    const given = check({ mcpServers: {}, agentLimits: { callsPerMinute: 600, maxPendingCalls: 0 } });
-    expect(given.config?.agentLimits).toEqual({ callsPerMinute: 600, maxPendingCalls: 0 });
+  it("defaults to 20 calls waiting, no pace and no bound on calls running; each key checked at its path", () => {
+    expect(check({ mcpServers: {} }).config?.agentLimits).toEqual({
+      callsPerMinute: 0,
+      maxPendingCalls: 20,
+      maxConcurrentCalls: 0,
+    });
+    const given = check({
+      mcpServers: {},
+      agentLimits: { callsPerMinute: 600, maxPendingCalls: 0, maxConcurrentCalls: 16 },
+    });
+    expect(given.config?.agentLimits).toEqual({
+      callsPerMinute: 600,
+      maxPendingCalls: 0,
+      maxConcurrentCalls: 16,
+    });
     const bad = check({ mcpServers: {}, agentLimits: { maxPendingCalls: "5", rpm: 3 } });
     expect(messagesAt(bad.errors, "agentLimits.maxPendingCalls")[0]).toMatch(/write 5 without quotes/);
     expect(messagesAt(bad.errors, "agentLimits.rpm")[0]).toMatch(/use "callsPerMinute"/);

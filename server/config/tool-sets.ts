@@ -12,9 +12,9 @@ import type { AgentLimitsConfig, ToolSetConfig } from "./types";
  */
 
 const SET_KEYS = ["tools", "limits"] as const;
-const LIMIT_KEYS = ["callsPerMinute", "maxPendingCalls"] as const;
+const LIMIT_KEYS = ["callsPerMinute", "maxPendingCalls", "maxConcurrentCalls"] as const;
 const LIMIT_HINTS: Record<string, string> = {
-  maxConcurrentCalls: "not supported yet; use callsPerMinute and maxPendingCalls",
+  concurrency: 'use "maxConcurrentCalls"',
   rateLimit: 'use "callsPerMinute"',
   rpm: 'use "callsPerMinute"',
 };
@@ -68,7 +68,7 @@ export function readToolSets(raw: Json, issues: Issues): ToolSetConfig[] {
   return sets.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
-/** `agentLimits`: every token's limits; the defaults (maxPendingCalls 20, the rest off) when absent. */
+/** `agentLimits`: every token's limits; the defaults (maxPendingCalls 20, the others off) when absent. */
 export function readAgentLimits(raw: Json, issues: Issues): AgentLimitsConfig {
   return readLimits(raw, "", false, issues) as AgentLimitsConfig;
 }

@@ -212,6 +212,11 @@ export interface AgentLimitsConfig {
   callsPerMinute: number;
   /** Calls of the token waiting for a reviewer at once; the next that would wait is refused. Default 20. */
   maxPendingCalls: number;
+  /**
+   * Calls of the token running at once; the next that would run at once is refused (a call a
+   * reviewer approved runs whatever the count). Default 0: off.
+   */
+  maxConcurrentCalls: number;
 }
 
 /** `metrics` (PRODUCT.md §15). */

@@ -82,7 +82,7 @@ export function gatehouse(servers: ServerConfig[], refreshSeconds = 0): Gatehous
     notifications: { publicUrl: null, webhooks: [], email: null },
     rules: [],
     toolSets: [],
-    agentLimits: { callsPerMinute: 0, maxPendingCalls: 20 },
+    agentLimits: { callsPerMinute: 0, maxPendingCalls: 20, maxConcurrentCalls: 0 },
   };
 }
 
