@@ -2,8 +2,9 @@
  * The cost of tool sets and limits on the call path: two Gatehouses started the same way (`npm
  * start`, production, the stdio echo server, an owner's /tools and a reviewer's /approvals open
  * on each), one whose agent token has no set (every enabled tool, the default limits), one whose
- * token is in a set with a `callsPerMinute` and a `maxPendingCalls` high enough never to bite,
- * measured side by side in pairs (bench/pairs.ts). The goal: at most 5 % more server CPU per call.
+ * token is in a set with `callsPerMinute`, `maxPendingCalls` and `maxConcurrentCalls` high enough
+ * never to bite, measured side by side in pairs (bench/pairs.ts). The goal: at most 5 % more
+ * server CPU per call.
  */
 import { openDashboards } from "./dashboards";
 import { type Gatehouse, startGatehouse } from "./gatehouse";
@@ -25,7 +26,7 @@ export async function benchToolSets(
         toolSets: {
           bench: {
             tools: ["echo_*", "files_read_*"],
-            limits: { callsPerMinute: 100_000, maxPendingCalls: 1000 },
+            limits: { callsPerMinute: 100_000, maxPendingCalls: 1000, maxConcurrentCalls: 1000 },
           },
         },
       },
