@@ -8,6 +8,7 @@ import {
   trustClientAddressHeader,
   trustedProxyCount,
 } from "../request";
+import { JsonResponse } from "./json-response";
 
 const log = logger("http");
 
@@ -137,6 +138,14 @@ export async function sendResponse(
   for (const [name, value] of response.headers) if (name !== "set-cookie") headers[name] = value;
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) headers["set-cookie"] = cookies;
+  if (response instanceof JsonResponse && !response.bodyUsed) {
+    // Our own JSON answers carry their text: no web stream is made or read for them.
+    const body = Buffer.from(response.jsonText);
+    headers["content-length"] = body.byteLength;
+    res.writeHead(response.status, headers);
+    res.end(body);
+    return;
+  }
   if (!response.body) {
     res.writeHead(response.status, headers);
     res.end();

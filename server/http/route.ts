@@ -11,6 +11,7 @@ import { getRuntime, type Runtime } from "../runtime";
 import type { Dialect } from "../store/db";
 import { errorCode, isConnectionFault } from "../store/pg-driver";
 import { tablesDialect } from "../store/schema";
+import { JsonResponse } from "./json-response";
 import { edgePeers, HOST_REFUSED_CODE } from "./peers";
 
 const log = logger("http");
@@ -39,7 +40,10 @@ export interface RouteOptions<B extends Schema | undefined, Q extends Schema | u
 /** JSON response helper; `undefined` body means 204. */
 export function json(data: unknown, status = 200, headers?: HeadersInit): Response {
   if (data === undefined) return new Response(null, { status: 204, headers });
-  return Response.json(data, { status, headers: { "Cache-Control": "no-store", ...headers } });
+  return new JsonResponse(JSON.stringify(data), {
+    status,
+    headers: { "Cache-Control": "no-store", ...headers },
+  });
 }
 
 /**

@@ -4,6 +4,7 @@ import {
   type AuthProvider,
   type FetchLike,
   type JSONRPCMessage,
+  parseJSONRPCMessage,
   type RequestId,
   SSEClientTransport,
   StreamableHTTPClientTransport,
@@ -17,7 +18,11 @@ import {
   NULL_BODY_STATUSES,
   webStreamOf,
 } from "../net/guarded-fetch";
+import { eventSizeCounter, FrameTooLargeError, readEventStream, tooLarge } from "./event-stream";
 import { SessionLostError, STREAM_ENDED_CODE } from "./failures";
+
+export { FrameTooLargeError } from "./event-stream";
+
 import { type AuthChallenge, readChallenge } from "./sign-in";
 
 /**
@@ -40,10 +45,6 @@ const EVENT_STREAM_REOPEN = {
   reconnectionDelayGrowFactor: 1.5,
   maxRetries: 10,
 };
-
-export class FrameTooLargeError extends Error {
-  readonly code = "GATEHOUSE_FRAME_TOO_LARGE";
-}
 
 /** The 2026-07-28 request that opens a stream of notifications rather than asking for one answer. */
 const LISTEN_METHOD = "subscriptions/listen";
@@ -132,38 +133,6 @@ const LOST_SESSION_PHRASES = [
   /server not initiali[sz]ed/i,
   /invalid or missing session id/i,
 ];
-
-/**
- * Counts the bytes of an event stream since its last event boundary (a blank line), across
- * chunks: the function returned answers, for each chunk, whether the event in progress has now
- * passed `max` bytes. The over-long event is never held whole.
- */
-function eventSizeCounter(max: number): (chunk: Uint8Array) => boolean {
-  let count = 0;
-  let lineEmpty = true;
-  return (chunk) => {
-    let pos = 0;
-    for (;;) {
-      const nl = chunk.indexOf(10, pos);
-      if (nl === -1) {
-        const rest = chunk.byteLength - pos;
-        if (rest > 1 || (rest === 1 && chunk[pos] !== 13)) lineEmpty = false;
-        count += rest;
-        break;
-      }
-      const len = nl - pos;
-      const content = len > 0 && chunk[nl - 1] === 13 ? len - 1 : len;
-      count = lineEmpty && content === 0 ? 0 : count + len + 1;
-      lineEmpty = true;
-      pos = nl + 1;
-    }
-    return count > max;
-  };
-}
-
-function tooLarge(what: string, max: number): FrameTooLargeError {
-  return new FrameTooLargeError(`server sent ${what} larger than maxFrameBytes (${max} bytes)`);
-}
 
 /**
  * An event-stream body as the web stream the SDK parses, each event capped at `max` bytes as it
@@ -284,11 +253,17 @@ export class GuardedHttpTransport implements Transport {
         if (error instanceof FrameTooLargeError) opts.onFatal(error);
         if (carriesAnswers) this.settle(answerable, error);
       };
-      // An event stream is handed on as it flows; any other body (a JSON answer, an error page)
-      // is read whole first, which spares it the web streams an event stream needs.
       if ((res.headers.get("content-type") ?? "").includes("text/event-stream")) {
+        // The answers to our own requests are read here as they come and handed to the client,
+        // which is told the POST was accepted (202) and reads nothing more. A listen stream and
+        // the era probe stay the SDK's: it follows their end itself.
+        if (opts.kind === "http" && carriesAnswers && answerable.length === ids.length) {
+          readEventStream(res.body, opts.maxFrameBytes, (event) => this.receiveEvent(event), onEnd);
+          return new Response(null, { status: 202, statusText: "Accepted", headers: res.headers });
+        }
         return new Response(cappedEventStream(res.body, opts.maxFrameBytes, onEnd), answerInit);
       }
+      // Any other body (a JSON answer, an error page) is read whole first.
       const whole = await readCapped(res.body, opts.maxFrameBytes, onEnd);
       return new Response(whole as Uint8Array<ArrayBuffer>, answerInit);
     };
@@ -304,17 +279,32 @@ export class GuardedHttpTransport implements Transport {
             onInsufficientScope: "throw",
             ...auth,
           });
-    this.inner.onmessage = (message) => {
-      if ("id" in message && message.id !== undefined && ("result" in message || "error" in message)) {
-        this.outstanding.delete(message.id);
-      }
-      this.onmessage?.(message);
-    };
+    this.inner.onmessage = (message) => this.receive(message);
     this.inner.onerror = (error) => this.onerror?.(error);
     this.inner.onclose = () => {
       this.closed = true;
       this.onclose?.();
     };
+  }
+
+  private receive(message: JSONRPCMessage): void {
+    if ("id" in message && message.id !== undefined && ("result" in message || "error" in message)) {
+      this.outstanding.delete(message.id);
+    }
+    this.onmessage?.(message);
+  }
+
+  /** One event of a stream read here: a `message` event's data is one JSON-RPC message, as the SDK reads it. */
+  private receiveEvent(event: { event: string; data: string }): void {
+    if (event.event !== "message") return;
+    let message: JSONRPCMessage;
+    try {
+      message = parseJSONRPCMessage(JSON.parse(event.data));
+    } catch (error) {
+      this.onerror?.(error instanceof Error ? error : new Error(String(error)));
+      return;
+    }
+    this.receive(message);
   }
 
   /**
