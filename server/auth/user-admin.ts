@@ -1,12 +1,11 @@
 import "server-only";
-import { and, eq, ne } from "drizzle-orm";
+import { and, eq, gte, lt, ne } from "drizzle-orm";
 import type { Role, UserView } from "@/lib/api-types";
 import { GatehouseError } from "@/lib/errors";
 import { endGrants } from "../grants";
-import { forgetDigestsOf } from "../notify/digests";
 import { writeAudit } from "../store/audit";
 import { type Db, first, transaction } from "../store/db";
-import { notificationDeliveries, sessions, users } from "../store/schema";
+import { notificationDeliveries, notificationDigests, sessions, users } from "../store/schema";
 import type { LoginThrottle } from "./access";
 import { hashPassword, sha256 } from "./crypto";
 import { parseRoles, passwordHashOf, toUserView, updateUser, verifyCredentials } from "./users";
@@ -292,7 +291,11 @@ export async function removeUser(db: Db, params: RemoveUserParams, now = new Dat
           eq(notificationDeliveries.status, "queued"),
         ),
       );
-    await forgetDigestsOf(tx, name);
+    // Their digest state goes too, so a later user of the name is mailed afresh: its keys are
+    // "<name>\n<requester>", from "<name>\n" up to (not including) "<name>\v" in byte order.
+    await tx
+      .delete(notificationDigests)
+      .where(and(gte(notificationDigests.key, `${name}\n`), lt(notificationDigests.key, `${name}\v`)));
     const sessionsEnded = await deleteSessions(tx, row.id);
     // change_reads go with the row (ON DELETE CASCADE).
     await tx.delete(users).where(eq(users.id, row.id));

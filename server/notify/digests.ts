@@ -1,5 +1,5 @@
 import "server-only";
-import { and, count, eq, gte, lt, sql } from "drizzle-orm";
+import { and, count, eq, sql } from "drizzle-orm";
 import type { Db } from "../store/db";
 import { calls, type notificationDeliveries, notificationDigests } from "../store/schema";
 
@@ -59,17 +59,12 @@ export async function waitingOf(db: Db, requester: { kind: string; name: string 
   return row?.n ?? 0;
 }
 
-/** A line break parts the two: no user name holds one (nor could a NUL: PostgreSQL text refuses it). */
+/**
+ * A line break parts the two: no user name holds one (nor could a NUL: PostgreSQL text refuses
+ * it). Removing a person deletes their rows by this form (auth/user-admin.ts).
+ */
 function stateKey(reviewer: string, requester: string): string {
   return `${reviewer}\n${requester}`;
-}
-
-/** Forgets the digest state of a reviewer who is removed (a later user of the name starts afresh). */
-export async function forgetDigestsOf(db: Db, reviewer: string): Promise<void> {
-  // Keys from "<name>\n" up to (not including) "<name>\v": exactly this reviewer's, in byte order.
-  await db
-    .delete(notificationDigests)
-    .where(and(gte(notificationDigests.key, `${reviewer}\n`), lt(notificationDigests.key, `${reviewer}\v`)));
 }
 
 /**

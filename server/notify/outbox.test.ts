@@ -6,11 +6,12 @@
 import { asc, eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { openTestDb } from "@/test/support/store";
+import { removeUser } from "../auth/user-admin";
 import type { NotificationsConfig } from "../config";
 import { type Db, first, transaction } from "../store/db";
 import { type calls, notificationDeliveries, replicas, users } from "../store/schema";
 import { claimDelivery, releaseClaims, releaseClaimsOf, releaseDelivery } from "./claims";
-import { forgetDigestsOf, takeDigest } from "./digests";
+import { takeDigest } from "./digests";
 import { hook } from "./notify-fixtures";
 import {
   type CallPayload,
@@ -318,7 +319,7 @@ describe("the notification outbox", () => {
     const db = await store();
     const now = new Date().toISOString();
     for (const reviewer of ["rit", "rita", "ritab"]) await takeDigest(db, reviewer, "agent:flood-bot", now);
-    await forgetDigestsOf(db, "rita");
+    await removeUser(db, { name: "rita", actor: "otto", withdrawPending: async () => 0 });
     expect(await takeDigest(db, "rita", "agent:flood-bot", now)).toBe(now);
     expect(await takeDigest(db, "rit", "agent:flood-bot", now)).toBeNull();
     expect(await takeDigest(db, "ritab", "agent:flood-bot", now)).toBeNull();
