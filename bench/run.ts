@@ -26,6 +26,7 @@ import { launchBrowser, signedIn } from "./browser";
 import type { CallerSpec } from "./caller";
 import { openDashboards } from "./dashboards";
 import { type Gatehouse, startGatehouse } from "./gatehouse";
+import { benchIndependent } from "./independent";
 import { benchObservability } from "./observability";
 import { benchReplicas } from "./replicas";
 import {
@@ -46,7 +47,7 @@ const startedAt = performance.now();
 /**
  * `--only=minimal,gatehouse` runs just those sections (the first word of each as printed:
  * floor, minimal, gatehouse, dashboards, supergateway, dial, catalogue, memory, soak, tools, replicas,
- * observability, tool-sets) and writes
+ * observability, tool-sets, independent) and writes
  * bench/results/partial.json; the default is all of them.
  */
 const only = process.argv
@@ -567,6 +568,14 @@ if (want("tool-sets")) {
   const t = await benchToolSets({ ...SIZE, pairs }, CONCURRENCY, echoServer);
   toolSetLines = t.lines;
   extra.toolSets = { rows: t.rows };
+}
+
+if (want("independent")) {
+  extra.independent = await benchIndependent(
+    smoke
+      ? { warmup: 20, seq: 50, conc: 200, concurrency: CONCURRENCY }
+      : { warmup: 2000, seq: 1500, conc: 4000, concurrency: CONCURRENCY },
+  );
 }
 
 // The table. "rps/peer" compares with supergateway in this run, sending the same kind of
