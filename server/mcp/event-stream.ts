@@ -62,7 +62,8 @@ export interface StreamEvent {
  */
 export class EventStreamParser {
   private readonly decoder = new StringDecoder("utf8");
-  private buffer = "";
+  /** The text of the line in progress, in the pieces it came in. */
+  private pending: string[] = [];
   private data: string[] = [];
   private type = "";
   private started = false;
@@ -79,24 +80,30 @@ export class EventStreamParser {
     this.afterCr = false;
     const out: StreamEvent[] = [];
     let pos = 0;
-    const all = this.buffer + text;
     // Where the next LF and CR are from `pos` (-1: none left), each searched again only once
     // passed, so a long text is scanned once, not once per line.
-    let lf = all.indexOf("\n");
-    let cr = all.indexOf("\r");
+    let lf = text.indexOf("\n");
+    let cr = text.indexOf("\r");
     for (;;) {
-      if (lf !== -1 && lf < pos) lf = all.indexOf("\n", pos);
-      if (cr !== -1 && cr < pos) cr = all.indexOf("\r", pos);
+      if (lf !== -1 && lf < pos) lf = text.indexOf("\n", pos);
+      if (cr !== -1 && cr < pos) cr = text.indexOf("\r", pos);
       let end = lf === -1 ? cr : cr === -1 ? lf : Math.min(lf, cr);
       if (end === -1) break;
-      this.line(all.slice(pos, end), out);
+      let line = text.slice(pos, end);
+      if (this.pending.length > 0) {
+        line = this.pending.join("") + line;
+        this.pending = [];
+      }
+      this.line(line, out);
       if (end === cr) {
-        if (end + 1 === all.length) this.afterCr = true;
-        else if (all.charCodeAt(end + 1) === 10) end++;
+        if (end + 1 === text.length) this.afterCr = true;
+        else if (text.charCodeAt(end + 1) === 10) end++;
       }
       pos = end + 1;
     }
-    this.buffer = all.slice(pos);
+    // A line still open is kept in pieces, joined once it ends: appending each chunk to one
+    // growing string would copy it again per chunk, many times the event's size in garbage.
+    if (pos < text.length) this.pending.push(text.slice(pos));
     return out;
   }
 
